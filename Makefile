@@ -1,0 +1,38 @@
+# The README's two set-up commands: `make run` and `make test`. Each creates .venv when it is
+# missing and installs the project into it; nothing else needs to be on the machine first.
+VENV    ?= .venv
+PY      := $(VENV)/bin/python
+STAMP   := $(VENV)/.installed-stamp
+STORE   ?= $(or $(AUDITATLAS_STORE),data/store)
+PORT    ?= 8501
+
+.PHONY: run test install browser bench clean-store
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+# Serves the app on the embedded default corpus (built on first run; offline).
+run: $(STAMP)
+	@test -f $(STORE)/MANIFEST.json || $(VENV)/bin/auditatlas --store $(STORE) demo
+	AUDITATLAS_STORE=$(STORE) $(VENV)/bin/streamlit run app.py --server.port $(PORT) --server.headless true
+
+# The browser tests drive Debian's Chromium; install it when it is missing (root, apt).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing Debian chromium for the browser tests"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	  || echo "warning: could not install chromium; browser tests will fail"; }
+
+test: $(STAMP) browser
+	$(VENV)/bin/pytest -q
+
+bench: $(STAMP)
+	$(PY) bench/run.py
+
+clean-store:
+	rm -rf $(STORE)

@@ -1,0 +1,2 @@
+"""Audit Atlas core library: ingest, store, analyses. Imports no Streamlit."""
+__version__ = "0.1.0"

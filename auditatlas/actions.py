@@ -1,0 +1,44 @@
+"""The MAADBench action vocabulary: code names, the paper's names and the capability it tests.
+
+Other corpora keep their own action names; views that need the paper's order or capability
+fall back to the raw action name for actions not listed here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Action:
+    code: str
+    paper: str
+    short: str
+    capability: str
+
+
+# Pipeline order (specs/maadbench.md, "Actions").
+ACTIONS: tuple[Action, ...] = (
+    Action("SELECT_PUZZLE", "SEL_PUZZLE", "SP", "planning"),
+    Action("OBSERVE_CLUE", "OBS_CLUE", "OC", "distraction"),
+    Action("SOLVE_CLUE", "SOL_CLUE", "SC", "math / code"),
+    Action("OBSERVE_ITEM", "OBS_INSTRU", "OI", "distraction"),
+    Action("UNIT_TOOL_CALL", "TOOL_CALL", "TC", "tool use"),
+    Action("APPLY_DELTA", "APL_DELTA", "AD", "reasoning"),
+    Action("OBSERVE_PUZZLE", "OBS_PUZZLE", "OP", "verification"),
+)
+BY_CODE = {a.code: a for a in ACTIONS}
+ORDER = {a.code: i for i, a in enumerate(ACTIONS)}
+
+
+def short(action: str) -> str:
+    a = BY_CODE.get(action)
+    return a.short if a else action
+
+
+def capability(action: str) -> str:
+    a = BY_CODE.get(action)
+    return a.capability if a else action
+
+
+def sort_key(action: str) -> tuple[int, str]:
+    return (ORDER.get(action, len(ORDER)), action)

@@ -1,0 +1,123 @@
+"""``auditatlas``: ingest release files, build the demo store, print what the store holds.
+
+Every error a user can cause ends in one clear sentence on stderr and a non-zero exit, never a
+traceback: 2 for bad usage, 1 for bad input or an undefined result.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from .errors import AtlasError, IngestFailed
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="auditatlas",
+        description="Audit Atlas: labeled agent traces and detector predictions in one store.",
+    )
+    parser.add_argument("--store", help="store folder (default: $AUDITATLAS_STORE or ./data/store)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    from .ingest import ADAPTERS
+
+    ingest = sub.add_parser("ingest", help="convert a release into the store (replaces that source)")
+    ingest.add_argument("format", choices=sorted(ADAPTERS), metavar="FORMAT",
+                        help=f"one of: {', '.join(sorted(ADAPTERS))}")
+    ingest.add_argument("path", nargs="?", help="file or folder (optional for catchbench)")
+
+    demo = sub.add_parser("demo", help="build the embedded default corpus (simulated MAADBench) and the CatchBench release")
+    demo.add_argument("--rooms", type=_positive_int, default=1500)
+    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--no-catchbench", action="store_true", help="only the simulated corpus")
+
+    info = sub.add_parser("info", help="what the store holds, per corpus")
+    info.add_argument("--json", action="store_true")
+    return parser
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    from .store import store_dir
+
+    root = store_dir(args.store)
+    try:
+        if args.command == "ingest":
+            return _ingest(args.format, args.path, root)
+        if args.command == "demo":
+            return _demo(root, args.rooms, args.seed, not args.no_catchbench)
+        if args.command == "info":
+            return _info(root, args.json)
+    except IngestFailed as exc:
+        for problem in exc.problems:
+            print(f"error: {problem}", file=sys.stderr)
+        print(f"error: {len(exc.problems)} problem(s); the store was left unchanged.", file=sys.stderr)
+        return 1
+    except AtlasError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 2
+
+
+def _ingest(fmt: str, path: str | None, root: Path) -> int:
+    from .ingest import ingest
+
+    if path is None and fmt != "catchbench":
+        print(f"error: format '{fmt}' needs a PATH to read.", file=sys.stderr)
+        return 2
+    batch, entry = ingest(fmt, path, root)
+    for note in batch.notes:
+        print(f"note: {note}", file=sys.stderr)
+    rows = ", ".join(f"{n} {t}" for t, n in entry["rows"].items() if n)
+    print(f"ingested {fmt} into source '{batch.source}' of {root}: {rows or 'no rows'}")
+    return 0
+
+
+def _demo(root: Path, rooms: int, seed: int, with_catchbench: bool) -> int:
+    from .ingest import demo
+
+    def progress(fraction: float, message: str) -> None:
+        print(f"[{fraction:4.0%}] {message}", file=sys.stderr)
+
+    if with_catchbench:
+        counts = demo.build_default_store(root, rooms=rooms, seed=seed, progress=progress)
+    else:
+        counts = demo.build_demo(root, rooms=rooms, seed=seed, progress=progress)
+    print(f"built the simulated default corpus in {root}: {json.dumps(counts, sort_keys=True)}")
+    return 0
+
+
+def _info(root: Path, as_json: bool) -> int:
+    from .inventory import corpus_counts
+
+    counts = corpus_counts(root)
+    if as_json:
+        print(json.dumps({"corpora": counts}, indent=2, sort_keys=True))
+        return 0
+    if not counts:
+        print(f"the store at {root} is empty; run 'auditatlas demo' or 'auditatlas ingest FORMAT PATH'.")
+        return 0
+    keys = list(next(iter(counts.values())))
+    width = max(len(c) for c in counts)
+    print(f"store: {root}")
+    print(" " * width + "  " + "  ".join(f"{k:>12}" for k in keys))
+    for corpus, row in counts.items():
+        print(f"{corpus:<{width}}  " + "  ".join(f"{row[k]:>12}" for k in keys))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""Adapters: one module per release format, each with the same small contract.
+
+An adapter module defines
+
+- ``FORMAT``: the name used on the command line (``auditatlas ingest FORMAT PATH``);
+- ``can_read(path) -> bool``: a cheap look at whether ``path`` is in this format;
+- ``read(path, context) -> Batch``: the whole release converted into the schema, raising
+  :class:`auditatlas.errors.IngestFailed` listing every problem (one line per file and field).
+
+Adding a corpus means adding one module here and one line to ``ADAPTERS``. Nothing outside
+this package parses a release format.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable
+
+# FORMAT -> module path; imported lazily so one broken optional reader never blocks the rest.
+ADAPTERS: dict[str, str] = {
+    "maadbench": "auditatlas.ingest.maadbench",
+    "whowhen": "auditatlas.ingest.whowhen",
+    "taubench": "auditatlas.ingest.taubench",
+    "catchbench": "auditatlas.ingest.catchbench",
+    "predictions": "auditatlas.ingest.predictions",
+}
+
+
+@dataclass
+class Batch:
+    """What one ingest writes: the store source it replaces and its tables."""
+
+    source: str
+    tables: dict[str, Any]
+    notes: list[str] = field(default_factory=list)  # told to the user (e.g. unjoined rows)
+    meta: dict[str, Any] = field(default_factory=dict)  # kept in the manifest entry
+
+
+@dataclass
+class Context:
+    """What an adapter may need beyond its own files.
+
+    ``lookup`` runs a parameter-bound read-only query against the current store (the
+    predictions adapter joins released rows to steps already there).
+    """
+
+    store: Path
+    lookup: Callable[[str, list | None], Any] | None = None
+
+
+def adapter(fmt: str) -> ModuleType:
+    from ..errors import AtlasError
+
+    if fmt not in ADAPTERS:
+        raise AtlasError(f"unknown format '{fmt}'; choose one of: {', '.join(ADAPTERS)}.")
+    return importlib.import_module(ADAPTERS[fmt])
+
+
+def ingest(fmt: str, path: str | Path | None, store: str | Path) -> tuple[Batch, dict]:
+    """Read ``path`` with the adapter of ``fmt`` and replace its source in ``store``."""
+    from .. import store as store_mod
+    from ..errors import AtlasError
+
+    module = adapter(fmt)
+    if path is not None and not Path(path).exists():
+        raise AtlasError(f"{path}: no such file or folder.")
+    context = Context(store=Path(store), lookup=_lookup(Path(store)))
+    batch = module.read(Path(path) if path is not None else None, context)
+    entry = store_mod.write_source(store, batch.source, batch.tables, meta={"format": fmt, "origin": str(path or ""), **batch.meta})
+    return batch, entry
+
+
+def _lookup(root: Path) -> Callable[[str, list | None], Any]:
+    def run(sql: str, params: list | None = None):
+        from queries import connect
+
+        con = connect(root)
+        return con.execute(sql, params or []).arrow()
+
+    return run

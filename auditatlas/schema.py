@@ -1,0 +1,148 @@
+"""The one schema every corpus is converted into.
+
+Every adapter returns tables in exactly these shapes; the store refuses anything else. The
+column meanings and invariants are documented in ``data/README.md`` (keep the two in step).
+
+Ids are strings unique across corpora: ``<corpus>:<native id>``.
+"""
+from __future__ import annotations
+
+import pyarrow as pa
+
+STR = pa.string()
+INT = pa.int64()
+FLOAT = pa.float64()
+BOOL = pa.bool_()
+
+TABLES: dict[str, pa.Schema] = {
+    # One row per corpus a source brings (what the Overview says is loaded).
+    "corpora": pa.schema([
+        ("corpus", STR),
+        ("title", STR),
+        ("kind", STR),  # real | simulated
+        ("label_process", STR),
+        ("description", STR),
+    ]),
+    "runs": pa.schema([
+        ("run_id", STR),
+        ("corpus", STR),
+        ("source_file", STR),
+        ("backbone", STR),
+        ("temperature", FLOAT),
+        ("domain", STR),
+        ("difficulty", STR),
+        ("task_id", STR),
+        ("room_id", STR),  # grouping key for room-disjoint splits (MAADBench)
+        ("outcome", STR),  # success | failure | unknown
+        ("n_steps", INT),
+        ("label_process", STR),
+        ("run_key", STR),  # CatchBench sha256 run key (Who&When)
+        ("legacy_key", STR),  # CatchBench legacy NNN-<hex> key (Who&When)
+        ("extra", STR),  # JSON
+    ]),
+    "steps": pa.schema([
+        ("run_id", STR),
+        ("corpus", STR),
+        ("step_idx", INT),  # dense 0..n_steps-1 in trace order
+        ("step_id", STR),  # native id (action_id, message id, ...)
+        ("agent", STR),
+        ("action", STR),
+        ("scope", STR),  # propagation scope: puzzle id, or the run for corpora without puzzles
+        ("scope_success", BOOL),  # did the scope (puzzle / run) still succeed
+        ("text_in", STR),
+        ("text_out", STR),
+        ("tokens_in", INT),
+        ("tokens_out", INT),
+        ("duration_s", FLOAT),
+        ("confidence", FLOAT),
+        ("is_tool", BOOL),
+        ("error_code", STR),
+        ("failure_mode", STR),
+        ("is_cascade", BOOL),  # an upstream step of the same scope already failed
+        ("label", pa.int8()),  # 1 anomaly, 0 normal, null unlabeled
+        ("is_format_error", BOOL),
+        ("label_source", STR),
+        ("extra", STR),  # JSON
+    ]),
+    "edges": pa.schema([
+        ("run_id", STR),
+        ("corpus", STR),
+        ("src_idx", INT),
+        ("dst_idx", INT),
+        ("kind", STR),  # data | tool_parent | puzzle_sequence | context | handoff | tool_call | read_write
+        ("provenance", STR),  # observed | modeled | inferred
+    ]),
+    "prediction_sets": pa.schema([
+        ("set_id", STR),
+        ("corpus", STR),
+        ("method", STR),
+        ("family", STR),
+        ("supervision", STR),
+        ("granularity", STR),  # step | run | config
+        ("protocol", STR),
+        ("model", STR),
+        ("seed", INT),
+        ("params", STR),  # JSON
+        ("feature_set", STR),
+        ("slice", STR),  # JSON of the slice it was computed on
+        ("source", STR),  # release | rescore
+        ("source_file", STR),
+        ("created_at", STR),
+    ]),
+    # Scores keyed to exactly one step (run_id, step_idx), run (run_id) or
+    # config capability (config_id, capability).
+    "predictions": pa.schema([
+        ("set_id", STR),
+        ("corpus", STR),
+        ("run_id", STR),
+        ("step_idx", INT),
+        ("config_id", STR),
+        ("capability", STR),
+        ("score", FLOAT),
+        ("pred_label", pa.int8()),
+        ("split", STR),  # train | test | all
+    ]),
+    # Ranking-style predictions as released (a judge's top pick and ranking per run),
+    # keyed by run key; the ``predictions`` view turns them into one score per step of
+    # every matching run, so it does not matter which was ingested first.
+    "rankings": pa.schema([
+        ("set_id", STR),
+        ("corpus", STR),
+        ("run_key", STR),
+        ("top", INT),
+        ("ranking", pa.list_(INT)),
+    ]),
+    "configs": pa.schema([
+        ("config_id", STR),
+        ("corpus", STR),
+        ("source", STR),
+        ("label_process", STR),
+        ("n_capabilities", INT),
+        ("spec_tokens", pa.list_(STR)),
+        ("extra", STR),
+    ]),
+    "capabilities": pa.schema([
+        ("config_id", STR),
+        ("corpus", STR),
+        ("cap_idx", INT),
+        ("name", STR),
+        ("type", STR),
+        ("permission_level", STR),
+        ("excess", BOOL),
+    ]),
+    # Published numbers a recomputed board must equal (CatchBench golden board).
+    "published_values": pa.schema([
+        ("board", STR),
+        ("corpus", STR),
+        ("entrant", STR),
+        ("metric", STR),
+        ("value", FLOAT),
+    ]),
+}
+
+TABLE_NAMES: tuple[str, ...] = tuple(TABLES)
+
+
+def empty_table(name: str) -> pa.Table:
+    """An empty table of the named schema."""
+    return TABLES[name].empty_table()

@@ -1,0 +1,61 @@
+"""Invariants every source must satisfy before it may enter the store.
+
+They are checked in DuckDB over the Arrow tables, so they cost little even for a million runs.
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+import duckdb
+import pyarrow as pa
+
+from .errors import StoreError
+
+# (description, SQL returning offending rows; empty result = invariant holds)
+_CHECKS: list[tuple[str, str]] = [
+    ("run ids are unique", "SELECT run_id FROM runs GROUP BY run_id HAVING count(*) > 1"),
+    ("every step belongs to a run of this source",
+     "SELECT s.run_id FROM steps s ANTI JOIN runs r USING (run_id)"),
+    ("step_idx is dense 0..n_steps-1 in every run",
+     """SELECT r.run_id FROM runs r LEFT JOIN (
+            SELECT run_id, count(*) n, count(DISTINCT step_idx) d, min(step_idx) lo, max(step_idx) hi
+            FROM steps GROUP BY run_id) s USING (run_id)
+        WHERE coalesce(s.n, 0) <> r.n_steps OR coalesce(s.d, 0) <> r.n_steps
+           OR (r.n_steps > 0 AND (s.lo <> 0 OR s.hi <> r.n_steps - 1))"""),
+    ("every edge points backwards in time within one run",
+     """SELECT e.run_id FROM edges e LEFT JOIN runs r USING (run_id)
+        WHERE r.run_id IS NULL OR e.src_idx >= e.dst_idx OR e.src_idx < 0 OR e.dst_idx >= r.n_steps"""),
+    ("step labels are 0, 1 or null",
+     "SELECT run_id FROM steps WHERE label IS NOT NULL AND label NOT IN (0, 1)"),
+    ("run outcomes are success, failure or unknown",
+     "SELECT run_id FROM runs WHERE outcome NOT IN ('success', 'failure', 'unknown') OR outcome IS NULL"),
+    ("prediction set ids are unique",
+     "SELECT set_id FROM prediction_sets GROUP BY set_id HAVING count(*) > 1"),
+    ("every prediction belongs to a prediction set of this source",
+     "SELECT p.set_id FROM predictions p ANTI JOIN prediction_sets s USING (set_id)"),
+    ("every ranking belongs to a prediction set of this source",
+     "SELECT p.set_id FROM rankings p ANTI JOIN prediction_sets s USING (set_id)"),
+    ("a prediction is keyed to exactly one step, run or config",
+     """SELECT set_id FROM predictions
+        WHERE (run_id IS NOT NULL)::INT + (config_id IS NOT NULL)::INT <> 1
+           OR (config_id IS NOT NULL AND step_idx IS NOT NULL)"""),
+    ("config ids are unique", "SELECT config_id FROM configs GROUP BY config_id HAVING count(*) > 1"),
+    ("every capability belongs to a config of this source",
+     "SELECT c.config_id FROM capabilities c ANTI JOIN configs g USING (config_id)"),
+]
+
+
+def check_invariants(tables: Mapping[str, pa.Table], source: str) -> None:
+    """Raise StoreError naming the first broken invariant and an example offender."""
+    con = duckdb.connect()
+    try:
+        for name, table in tables.items():
+            con.register(name, table)
+        for description, sql in _CHECKS:
+            row = con.execute(f"SELECT * FROM ({sql}) LIMIT 1").fetchone()
+            if row is not None:
+                raise StoreError(
+                    f"source '{source}' breaks the invariant '{description}' (e.g. {row[0]!r}); nothing was written."
+                )
+    finally:
+        con.close()

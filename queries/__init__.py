@@ -1,0 +1,167 @@
+"""The DuckDB side of Audit Atlas: one connection factory and the named queries.
+
+All SQL lives in this package (``queries/sql/*.sql`` and the view definitions below). Callers
+ask for a query by name and pass parameters; values are always bound, never formatted in.
+
+Concurrency: one in-memory DuckDB database per store, shared by every Streamlit session, and a
+fresh cursor per call (DuckDB connections are not safe to share across threads; cursors of one
+database are). Views over the Parquet files are rebuilt whenever the store manifest changes, so
+an ingest or a re-score shows up without a restart.
+"""
+from __future__ import annotations
+
+import threading
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Mapping
+
+import duckdb
+import pyarrow as pa
+
+from auditatlas.schema import TABLES
+from auditatlas.store import MANIFEST, store_dir, table_files
+
+SQL_DIR = Path(__file__).resolve().parent / "sql"
+
+# The columns of the slice every page shares, and the run column each one filters.
+SLICE_COLUMNS: tuple[str, ...] = ("corpus", "backbone", "difficulty", "temperature", "domain", "outcome")
+
+
+class _Database:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.con = duckdb.connect(":memory:")
+        self.lock = threading.Lock()
+        self.stamp: float | None = None
+
+    def _manifest_stamp(self) -> float:
+        try:
+            return (self.root / MANIFEST).stat().st_mtime_ns
+        except FileNotFoundError:
+            return -1.0
+
+    def refresh(self) -> None:
+        stamp = self._manifest_stamp()
+        if stamp == self.stamp:
+            return
+        with self.lock:
+            if stamp == self.stamp:
+                return
+            _create_views(self.con, self.root)
+            self.stamp = stamp
+
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        self.refresh()
+        return self.con.cursor()
+
+
+_DATABASES: dict[str, _Database] = {}
+_DATABASES_LOCK = threading.Lock()
+
+
+def connect(root: str | Path | None = None) -> duckdb.DuckDBPyConnection:
+    """A cursor on the store's views (store_dir() when root is None)."""
+    root = Path(store_dir(root)).resolve()
+    key = str(root)
+    with _DATABASES_LOCK:
+        db = _DATABASES.get(key)
+        if db is None:
+            db = _DATABASES[key] = _Database(root)
+    return db.cursor()
+
+
+def _empty_select(table: str) -> str:
+    cols = ", ".join(f"CAST(NULL AS {_duck_type(f.type)}) AS {f.name}" for f in TABLES[table])
+    return f"SELECT {cols} WHERE false"
+
+
+def _duck_type(t: pa.DataType) -> str:
+    if pa.types.is_string(t):
+        return "VARCHAR"
+    if pa.types.is_int8(t):
+        return "TINYINT"
+    if pa.types.is_integer(t):
+        return "BIGINT"
+    if pa.types.is_floating(t):
+        return "DOUBLE"
+    if pa.types.is_boolean(t):
+        return "BOOLEAN"
+    if pa.types.is_list(t):
+        return _duck_type(t.value_type) + "[]"
+    raise TypeError(f"no DuckDB type for {t}")
+
+
+def _create_views(con: duckdb.DuckDBPyConnection, root: Path) -> None:
+    for table in TABLES:
+        files = table_files(root, table)
+        physical = "predictions_stored" if table == "predictions" else table
+        if files:
+            # File paths come from our own manifest, not from users; quoting guards odd folders.
+            listing = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+            select = f"SELECT * FROM read_parquet([{listing}], union_by_name = true)"
+        else:
+            select = _empty_select(table)
+        con.execute(f"CREATE OR REPLACE VIEW {physical} AS {select}")
+    con.execute(f"CREATE OR REPLACE VIEW predictions AS {_sql('view_predictions')}")
+
+
+@lru_cache(maxsize=None)
+def _raw(name: str) -> str:
+    path = SQL_DIR / f"{name}.sql"
+    if not path.exists():
+        raise KeyError(f"no named query '{name}' in {SQL_DIR}")
+    return path.read_text()
+
+
+@lru_cache(maxsize=None)
+def _sql(name: str) -> str:
+    text = _raw(name)
+    # `@slice` stands for the shared slice CTE (a fixed fragment of our own, not user input).
+    if "@slice" in text:
+        text = text.replace("@slice", (SQL_DIR / "_slice.sql").read_text())
+    return text
+
+
+def _bind(name: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Bound values for ``name``: a query using the slice gets every slice column."""
+    bound = dict(params or {})
+    if "@slice" in _raw(name):
+        bound = {**slice_params(bound.pop("slice", None)), **bound}
+    return bound
+
+
+def run(name: str, params: Mapping[str, Any] | None = None, root: str | Path | None = None):
+    """Run named query ``name`` with bound ``params``; returns a pandas DataFrame.
+
+    Queries over the shared slice take it as ``params["slice"]`` (see slice_params).
+    """
+    cur = connect(root)
+    try:
+        return cur.execute(_sql(name), _bind(name, params)).df()
+    finally:
+        cur.close()
+
+
+def run_arrow(name: str, params: Mapping[str, Any] | None = None, root: str | Path | None = None) -> pa.Table:
+    cur = connect(root)
+    try:
+        return cur.execute(_sql(name), _bind(name, params)).arrow()
+    finally:
+        cur.close()
+
+
+def slice_params(slice_: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Bind values for the shared slice: every column a list, an empty list meaning 'all'.
+
+    Named queries filter runs with ``(len($backbone) = 0 OR r.backbone IN $backbone)``-style
+    predicates (see sql/_slice.sql for the exact form), so the slice never reaches SQL text.
+    """
+    slice_ = slice_ or {}
+    params: dict[str, Any] = {}
+    for col in SLICE_COLUMNS:
+        values = slice_.get(col) or []
+        if col == "temperature":
+            params[col] = [float(v) for v in values]
+        else:
+            params[col] = [str(v) for v in values]
+    return params

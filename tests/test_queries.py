@@ -1,0 +1,73 @@
+"""Named queries over a small hand-made store: slice binding and the Overview counts."""
+from __future__ import annotations
+
+import pytest
+
+import queries
+from auditatlas import store
+
+
+@pytest.fixture()
+def tiny(tmp_path):
+    runs, steps = [], []
+    # backbone X: 4 labeled OBSERVE_CLUE steps, 1 anomalous (silent: its puzzle succeeded),
+    # 1 unlabeled; backbone Y: 2 labeled SOLVE_CLUE, both anomalous, one a format error.
+    layout = {
+        "X": [("OBSERVE_CLUE", 0, True, False), ("OBSERVE_CLUE", 1, True, False), ("OBSERVE_CLUE", 0, True, False),
+              ("OBSERVE_CLUE", 0, True, False), ("SELECT_PUZZLE", None, True, False)],
+        "Y": [("SOLVE_CLUE", 1, False, False), ("SOLVE_CLUE", 1, False, True)],
+    }
+    for backbone, rows in layout.items():
+        run_id = f"t:{backbone}"
+        runs.append({"run_id": run_id, "corpus": "t", "backbone": backbone, "temperature": 0.3 if backbone == "X" else 0.0,
+                     "outcome": "failure", "n_steps": len(rows)})
+        for i, (action, label, scope_ok, fmt) in enumerate(rows):
+            steps.append({"run_id": run_id, "corpus": "t", "step_idx": i, "action": action, "label": label,
+                          "scope_success": scope_ok, "is_format_error": fmt})
+    store.write_source(tmp_path, "t", {"runs": runs, "steps": steps})
+    return tmp_path
+
+
+def test_action_rates_exclude_unlabeled(tiny):
+    df = queries.run("action_rates", {"slice": {}}, root=tiny).set_index(["backbone", "action"])
+    assert df.loc[("X", "OBSERVE_CLUE"), "labeled_steps"] == 4
+    assert df.loc[("X", "OBSERVE_CLUE"), "success_rate"] == pytest.approx(0.75)
+    assert df.loc[("X", "SELECT_PUZZLE"), "labeled_steps"] == 0
+    assert df.loc[("X", "SELECT_PUZZLE"), "unlabeled_steps"] == 1
+    assert df.loc[("Y", "SOLVE_CLUE"), "success_rate"] == 0
+
+
+def test_slice_filters_runs(tiny):
+    df = queries.run("action_rates", {"slice": {"backbone": ["Y"]}}, root=tiny)
+    assert set(df["backbone"]) == {"Y"}
+    df = queries.run("slice_summary", {"slice": {"temperature": ["0.3"]}}, root=tiny)
+    assert df["runs"].sum() == 1 and df["steps"].sum() == 5
+
+
+def test_slice_value_is_bound_not_formatted(tiny):
+    df = queries.run("slice_summary", {"slice": {"backbone": ["X' OR '1'='1"]}}, root=tiny)
+    assert df.empty
+
+
+def test_silent_failures_keep_format_errors_apart(tiny):
+    df = queries.run("silent_failures", {"slice": {}}, root=tiny).set_index("backbone")
+    assert df.loc["X", "action_failures"] == 1 and df.loc["X", "silent_action_failures"] == 1
+    assert df.loc["Y", "action_failures"] == 1 and df.loc["Y", "format_errors"] == 1
+    assert df.loc["Y", "silent_action_failures"] == 0
+
+
+def test_rates_leave_undefined_blank(tiny):
+    from auditatlas import rates
+
+    counts = queries.run("action_rates", {"slice": {}}, root=tiny)
+    table = rates.action_success(counts).set_index(["backbone", "action"])
+    assert table.loc[("X", "OBSERVE_CLUE"), "success_pct"] == pytest.approx(75.0)
+    assert table["success_pct"].isna().loc[("X", "SELECT_PUZZLE")]
+
+
+def test_corpus_counts(tiny):
+    from auditatlas.inventory import corpus_counts
+
+    counts = corpus_counts(tiny)
+    assert counts["t"]["runs"] == 2 and counts["t"]["steps"] == 7
+    assert counts["t"]["labeled_steps"] == 6 and counts["t"]["anomalous_steps"] == 3

@@ -1,0 +1,98 @@
+"""The store: atomic per-source writes, invariants, idempotent replacement."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import queries
+from auditatlas import store
+from auditatlas.errors import StoreError
+
+
+def _run(corpus: str, n: int, native: str = "r1", outcome: str = "failure") -> dict:
+    run_id = f"{corpus}:{native}"
+    return {
+        "runs": [{"run_id": run_id, "corpus": corpus, "outcome": outcome, "n_steps": n, "backbone": "B"}],
+        "steps": [{"run_id": run_id, "corpus": corpus, "step_idx": i, "action": "A", "label": int(i == 0)} for i in range(n)],
+        "edges": [{"run_id": run_id, "corpus": corpus, "src_idx": i, "dst_idx": i + 1, "kind": "handoff", "provenance": "inferred"} for i in range(n - 1)],
+    }
+
+
+def _counts(root) -> dict:
+    con = queries.connect(root)
+    return {t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("runs", "steps", "edges")}
+
+
+def test_write_and_read_back(tmp_path):
+    store.write_source(tmp_path, "alpha", _run("alpha", 3))
+    assert _counts(tmp_path) == {"runs": 1, "steps": 3, "edges": 2}
+    manifest = json.loads((tmp_path / "MANIFEST.json").read_text())
+    assert manifest["sources"]["alpha"]["rows"]["steps"] == 3
+
+
+def test_rewriting_a_source_replaces_it(tmp_path):
+    store.write_source(tmp_path, "alpha", _run("alpha", 3))
+    store.write_source(tmp_path, "alpha", _run("alpha", 3))
+    assert _counts(tmp_path) == {"runs": 1, "steps": 3, "edges": 2}
+    store.write_source(tmp_path, "alpha", _run("alpha", 5))
+    assert _counts(tmp_path) == {"runs": 1, "steps": 5, "edges": 4}
+    # the replaced folder is gone: one folder per source
+    assert len(list((tmp_path / "sources").iterdir())) == 1
+
+
+def test_sources_are_independent(tmp_path):
+    store.write_source(tmp_path, "alpha", _run("alpha", 3))
+    store.write_source(tmp_path, "beta", _run("beta", 2))
+    assert _counts(tmp_path)["steps"] == 5
+    assert store.remove_source(tmp_path, "beta")
+    assert _counts(tmp_path)["steps"] == 3
+
+
+@pytest.mark.parametrize(
+    "mutate, invariant",
+    [
+        (lambda t: t["steps"].pop(1), "dense"),
+        (lambda t: t["edges"].append({"run_id": "alpha:r1", "corpus": "alpha", "src_idx": 2, "dst_idx": 1}), "backwards"),
+        (lambda t: t["steps"].append({"run_id": "alpha:zz", "corpus": "alpha", "step_idx": 0}), "belongs to a run"),
+        (lambda t: t["steps"][0].update(label=2), "labels"),
+        (lambda t: t["runs"][0].update(outcome="won"), "outcomes"),
+    ],
+)
+def test_broken_invariant_leaves_store_unchanged(tmp_path, mutate, invariant):
+    store.write_source(tmp_path, "alpha", _run("alpha", 3))
+    before = (tmp_path / "MANIFEST.json").read_bytes()
+    tables = _run("alpha", 3)
+    mutate(tables)
+    with pytest.raises(StoreError, match=invariant):
+        store.write_source(tmp_path, "alpha", tables)
+    assert (tmp_path / "MANIFEST.json").read_bytes() == before
+    assert _counts(tmp_path) == {"runs": 1, "steps": 3, "edges": 2}
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".staging")]
+
+
+def test_unknown_column_is_refused(tmp_path):
+    tables = _run("alpha", 1)
+    tables["runs"][0]["colour"] = "red"
+    # list-of-dict rows only pick schema columns; a DataFrame with a stray column is refused
+    import pandas as pd
+
+    with pytest.raises(StoreError, match="outside the schema"):
+        store.write_source(tmp_path, "alpha", {**tables, "runs": pd.DataFrame(tables["runs"])})
+
+
+def test_empty_store_has_typed_empty_views(tmp_path):
+    con = queries.connect(tmp_path)
+    assert con.execute("SELECT count(*) FROM steps").fetchone()[0] == 0
+    assert con.execute("SELECT count(*) FROM predictions").fetchone()[0] == 0
+
+
+def test_views_follow_a_new_ingest_without_restart(tmp_path):
+    assert _counts(tmp_path)["runs"] == 0
+    store.write_source(tmp_path, "alpha", _run("alpha", 2))
+    assert _counts(tmp_path)["runs"] == 1
+
+
+def test_bad_source_name(tmp_path):
+    with pytest.raises(StoreError, match="source name"):
+        store.write_source(tmp_path, "../evil", _run("alpha", 1))
