@@ -1,0 +1,432 @@
+"""Paired statistics behind the boards: which entrant beats which, and how sure we are.
+
+Every entrant on a board scores the same runs (or configs), so every comparison here is
+*paired*: the tests condition on the shared items instead of treating two entrants as
+independent samples, which would waste most of the evidence. Pure functions on numpy arrays;
+no Streamlit, no store.
+
+- ``roc_auc``: ROC-AUC as the Mann-Whitney statistic (ties count one half).
+- ``delong_paired``: DeLong et al. (1988) paired test of two ROC-AUCs on the same items.
+- ``mcnemar_exact``: exact conditional McNemar for binary hits (Top-1, Top-3).
+- ``wilcoxon_paired``: Wilcoxon signed-rank for per-run reciprocal ranks.
+- ``paired_bootstrap``: percentile bootstrap of any metric difference, seeded, optionally
+  resampling whole clusters (configuration-cluster bootstrap for PRE F1).
+- ``holm`` / ``adjust_family`` / ``Contrast``: Holm step-down within a declared family; a
+  contrast that does not reject is "unresolved", never "equal" (a failure to reject is not
+  evidence of equality).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Callable, Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy import stats as _sps
+
+from .errors import UndefinedMetric
+
+__all__ = [
+    "ALPHA",
+    "VERDICTS",
+    "BootstrapResult",
+    "Contrast",
+    "DelongResult",
+    "McNemarResult",
+    "WilcoxonResult",
+    "adjust_family",
+    "delong_paired",
+    "holm",
+    "mcnemar_exact",
+    "paired_bootstrap",
+    "roc_auc",
+    "wilcoxon_paired",
+]
+
+ALPHA = 0.05
+# No "equal": not rejecting says the data cannot order the two entrants, nothing more.
+VERDICTS = ("separates", "unresolved")
+
+# Pratt keeps tied runs in the ranking; see wilcoxon_paired for why this one.
+WILCOXON_ZERO_METHOD = "pratt"
+
+_Z975 = float(_sps.norm.ppf(0.975))
+
+
+# ---------------------------------------------------------------------------- input checks
+
+def _binary(values: ArrayLike, name: str) -> np.ndarray:
+    """Return a 1-D bool array; refuse anything but 0/1/True/False (a NaN label is a caller bug)."""
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}.")
+    if arr.dtype == bool:
+        return arr
+    if arr.size and not np.isin(arr, (0, 1)).all():
+        raise ValueError(f"{name} must hold only 0/1 (or booleans); drop unlabeled items first.")
+    return arr.astype(bool)
+
+
+def _scores(values: ArrayLike, name: str, n: int) -> np.ndarray:
+    arr = np.asarray(values, dtype=float)
+    if arr.shape != (n,):
+        raise ValueError(f"{name} has shape {arr.shape}, expected ({n},) to pair with the labels.")
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} holds NaN or infinite scores; drop or impute them first.")
+    return arr
+
+
+def _class_counts(y: np.ndarray, what: str) -> tuple[int, int]:
+    n_pos = int(y.sum())
+    n_neg = int(y.size - n_pos)
+    if n_pos == 0 or n_neg == 0:
+        # Never 0.5: a one-class slice has no ranking to measure, and 0.5 would read as "random".
+        raise UndefinedMetric(
+            f"{what} is undefined on this slice: it has {n_pos} positive(s) and {n_neg} "
+            "negative(s), and ROC-AUC needs at least one of each."
+        )
+    return n_pos, n_neg
+
+
+# ---------------------------------------------------------------------------- ROC-AUC
+
+def roc_auc(y_true: ArrayLike, score: ArrayLike) -> float:
+    """ROC-AUC = P(score of a positive > score of a negative), ties counting one half.
+
+    This is the Mann-Whitney U of the positives divided by n_pos * n_neg, computed from
+    midranks so ties get half credit exactly. Raises ``UndefinedMetric`` when the slice holds
+    a single class instead of returning 0.5, which would masquerade as a random detector.
+    """
+    y = _binary(y_true, "y_true")
+    s = _scores(score, "score", y.size)
+    n_pos, n_neg = _class_counts(y, "ROC-AUC")
+    ranks = _sps.rankdata(s)  # midranks: tied scores share the mean rank
+    u_pos = ranks[y].sum() - n_pos * (n_pos + 1) / 2.0
+    return float(u_pos / (n_pos * n_neg))
+
+
+# ---------------------------------------------------------------------------- DeLong
+
+@dataclass(frozen=True)
+class DelongResult:
+    """Paired DeLong comparison; ``diff = auc_a - auc_b`` and ``ci95`` is the Wald interval."""
+
+    auc_a: float
+    auc_b: float
+    diff: float
+    se: float
+    ci95: tuple[float, float]
+    z: float
+    p: float
+    n_pos: int
+    n_neg: int
+
+
+def _placements(y: np.ndarray, s: np.ndarray, n_pos: int, n_neg: int) -> tuple[np.ndarray, np.ndarray]:
+    """DeLong structural components from midranks (no O(n_pos * n_neg) pair loop).
+
+    For a positive x_i: V10_i = (#negatives below x_i + 0.5 #tied) / n_neg, which equals
+    (its midrank among all items - its midrank among positives) / n_neg. Symmetrically for a
+    negative y_j: V01_j = share of positives above it (ties half) = 1 - (rank_all - rank_neg)/n_pos.
+    """
+    r_all = _sps.rankdata(s)
+    r_pos = _sps.rankdata(s[y])
+    r_neg = _sps.rankdata(s[~y])
+    v10 = (r_all[y] - r_pos) / n_neg
+    v01 = 1.0 - (r_all[~y] - r_neg) / n_pos
+    return v10, v01
+
+
+def delong_paired(y_true: ArrayLike, score_a: ArrayLike, score_b: ArrayLike) -> DelongResult:
+    """DeLong, DeLong & Clarke-Pearson (1988) test of AUC_a = AUC_b on the same items.
+
+    Paired because both detectors score the same runs: the covariance of the two AUCs (via the
+    per-item placement values) removes the shared difficulty of the items, which an unpaired
+    test would count as noise. var(diff) = c' (S10 / n_pos + S01 / n_neg) c with c = (1, -1),
+    S10 / S01 the sample covariances (ddof = 1) of the placement values of positives /
+    negatives. Two-sided p from the normal approximation. Needs at least two positives and two
+    negatives (a covariance from one item is undefined). When the variance is exactly zero the
+    result is the formula's limit: p = 1 if the AUCs are equal, else p = 0 (e.g. a perfect
+    detector against a constant one).
+    """
+    y = _binary(y_true, "y_true")
+    sa = _scores(score_a, "score_a", y.size)
+    sb = _scores(score_b, "score_b", y.size)
+    n_pos, n_neg = _class_counts(y, "The DeLong test")
+    if n_pos < 2 or n_neg < 2:
+        raise UndefinedMetric(
+            f"The DeLong test needs at least 2 positives and 2 negatives to estimate a variance; "
+            f"this slice has {n_pos} and {n_neg}."
+        )
+    v10a, v01a = _placements(y, sa, n_pos, n_neg)
+    v10b, v01b = _placements(y, sb, n_pos, n_neg)
+    auc_a, auc_b = float(v10a.mean()), float(v10b.mean())
+    s10 = np.cov(np.vstack([v10a, v10b]), ddof=1)
+    s01 = np.cov(np.vstack([v01a, v01b]), ddof=1)
+    cov = s10 / n_pos + s01 / n_neg
+    var = float(cov[0, 0] + cov[1, 1] - 2.0 * cov[0, 1])
+    se = math.sqrt(max(var, 0.0))  # round-off can push an identical pair slightly below 0
+    diff = auc_a - auc_b
+    if se > 1e-15:
+        z = diff / se
+        p = float(2.0 * _sps.norm.sf(abs(z)))
+    elif abs(diff) <= 1e-15:
+        z, p = 0.0, 1.0
+    else:
+        z, p = math.copysign(math.inf, diff), 0.0
+    ci = (diff - _Z975 * se, diff + _Z975 * se)
+    return DelongResult(auc_a, auc_b, diff, se, ci, float(z), min(p, 1.0), n_pos, n_neg)
+
+
+# ---------------------------------------------------------------------------- McNemar
+
+@dataclass(frozen=True)
+class McNemarResult:
+    """``n01``: items A missed and B hit; ``n10``: A hit and B missed."""
+
+    n01: int
+    n10: int
+    n: int
+    rate_a: float
+    rate_b: float
+    p: float
+
+
+def mcnemar_exact(hits_a: ArrayLike, hits_b: ArrayLike) -> McNemarResult:
+    """Exact conditional McNemar test for paired binary hits (Top-1 / Top-3 per run).
+
+    Only the discordant runs carry information about which entrant is better; under H0 each
+    discordant run is equally likely to favour A or B, so n10 ~ Binomial(n01 + n10, 1/2). The
+    exact binomial (scipy.stats.binomtest, two-sided) is used rather than the chi-square
+    approximation because discordant counts on these boards are often small (tens), where the
+    approximation is anti-conservative. No discordant runs: nothing separates them, p = 1.
+    """
+    a = _binary(hits_a, "hits_a")
+    b = _binary(hits_b, "hits_b")
+    if a.shape != b.shape:
+        raise ValueError(f"hits_a and hits_b must pair item by item, got {a.size} and {b.size}.")
+    if a.size == 0:
+        raise UndefinedMetric("McNemar's test is undefined on an empty slice.")
+    n01 = int((~a & b).sum())
+    n10 = int((a & ~b).sum())
+    k = n01 + n10
+    p = 1.0 if k == 0 else float(_sps.binomtest(n10, k, 0.5, alternative="two-sided").pvalue)
+    return McNemarResult(n01, n10, int(a.size), float(a.mean()), float(b.mean()), min(p, 1.0))
+
+
+# ---------------------------------------------------------------------------- Wilcoxon
+
+@dataclass(frozen=True)
+class WilcoxonResult:
+    """``statistic``: scipy's two-sided statistic (smaller of the signed-rank sums)."""
+
+    statistic: float
+    p: float
+    n: int
+    n_zero: int
+    mean_a: float
+    mean_b: float
+
+
+def wilcoxon_paired(x_a: ArrayLike, x_b: ArrayLike) -> WilcoxonResult:
+    """Wilcoxon signed-rank test of per-run reciprocal ranks (scipy.stats.wilcoxon).
+
+    zero_method="pratt": with reciprocal ranks most runs tie (both entrants put the mistake
+    step at the same rank), so zero differences are the norm. The scipy default "wilcox" drops
+    them and tests as if only the untied runs existed, overstating the evidence; "zsplit"
+    hands half of each tie to each direction. Pratt (1959) keeps the tied runs in the ranking
+    (so the sample size and rank scale stay those of the board) and then gives their ranks to
+    neither side, with the normal approximation adjusted for them; scipy notes it is the more
+    conservative choice. p-values come from scipy's method="auto" (exhaustive sign flips for
+    up to 13 runs when there are ties/zeros, normal approximation with tie correction beyond).
+    All differences zero: the entrants are indistinguishable on these runs, p = 1.
+    """
+    a = _scores(x_a, "x_a", np.asarray(x_a).size)
+    b = _scores(x_b, "x_b", a.size)
+    if a.size == 0:
+        raise UndefinedMetric("The Wilcoxon test is undefined on an empty slice.")
+    d = a - b
+    n_zero = int((d == 0).sum())
+    if n_zero == d.size:
+        return WilcoxonResult(0.0, 1.0, int(d.size), n_zero, float(a.mean()), float(b.mean()))
+    res = _sps.wilcoxon(a, b, zero_method=WILCOXON_ZERO_METHOD, alternative="two-sided")
+    return WilcoxonResult(
+        float(res.statistic), min(float(res.pvalue), 1.0), int(d.size), n_zero,
+        float(a.mean()), float(b.mean()),
+    )
+
+
+# ---------------------------------------------------------------------------- bootstrap
+
+@dataclass(frozen=True)
+class BootstrapResult:
+    """Percentile bootstrap of ``diff = estimate_a - estimate_b`` (point values on all items)."""
+
+    estimate_a: float
+    estimate_b: float
+    diff: float
+    ci95: tuple[float, float]
+    p: float
+    n_boot: int
+    n_dropped: int
+    n_units: int  # items, or clusters when resampling clusters
+
+
+def _cluster_index(clusters: ArrayLike, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Items grouped by cluster: (item order, start of each cluster in it, cluster sizes)."""
+    labels = np.asarray(clusters)
+    if labels.shape != (n,):
+        raise ValueError(f"clusters has shape {labels.shape}, expected ({n},): one label per item.")
+    _, codes = np.unique(labels, return_inverse=True)
+    order = np.argsort(codes, kind="stable")
+    sizes = np.bincount(codes)
+    starts = np.cumsum(sizes) - sizes
+    return order, starts, sizes
+
+
+def _cluster_draw(rng: np.random.Generator, order: np.ndarray, starts: np.ndarray,
+                  sizes: np.ndarray) -> np.ndarray:
+    """Item indices of k clusters drawn with replacement, each cluster kept whole."""
+    draw = rng.integers(0, sizes.size, size=sizes.size)
+    sz = sizes[draw]
+    offsets = np.cumsum(sz) - sz
+    within = np.arange(int(sz.sum())) - np.repeat(offsets, sz)
+    return order[np.repeat(starts[draw], sz) + within]
+
+
+def _pair(metric_fn: Callable[..., tuple[float, float]], arrays: Sequence[np.ndarray],
+          idx: np.ndarray | None) -> tuple[float, float]:
+    picked = arrays if idx is None else [arr[idx] for arr in arrays]
+    value_a, value_b = metric_fn(*picked)
+    return float(value_a), float(value_b)
+
+
+def paired_bootstrap(
+    metric_fn: Callable[..., tuple[float, float]],
+    *arrays: ArrayLike,
+    n_boot: int = 2000,
+    seed: int = 0,
+    clusters: ArrayLike | None = None,
+) -> BootstrapResult:
+    """Paired percentile bootstrap of metric(A) - metric(B) over shared items.
+
+    ``metric_fn(*arrays)`` returns ``(value_a, value_b)``; every array is resampled with the
+    same item indices (axis 0) so A and B always see the same runs: that is what makes it
+    paired. With ``clusters`` (one label per item) whole clusters are resampled instead: for
+    PRE F1 an item is a (config, capability) pair and a cluster is a config, whose capabilities
+    are labeled together and are not independent. Seeded with numpy.random.default_rng(seed),
+    so a board is reproducible.
+
+    ci95 is the 2.5/97.5 percentile interval of the bootstrap differences. p is two-sided,
+    read off the same distribution (twice the smaller tail mass at 0, each tail counted with
+    the +1 of Davison & Hinkley so a finite bootstrap never claims p = 0), hence consistent
+    with the interval. A resample on which the metric is undefined (``UndefinedMetric`` or a
+    non-finite value, e.g. an AUC slice with one class) is dropped and counted in n_dropped.
+    """
+    if n_boot < 1:
+        raise ValueError(f"n_boot must be at least 1, got {n_boot}.")
+    if not arrays:
+        raise ValueError("paired_bootstrap needs at least one array to resample.")
+    arrs = [np.asarray(a) for a in arrays]
+    n = arrs[0].shape[0] if arrs[0].ndim else 0
+    if n == 0 or any(a.ndim == 0 or a.shape[0] != n for a in arrs):
+        raise ValueError("paired_bootstrap needs non-empty arrays of equal length (items on axis 0).")
+
+    est_a, est_b = _pair(metric_fn, arrs, None)
+    rng = np.random.default_rng(seed)
+    grouping = _cluster_index(clusters, n) if clusters is not None else None
+    diffs = np.empty(n_boot)
+    kept = 0
+    for _ in range(n_boot):
+        idx = _cluster_draw(rng, *grouping) if grouping else rng.integers(0, n, size=n)
+        try:
+            va, vb = _pair(metric_fn, arrs, idx)
+        except UndefinedMetric:
+            continue
+        if math.isfinite(va) and math.isfinite(vb):
+            diffs[kept] = va - vb
+            kept += 1
+    if kept == 0:
+        raise UndefinedMetric(f"The metric was undefined on all {n_boot} bootstrap resamples.")
+    diffs = diffs[:kept]
+    low, high = np.quantile(diffs, [0.025, 0.975])
+    tail_low = (np.count_nonzero(diffs <= 0) + 1) / (kept + 1)
+    tail_high = (np.count_nonzero(diffs >= 0) + 1) / (kept + 1)
+    p = min(1.0, 2.0 * min(tail_low, tail_high))
+    n_units = int(grouping[2].size) if grouping else n
+    return BootstrapResult(est_a, est_b, est_a - est_b, (float(low), float(high)), float(p),
+                           kept, n_boot - kept, n_units)
+
+
+# ---------------------------------------------------------------------------- Holm
+
+def holm(pvalues: ArrayLike) -> np.ndarray:
+    """Holm (1979) step-down adjusted p-values, in the input order.
+
+    Sorted ascending, p_(i) is multiplied by (m - i + 1); a running maximum keeps the adjusted
+    values monotone (a smaller raw p never gets a larger adjusted p), and values are capped at
+    1. Controls the family-wise error rate under any dependence, which matters because every
+    contrast on a board reuses the same runs. Reject H_i at level alpha iff adjusted p_i < alpha.
+    """
+    p = np.asarray(pvalues, dtype=float)
+    if p.ndim != 1:
+        raise ValueError(f"pvalues must be one-dimensional, got shape {p.shape}.")
+    if not np.isfinite(p).all() or ((p < 0) | (p > 1)).any():
+        raise ValueError("pvalues must be finite numbers in [0, 1].")
+    m = p.size
+    order = np.argsort(p, kind="stable")
+    scaled = (m - np.arange(m)) * p[order]
+    adjusted = np.empty(m)
+    adjusted[order] = np.minimum(np.maximum.accumulate(scaled), 1.0)
+    return adjusted
+
+
+# ---------------------------------------------------------------------------- contrasts
+
+@dataclass(frozen=True)
+class Contrast:
+    """One paired comparison of entrant A against entrant B within a declared family.
+
+    ``diff = a_value - b_value``; ``ci_low``/``ci_high`` bound it (NaN when the test gives no
+    interval). ``p_adj`` and ``verdict`` are filled by ``adjust_family``.
+    """
+
+    family: str
+    a_name: str
+    b_name: str
+    a_value: float
+    b_value: float
+    diff: float
+    ci_low: float
+    ci_high: float
+    p: float
+    test: str
+    p_adj: float | None = None
+    verdict: str | None = None
+
+
+def adjust_family(contrasts: Sequence[Contrast], alpha: float = ALPHA) -> list[Contrast]:
+    """Holm-adjust p within each family and set verdicts; returns new contrasts in input order.
+
+    Families are adjusted separately because each is a separate declared question (e.g. "which
+    POST judges beat the position baseline on Top-1"). verdict = "separates" when p_adj < alpha,
+    else "unresolved". A contrast whose p is None/NaN (its test could not be run on this slice)
+    is not a test: it gets p_adj = NaN, verdict "unresolved", and does not enlarge its family.
+    """
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must lie strictly between 0 and 1, got {alpha}.")
+    adjusted: dict[int, float] = {}
+    families: dict[str, list[int]] = {}
+    for i, c in enumerate(contrasts):
+        if c.p is not None and math.isfinite(c.p):
+            families.setdefault(c.family, []).append(i)
+    for members in families.values():
+        for i, q in zip(members, holm([contrasts[i].p for i in members])):
+            adjusted[i] = float(q)
+    out = []
+    for i, c in enumerate(contrasts):
+        q = adjusted.get(i, math.nan)
+        verdict = VERDICTS[0] if q < alpha else VERDICTS[1]  # NaN < alpha is False
+        out.append(replace(c, p_adj=q, verdict=verdict))
+    return out
