@@ -49,6 +49,10 @@ class Context:
     store: Path
     lookup: Callable[[str, list | None], Any] | None = None
 
+    def __post_init__(self) -> None:
+        if self.lookup is None:
+            self.lookup = _lookup(Path(self.store))
+
 
 def adapter(fmt: str) -> ModuleType:
     from ..errors import AtlasError
@@ -66,7 +70,7 @@ def ingest(fmt: str, path: str | Path | None, store: str | Path) -> tuple[Batch,
     module = adapter(fmt)
     if path is not None and not Path(path).exists():
         raise AtlasError(f"{path}: no such file or folder.")
-    context = Context(store=Path(store), lookup=_lookup(Path(store)))
+    context = Context(store=Path(store))
     batch = module.read(Path(path) if path is not None else None, context)
     entry = store_mod.write_source(store, batch.source, batch.tables, meta={"format": fmt, "origin": str(path or ""), **batch.meta})
     return batch, entry
@@ -77,6 +81,6 @@ def _lookup(root: Path) -> Callable[[str, list | None], Any]:
         from queries import connect
 
         con = connect(root)
-        return con.execute(sql, params or []).arrow()
+        return con.execute(sql, params or []).to_arrow_table()
 
     return run

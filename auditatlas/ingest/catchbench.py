@@ -1,0 +1,549 @@
+"""CatchBench release adapter (PyPI ``catchbench==0.1.3``): PRE configs, judge caches, board.
+
+The release ships its data inside the installed package; with no path we read
+``importlib.resources.files("catchbench") / "data"`` (data files only, never its code). A path
+may point at a folder laid out like that ``data/`` folder instead.
+
+What lands in the store (one source, ``catchbench``, rows of several corpora):
+
+- ``catchbench-pre``: one config per PRE record and one capability per declared capability,
+  plus the held-out PRE judge ``llm_judge_needed(<model>)`` as config-level predictions. A
+  config the judge file does not name is an abstention: it gets no rows, so it leaves the
+  judge's denominator instead of counting as "flagged nothing".
+- ``whowhen``: every Who&When localization judge cache (31 board files, 12 addendum files) as a
+  step-level prediction set whose rows go to ``rankings`` exactly as released, keyed by the
+  run key the file uses. The ``predictions`` view resolves them against Who&When runs, so it
+  does not matter whether the traces or the judges were ingested first.
+- ``published_values``: the golden board text parsed into (board, corpus, entrant, metric).
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from dataclasses import dataclass, field
+from importlib import metadata, resources
+from importlib.resources.abc import Traversable
+from pathlib import Path
+from typing import Any
+
+from ..errors import IngestFailed, InputError
+from . import Batch, Context
+
+FORMAT = "catchbench"
+SOURCE = "catchbench"
+PRE_CORPUS = "catchbench-pre"
+WHOWHEN_CORPUS = "whowhen"
+PRE_TITLE = "CatchBench PRE configurations"
+PRE_LABEL_PROCESS = "mixed: llm_judge, roster_relabel, declared_minus_used, synthetic_inject"
+PRE_DESCRIPTION = (
+    "Declared agent configurations (CrewAI, n8n, MCP, InjecAgent, SWE-agent, synthetic) with "
+    "the capabilities each declares and which of them exceed what the task needs."
+)
+
+_JUDGE_FILE = re.compile(r"^whoandwhen__(?P<protocol>[a-z_]+?)__(?P<model>.+)\.json$")
+_SIDECAR_SUFFIX = ".sidecar.json"
+
+
+# --------------------------------------------------------------------------- entry points
+
+def can_read(path: Path) -> bool:
+    """A folder laid out like the package's ``data/`` (it has ``pre/`` or ``llm_judge/``)."""
+    path = Path(path)
+    return path.is_dir() and any((path / part).is_dir() for part in ("pre", "llm_judge", "llm_judge_addendum"))
+
+
+def read(path: Path | None, context: Context) -> Batch:
+    """Convert the whole release (installed package data when ``path`` is None)."""
+    root = _data_root(path)
+    problems: list[InputError] = []
+    notes: list[str] = []
+
+    configs, capabilities, declared = _read_pre(root, problems)
+    pre_sets, pre_predictions = _read_pre_judges(root, declared, problems, notes)
+    judge_sets, rankings = _read_whowhen_judges(root, problems)
+    published = _read_golden(root, problems, notes)
+
+    if not problems and not (configs or judge_sets or published):
+        problems.append(InputError(_where(root), None,
+                                   "holds no CatchBench data (no pre/*.json, llm_judge/ caches or golden/board.txt)."))
+    if problems:
+        raise IngestFailed(problems)
+
+    corpora = [_pre_corpus_row()] if configs else []
+    tables = {
+        "corpora": corpora,
+        "configs": configs,
+        "capabilities": capabilities,
+        "prediction_sets": pre_sets + judge_sets,
+        "predictions": pre_predictions,
+        "rankings": rankings,
+        "published_values": published,
+    }
+    return Batch(source=SOURCE, tables=tables, notes=notes, meta=_meta(path))
+
+
+# --------------------------------------------------------------------------- locating data
+
+def _data_root(path: Path | None) -> Traversable:
+    if path is None:
+        return resources.files("catchbench") / "data"
+    path = Path(path)
+    # Accept the package folder itself as a convenience: its data sits one level down.
+    if not can_read(path) and can_read(path / "data"):
+        return path / "data"
+    return path
+
+
+def _where(node: Traversable) -> str:
+    return str(node)
+
+
+def _meta(path: Path | None) -> dict[str, Any]:
+    if path is not None:
+        return {"release": "folder"}
+    try:
+        return {"release": "package", "catchbench_version": metadata.version("catchbench")}
+    except metadata.PackageNotFoundError:
+        return {"release": "package"}
+
+
+def _child(root: Traversable, *parts: str) -> Traversable | None:
+    node = root
+    for part in parts:
+        node = node / part
+    return node if (node.is_file() or node.is_dir()) else None
+
+
+def _json_files(folder: Traversable | None) -> list[Traversable]:
+    if folder is None or not folder.is_dir():
+        return []
+    return sorted((f for f in folder.iterdir() if f.is_file() and f.name.endswith(".json")), key=lambda f: f.name)
+
+
+def _load_json(node: Traversable, problems: list[InputError]) -> Any | None:
+    try:
+        return json.loads(node.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        problems.append(InputError(_where(node), None, f"is not readable JSON ({exc})."))
+        return None
+
+
+# --------------------------------------------------------------------------- PRE configs
+
+def _pre_corpus_row() -> dict[str, Any]:
+    return {"corpus": PRE_CORPUS, "title": PRE_TITLE, "kind": "real",
+            "label_process": PRE_LABEL_PROCESS, "description": PRE_DESCRIPTION}
+
+
+def _pre_source(raw: str) -> str:
+    """Every ``synth_*`` source counts as "synthetic" (the board pools them as one column)."""
+    return "synthetic" if raw.startswith("synth_") or raw == "synthetic" else raw
+
+
+def _read_pre(root: Traversable, problems: list[InputError]) -> tuple[list[dict], list[dict], dict[str, list[str]]]:
+    configs: list[dict] = []
+    capabilities: list[dict] = []
+    declared: dict[str, list[str]] = {}  # instance_id -> declared capability names
+    for node in _json_files(_child(root, "pre")):
+        records = _load_json(node, problems)
+        if records is None:
+            continue
+        if not isinstance(records, list):
+            problems.append(InputError(_where(node), None, "must hold a list of PRE configuration records."))
+            continue
+        for i, record in enumerate(records):
+            parsed = _pre_record(record, node, i, problems)
+            if parsed is None:
+                continue
+            config, caps = parsed
+            instance_id = config["config_id"].split(":", 1)[1]
+            if instance_id in declared:
+                problems.append(InputError(_where(node), "instance_id",
+                                           f"record {i}: instance_id '{instance_id}' appears twice in the release."))
+                continue
+            declared[instance_id] = [c["name"] for c in caps]
+            configs.append(config)
+            capabilities.extend(caps)
+    return configs, capabilities, declared
+
+
+def _pre_record(record: Any, node: Traversable, i: int, problems: list[InputError]) -> tuple[dict, list[dict]] | None:
+    file = _where(node)
+    if not isinstance(record, dict):
+        problems.append(InputError(file, None, f"record {i} is not an object."))
+        return None
+    before = len(problems)
+    instance_id = record.get("instance_id")
+    if not isinstance(instance_id, str) or not instance_id:
+        problems.append(InputError(file, "instance_id", f"record {i} has no instance_id string."))
+    source = record.get("source")
+    if not isinstance(source, str) or not source:
+        problems.append(InputError(file, "source", f"record {i} has no source string."))
+    caps = record.get("declared_capabilities")
+    if not isinstance(caps, list) or not all(isinstance(c, dict) and isinstance(c.get("name"), str) for c in caps):
+        problems.append(InputError(file, "declared_capabilities",
+                                   f"record {i} must list capabilities, each an object with a name."))
+    labels = record.get("labels")
+    if not isinstance(labels, dict) or not isinstance(labels.get("excess_set"), list):
+        problems.append(InputError(file, "labels.excess_set", f"record {i} has no labels.excess_set list."))
+    elif not isinstance(labels.get("label_source"), str):
+        problems.append(InputError(file, "labels.label_source", f"record {i} has no labels.label_source string."))
+    tokens = record.get("spec_tokens", [])
+    if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
+        problems.append(InputError(file, "spec_tokens", f"record {i}: spec_tokens must be a list of strings."))
+    if len(problems) > before:
+        return None
+
+    config_id = f"{PRE_CORPUS}:{instance_id}"
+    excess = set(labels["excess_set"])
+    config = {
+        "config_id": config_id,
+        "corpus": PRE_CORPUS,
+        "source": _pre_source(source),
+        "label_process": labels["label_source"],
+        "n_capabilities": len(caps),
+        "spec_tokens": list(tokens),
+        "extra": json.dumps(_pre_extra(record, node), sort_keys=True),
+    }
+    rows = [
+        {"config_id": config_id, "corpus": PRE_CORPUS, "cap_idx": k, "name": c["name"],
+         "type": c.get("type"), "permission_level": c.get("permission_level"), "excess": c["name"] in excess}
+        for k, c in enumerate(caps)
+    ]
+    return config, rows
+
+
+def _pre_extra(record: dict, node: Traversable) -> dict[str, Any]:
+    labels = record["labels"]
+    return {
+        "file": f"pre/{node.name}",
+        "raw_source": record["source"],
+        "provenance": record.get("provenance"),
+        "labels": {k: labels[k] for k in ("judges", "merge_rule", "attack_type") if k in labels},
+        "spec_token_overrides": record.get("spec_token_overrides") or {},
+        "minimal_reference": record.get("minimal_reference"),
+    }
+
+
+# --------------------------------------------------------------------------- PRE judge
+
+def _read_pre_judges(root: Traversable, declared: dict[str, list[str]], problems: list[InputError],
+                     notes: list[str]) -> tuple[list[dict], list[dict]]:
+    """The held-out PRE judge names the capabilities a config needs; it flags the rest."""
+    sets: list[dict] = []
+    rows: list[dict] = []
+    for node in _json_files(_child(root, "pre", "llm_judge_method")):
+        needed_by_config = _load_json(node, problems)
+        if needed_by_config is None:
+            continue
+        if not isinstance(needed_by_config, dict) or not all(
+                isinstance(v, list) for v in needed_by_config.values()):
+            problems.append(InputError(_where(node), None,
+                                       "must map each instance_id to the list of capability names it needs."))
+            continue
+        model = node.name[: -len(".json")]
+        set_id = f"{PRE_CORPUS}:judge:llm_judge_needed:{model}"
+        unknown = sorted(set(needed_by_config) - set(declared))
+        if unknown:
+            notes.append(f"{len(unknown)} config(s) in pre/llm_judge_method/{node.name} are not PRE records "
+                         f"and were skipped (e.g. {unknown[0]}).")
+        scored = [cid for cid in declared if cid in needed_by_config]
+        for instance_id in scored:
+            needed = set(needed_by_config[instance_id])
+            for name in declared[instance_id]:
+                flagged = 0 if name in needed else 1
+                rows.append({"set_id": set_id, "corpus": PRE_CORPUS, "config_id": f"{PRE_CORPUS}:{instance_id}",
+                             "capability": name, "score": float(flagged), "pred_label": flagged, "split": "all"})
+        sets.append({
+            "set_id": set_id, "corpus": PRE_CORPUS, "method": "llm_judge_needed", "family": "llm",
+            "supervision": "zero-shot", "granularity": "config", "model": model, "source": "release",
+            "source_file": f"pre/llm_judge_method/{node.name}",
+            "params": json.dumps({"entrant": f"llm_judge_needed({model})", "n_scored": len(scored),
+                                  "n_configs": len(declared),
+                                  "rule": "flags every declared capability the judge does not list as needed"},
+                                 sort_keys=True),
+        })
+    return sets, rows
+
+
+# --------------------------------------------------------------------------- Who&When judges
+
+def _read_whowhen_judges(root: Traversable, problems: list[InputError]) -> tuple[list[dict], list[dict]]:
+    sets: list[dict] = []
+    rankings: list[dict] = []
+    for folder, board in (("llm_judge", "board"), ("llm_judge_addendum", "addendum")):
+        directory = _child(root, folder)
+        files = [f for f in _json_files(directory)
+                 if _JUDGE_FILE.match(f.name) and not f.name.endswith(_SIDECAR_SUFFIX)]
+        for node in files:
+            sidecar = _sidecar(directory, node, problems) if board == "addendum" else None
+            parsed = _judge_cache(node, f"{folder}/{node.name}", board, sidecar, problems)
+            if parsed is not None:
+                sets.append(parsed[0])
+                rankings.extend(parsed[1])
+    return sets, rankings
+
+
+def _sidecar(directory: Traversable, node: Traversable, problems: list[InputError]) -> dict | None:
+    sidecar = directory / (node.name[: -len(".json")] + _SIDECAR_SUFFIX)
+    if not sidecar.is_file():
+        return None
+    data = _load_json(sidecar, problems)
+    return data if isinstance(data, dict) else None
+
+
+def _judge_cache(node: Traversable, rel: str, board: str, sidecar: dict | None,
+                 problems: list[InputError]) -> tuple[dict, list[dict]] | None:
+    data = _load_json(node, problems)
+    if data is None:
+        return None
+    file = _where(node)
+    if not isinstance(data, dict) or not isinstance(data.get("predictions"), dict):
+        problems.append(InputError(file, "predictions", "must map each run key to {top, ranking}."))
+        return None
+    provenance = data.get("provenance") if isinstance(data.get("provenance"), dict) else {}
+    name = _JUDGE_FILE.match(node.name)
+    protocol = str(provenance.get("method") or name["protocol"])
+    model = str(provenance.get("model") or name["model"])
+    tag = "judge" if board == "board" else "judge-addendum"
+    set_id = f"{WHOWHEN_CORPUS}:{tag}:{protocol}:{model}"
+
+    rows = []
+    before = len(problems)
+    for run_key, pred in data["predictions"].items():
+        row = _ranking_row(set_id, run_key, pred, file, problems)
+        if row is not None:
+            rows.append(row)
+    if len(problems) > before:
+        return None
+    params = {
+        "board": board,
+        "entrant": f"llm-judge {protocol.replace('_', '-')} ({model})",
+        "prompt_sha": provenance.get("prompt_sha"),
+        "provenance": provenance,
+    }
+    if sidecar is not None:
+        params["sidecar"] = _sidecar_summary(sidecar)
+    prediction_set = {
+        "set_id": set_id, "corpus": WHOWHEN_CORPUS, "method": "llm_judge", "family": "llm",
+        "supervision": "zero-shot", "granularity": "step", "protocol": protocol, "model": model,
+        "source": "release", "source_file": rel, "params": json.dumps(params, sort_keys=True),
+    }
+    return prediction_set, rows
+
+
+def _ranking_row(set_id: str, run_key: str, pred: Any, file: str, problems: list[InputError]) -> dict | None:
+    if not isinstance(pred, dict):
+        problems.append(InputError(file, f"predictions.{run_key}", "must be an object with top and ranking."))
+        return None
+    top = pred.get("top")
+    ranking = pred.get("ranking") or []
+    if top is not None and not _is_int(top):
+        problems.append(InputError(file, f"predictions.{run_key}.top", f"must be a step index or null, not {top!r}."))
+        return None
+    if not isinstance(ranking, list) or not all(_is_int(r) for r in ranking):
+        problems.append(InputError(file, f"predictions.{run_key}.ranking", "must be a list of step indices."))
+        return None
+    # An abstention (top null, nothing ranked) is kept: the scoring rule ranks its steps earliest-first.
+    return {"set_id": set_id, "corpus": WHOWHEN_CORPUS, "run_key": run_key, "top": top, "ranking": list(ranking)}
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _sidecar_summary(sidecar: dict) -> dict:
+    """The sidecar minus its per-run prompt hashes (126 of them; their count is kept)."""
+    summary = {k: v for k, v in sidecar.items() if k != "prompt_manifest"}
+    manifest = sidecar.get("prompt_manifest")
+    if isinstance(manifest, dict):
+        per_run = manifest.get("per_run_sha256")
+        summary["prompt_manifest"] = {k: v for k, v in manifest.items() if k != "per_run_sha256"}
+        if isinstance(per_run, dict):
+            summary["prompt_manifest"]["n_per_run_sha256"] = len(per_run)
+    return summary
+
+
+# --------------------------------------------------------------------------- golden board
+
+def _read_golden(root: Traversable, problems: list[InputError], notes: list[str]) -> list[dict]:
+    node = _child(root, "golden", "board.txt")
+    if node is None or not node.is_file():
+        return []
+    try:
+        text = node.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        problems.append(InputError(_where(node), None, f"cannot be read ({exc})."))
+        return []
+    rows, parse_notes = parse_board(text)
+    notes.extend(parse_notes)
+    if not rows:
+        problems.append(InputError(_where(node), None, "holds no '[PILLAR] task :: corpus' table with values."))
+    return rows
+
+
+_BLOCK = re.compile(r"^\[(?P<pillar>PRE|POST|LIVE)\]\s+(?P<task>\S+)\s+::\s+(?P<label>.+?)\s*$")
+_EARLY_WARNING = re.compile(r"^LIVE streaming early-warning\b")
+_NUMBER = re.compile(r"^-?\d+(?:\.\d+)?$")
+_PERCENT = re.compile(r"^(?P<n>\d+(?:\.\d+)?)%$")
+_BEYOND = re.compile(r"^>\d+(?:\.\d+)?%$")
+# Boards the analysis layer asks for by these names; other tasks keep their own name, kebab-cased.
+_BOARD_NAMES = {"pre_over_privilege": "pre", "post_localization": "post-localization",
+                "post_detection": "post-detection", "live_streaming": "live"}
+_CORPUS_NAMES = {"multi": PRE_CORPUS, "overall": PRE_CORPUS, "whoandwhen": WHOWHEN_CORPUS}
+_BY_SOURCE = "F1 by source"
+
+
+@dataclass
+class BoardTable:
+    """One "method  col col ..." table of the board text, under the title line above it."""
+
+    title: str
+    columns: list[str]
+    rows: list[tuple[str, list[float | None]]] = field(default_factory=list)
+
+
+def parse_board(text: str) -> tuple[list[dict], list[str]]:
+    """published_values rows from the golden board text, and notes on what could not be placed."""
+    tables = board_tables(text)
+    rows: list[dict] = []
+    for table in tables:
+        match = _BLOCK.match(table.title)
+        if match:
+            rows.extend(_block_rows(match, table))
+    notes: list[str] = []
+    rows.extend(_early_warning_rows(tables, rows, notes))
+    return _dedupe(rows, notes), notes
+
+
+def board_tables(text: str) -> list[BoardTable]:
+    """Every table: an unindented title, then an indented "method ..." header, then rows.
+
+    A row is kept when its last len(columns) tokens are all values, so prose lines inside a
+    block (label sources, abstention counts) fall out without naming them.
+    """
+    tables: list[BoardTable] = []
+    title: str | None = None
+    table: BoardTable | None = None
+    for line in text.splitlines():
+        if not line.strip():
+            table = None
+            continue
+        if not line[0].isspace():
+            title, table = line.strip(), None
+            continue
+        tokens = line.split()
+        if table is None and title is not None and tokens[0] == "method" and len(tokens) > 1:
+            table = BoardTable(title, tokens[1:])
+            tables.append(table)
+        elif table is not None:
+            row = _table_row(line, len(table.columns))
+            if row is not None:
+                table.rows.append(row)
+    return tables
+
+
+def _table_row(line: str, n_columns: int) -> tuple[str, list[float | None]] | None:
+    tokens = line.split()
+    if len(tokens) <= n_columns:
+        return None
+    cells = tokens[-n_columns:]
+    if not all(_is_value(c) for c in cells):
+        return None
+    # The entrant is the text before the value cells, with its inner spacing as printed.
+    entrant = re.match(r"^\s*(.*?)" + r"\s+\S+" * n_columns + r"\s*$", line)[1]
+    return entrant, [_value(c) for c in cells]
+
+
+def _is_value(cell: str) -> bool:
+    return bool(_NUMBER.match(cell) or _PERCENT.match(cell) or _BEYOND.match(cell))
+
+
+def _value(cell: str) -> float | None:
+    """0.452 -> 0.452; "25%" (a prefix) -> 25.0; ">100%" (never reached) -> None."""
+    if _NUMBER.match(cell):
+        return float(cell)
+    percent = _PERCENT.match(cell)
+    return float(percent["n"]) if percent else None
+
+
+def _block_rows(match: re.Match, table: BoardTable) -> list[dict]:
+    task, label = match["task"], match["label"]
+    board = _BOARD_NAMES.get(task, task.replace("_", "-"))
+    rows = []
+    for entrant, values in table.rows:
+        for column, value in zip(table.columns, values):
+            if label == _BY_SOURCE:  # columns are corpora and every cell is an F1
+                corpus, metric = _CORPUS_NAMES.get(column, column), "f1"
+            else:
+                corpus, metric = _CORPUS_NAMES.get(label, label), column.lower()
+            rows.append({"board": board, "corpus": corpus, "entrant": entrant, "metric": metric, "value": value})
+    return rows
+
+
+def _early_warning_rows(tables: list[BoardTable], block_rows: list[dict], notes: list[str]) -> list[dict]:
+    """The two unnamed "LIVE streaming early-warning" tables, each placed on its corpus.
+
+    The tables do not say which corpus they belong to. Each entrant's prefix_auc in the
+    ``[LIVE] live_streaming :: X`` blocks is the mean of its per-prefix AUCs, so the table whose
+    prefix means sit closest to corpus X's prefix_auc is X's. Board order is the fallback.
+    """
+    early = [t for t in tables if _EARLY_WARNING.match(t.title)]
+    if not early:
+        return []
+    live: dict[str, dict[str, float]] = {}
+    for row in block_rows:
+        if row["board"] == "live" and row["metric"] == "prefix_auc" and row["value"] is not None:
+            live.setdefault(row["corpus"], {})[row["entrant"]] = row["value"]
+    corpora = _assign_corpora(early, live)
+    if len(corpora) < len(early):
+        notes.append(f"{len(early) - len(corpora)} LIVE early-warning table(s) of the golden board match no "
+                     "live_streaming block and were not stored.")
+    rows = []
+    for table, corpus in zip(early, corpora):
+        for entrant, values in table.rows:
+            for column, value in zip(table.columns, values):
+                rows.append({"board": "live", "corpus": corpus, "entrant": entrant,
+                             "metric": _early_warning_metric(column), "value": value})
+    return rows
+
+
+def _early_warning_metric(column: str) -> str:
+    percent = _PERCENT.match(column)
+    return f"auc@{percent['n']}" if percent else column.lower()
+
+
+def _assign_corpora(early: list[BoardTable], live: dict[str, dict[str, float]]) -> list[str]:
+    candidates = list(live)
+    if len(candidates) < len(early):
+        return candidates
+    best, best_cost = candidates[: len(early)], float("inf")
+    for order in itertools.permutations(candidates, len(early)):
+        cost = sum(_prefix_distance(t, live[c]) for t, c in zip(early, order))
+        if cost < best_cost - 1e-12:  # strict: ties keep the earlier (board) order
+            best, best_cost = list(order), cost
+    return best
+
+
+def _prefix_distance(table: BoardTable, prefix_auc: dict[str, float]) -> float:
+    auc_columns = [i for i, c in enumerate(table.columns) if _PERCENT.match(c)]
+    gaps = []
+    for entrant, values in table.rows:
+        aucs = [values[i] for i in auc_columns if values[i] is not None]
+        if entrant in prefix_auc and aucs:
+            gaps.append(abs(sum(aucs) / len(aucs) - prefix_auc[entrant]))
+    return sum(gaps) / len(gaps) if gaps else float("inf")
+
+
+def _dedupe(rows: list[dict], notes: list[str]) -> list[dict]:
+    """The by-source "overall" column repeats the pooled F1; keep one row per key."""
+    kept: dict[tuple, dict] = {}
+    for row in rows:
+        key = (row["board"], row["corpus"], row["entrant"], row["metric"])
+        if key not in kept:
+            kept[key] = row
+        elif kept[key]["value"] != row["value"]:
+            notes.append(f"golden board prints two values for {key}: {kept[key]['value']} and {row['value']}; "
+                         "kept the first.")
+    return list(kept.values())
