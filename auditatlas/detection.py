@@ -1,0 +1,330 @@
+"""Run-level failure detection: the entrants of the POST detection and LIVE boards.
+
+POST detection scores each finished run and reads ROC-AUC against the run outcome (failure =
+positive). LIVE asks the same at trace prefixes of 25/50/75/100% of the steps; "time to
+detection" (t2d) is the earliest prefix whose ROC-AUC reaches 0.70 (specs/catchbench.md).
+
+Entrants, named as on the published board:
+
+- ``random``: one uniform score per run, ``numpy.random.RandomState(0)``, drawn once per
+  population, so it is the same at every prefix (as on the published LIVE board).
+- ``size (flat)``, ``auditable (size+deps)``, ``full``: supervised, on the feature families
+  of auditatlas.features. Learner: standardize + class-balanced logistic regression
+  (liblinear), the learner of auditable's ``run.lr_*`` detectors (GRADE's failure-detection
+  study). Scores are out-of-fold probabilities of 5-fold stratified CV, averaged over seeds
+  0..4 (``cv_scores``): every run is scored by models that never saw it. These
+  seed-averaged scores are what paired tests (DeLong) need; the published board's displayed
+  cells average the per-seed AUCs instead, which ``cv_seed_scores`` (one row per seed) gives.
+- ``pyod-flatten (ECOD)`` (POST) / ``pyod (ECOD)`` (LIVE): unsupervised ECOD on the size
+  columns, fitted on the population itself (transductive, no labels).
+- ``dep-span (online)`` (LIVE only): mean per-step dependency span over the prefix, the
+  running score of auditable's ``online.dep_span`` read at the prefix end.
+- every prediction set of the corpus in the ``predictions`` view, named by its set_id: a run
+  scores the highest score of its steps inside the prefix; run-level sets are used as they
+  are on POST only. On LIVE they are off by default, because a step score computed after
+  the run ended (a judge that read the whole trace) is not a prefix-only score.
+
+Caveat on LIVE: a prefix is a *fraction* of the finished run (the published protocol), so
+its length ceil(f * n_steps) still tells the final length; a size entrant at 25% can score
+well for that reason alone. A truly online monitor would not know n_steps.
+
+Undefined cases raise ``UndefinedMetric`` with one sentence: a slice with a single outcome
+(ROC-AUC has no value) or fewer runs of a class than CV folds (stratified CV cannot place one
+of that class in every fold).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+
+import numpy as np
+
+from .errors import UndefinedMetric
+from .features import RunFeatures, prefix_features
+
+RANDOM_SEED = 0
+CV_SEEDS: tuple[int, ...] = (0, 1, 2, 3, 4)
+CV_FOLDS = 5
+T2D_THRESHOLD = 0.70
+LIVE_FRACTIONS: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0)
+
+# Board name -> feature family of auditatlas.features.FAMILIES.
+SUPERVISED: dict[str, str] = {
+    "size (flat)": "size",
+    "auditable (size+deps)": "size+deps",
+    "full": "full",
+}
+ECOD_NAME = {"post": "pyod-flatten (ECOD)", "live": "pyod (ECOD)"}
+DEP_SPAN = "dep-span (online)"
+POST_ENTRANTS: tuple[str, ...] = ("random", "size (flat)", "pyod-flatten (ECOD)", "auditable (size+deps)", "full")
+LIVE_ENTRANTS: tuple[str, ...] = ("random", "size (flat)", "auditable (size+deps)", "full", "pyod (ECOD)", DEP_SPAN)
+
+
+class Entrant(NamedTuple):
+    """Per-run scores of one entrant; higher = more likely failed. Aligned arrays."""
+
+    run_ids: np.ndarray
+    y: np.ndarray  # 1 = failed run
+    scores: np.ndarray
+
+
+@dataclass(frozen=True)
+class LiveTrajectory:
+    """ROC-AUC of one entrant at each prefix fraction, and its time to detection.
+
+    ``auc[f]`` is None where the metric is undefined for this entrant (``note`` says why);
+    ``t2d`` is the earliest fraction whose AUC reaches the threshold, None if none does.
+    """
+
+    auc: dict[float, float | None]
+    t2d: float | None
+    n_runs: int
+    n_failures: int
+    note: str | None = None
+    runs: dict[float, int] = field(default_factory=dict)  # runs scored at each fraction
+
+
+# ------------------------------------------------------------------------------- scorers
+
+def _learner():
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    # Class-balanced so the fit does not lean on the base rate, which differs between corpora.
+    return make_pipeline(StandardScaler(), LogisticRegression(solver="liblinear", class_weight="balanced"))
+
+
+def _require_cv(y: np.ndarray, folds: int, where: str = "this slice") -> None:
+    n_fail = int(np.sum(y == 1))
+    n_ok = int(np.sum(y == 0))
+    if n_fail == 0 or n_ok == 0:
+        only = "failed" if n_ok == 0 else "succeeded"
+        raise UndefinedMetric(
+            f"Run-level detection is undefined on {where}: all {len(y)} runs {only}, so ROC-AUC has no value."
+        )
+    if min(n_fail, n_ok) < folds:
+        raise UndefinedMetric(
+            f"Run-level detection needs at least {folds} failed and {folds} succeeded runs for "
+            f"{folds}-fold stratified cross-validation; {where} has {n_fail} failed and {n_ok} succeeded."
+        )
+
+
+def cv_seed_scores(
+    X: np.ndarray, y: Sequence[int], seeds: Iterable[int] = CV_SEEDS, folds: int = CV_FOLDS
+) -> np.ndarray:
+    """Out-of-fold failure probabilities, one row per seed: shape (n_seeds, n_runs).
+
+    For seed s the runs are split by StratifiedKFold(folds, shuffle=True, random_state=s);
+    each run's score comes from the model fitted on the other folds.
+    """
+    from sklearn.model_selection import StratifiedKFold
+
+    X = np.asarray(X, dtype=float)
+    y = np.asarray(y, dtype=np.int64)
+    _require_cv(y, folds)
+    rows = []
+    for seed in seeds:
+        oof = np.full(len(y), np.nan)
+        for train, test in StratifiedKFold(folds, shuffle=True, random_state=seed).split(X, y):
+            model = _learner().fit(X[train], y[train])
+            oof[test] = model.predict_proba(X[test])[:, 1]
+        rows.append(oof)
+    return np.vstack(rows)
+
+
+def cv_scores(
+    X: np.ndarray, y: Sequence[int], seeds: Iterable[int] = CV_SEEDS, folds: int = CV_FOLDS
+) -> np.ndarray:
+    """5-fold stratified CV averaged over 5 seeds: the seed-mean out-of-fold probability.
+
+    Averaging probabilities (not decision values) keeps every seed on the same scale.
+    """
+    return cv_seed_scores(X, y, seeds, folds).mean(axis=0)
+
+
+def ecod_scores(X: np.ndarray) -> np.ndarray:
+    """ECOD outlier scores (pyod ``decision_scores_``) of the rows of X, fitted on X itself.
+
+    Constant columns are dropped first: their empirical tails are 1 for every run, so they
+    add nothing to any score, and pyod warns about their undefined skewness. With no varying
+    column every run scores 0.
+    """
+    from pyod.models.ecod import ECOD
+
+    X = np.asarray(X, dtype=float)
+    varying = X[:, np.ptp(X, axis=0) > 0] if X.size else X
+    if varying.shape[1] == 0 or varying.shape[0] < 2:
+        return np.zeros(X.shape[0])
+    return np.asarray(ECOD().fit(varying).decision_scores_, dtype=float)
+
+
+def random_scores(n: int, seed: int = RANDOM_SEED) -> np.ndarray:
+    """n uniform scores from numpy.random.RandomState(seed): the board's floor."""
+    return np.random.RandomState(seed).rand(n)
+
+
+def roc_auc(y: Sequence[int], scores: Sequence[float]) -> float:
+    """ROC-AUC with ties counting one half; UndefinedMetric on a single class."""
+    from .stats import roc_auc as _roc_auc
+
+    return _roc_auc(np.asarray(y, dtype=np.int64), np.asarray(scores, dtype=float))
+
+
+# ------------------------------------------------------------------------------- entrants
+
+def _where(corpus: str, fraction: float) -> str:
+    return f"corpus '{corpus}'" + ("" if fraction >= 1.0 else f" at the {fraction:.0%} prefix")
+
+
+def feature_entrants(
+    features: RunFeatures,
+    board: str = "post",
+    seeds: Iterable[int] = CV_SEEDS,
+    folds: int = CV_FOLDS,
+    where: str = "this slice",
+) -> dict[str, Entrant]:
+    """The feature-based entrants of one board ("post" or "live") on precomputed features."""
+    if board not in ECOD_NAME:
+        raise ValueError(f"board must be 'post' or 'live', got {board!r}.")
+    y = features.y
+    _require_cv(y, folds, where)
+    seeds = tuple(seeds)
+    ids = features.run_ids
+    out: dict[str, Entrant] = {"random": Entrant(ids, y, random_scores(len(ids)))}
+    for name, family in SUPERVISED.items():
+        out[name] = Entrant(ids, y, cv_scores(features.matrix(family), y, seeds, folds))
+    out[ECOD_NAME[board]] = Entrant(ids, y, ecod_scores(features.matrix("size")))
+    if board == "live":
+        out[DEP_SPAN] = Entrant(ids, y, features.table["mean_span"].to_numpy(dtype=float))
+    order = POST_ENTRANTS if board == "post" else LIVE_ENTRANTS
+    return {name: out[name] for name in order}
+
+
+def prediction_set_entrants(
+    root: str | Path | None,
+    corpus: str,
+    features: RunFeatures,
+    slice: Mapping[str, Any] | None = None,
+    min_steps: int = 1,
+    include_run_level: bool = True,
+) -> dict[str, Entrant]:
+    """Run-level scores of every prediction set of the corpus, on the features' population.
+
+    A set that scores only part of the population keeps its own (smaller) run list.
+    """
+    from queries import run
+
+    frame = run(
+        "run_prefix_predictions",
+        {
+            "slice": {**dict(slice or {}), "corpus": [corpus]},
+            "fraction": float(features.fraction),
+            "min_steps": int(min_steps),
+            "include_run_level": bool(include_run_level),
+        },
+        root=root,
+    )
+    label = dict(zip(features.run_ids, features.y))
+    out: dict[str, Entrant] = {}
+    for set_id, rows in frame.groupby("set_id", sort=True):
+        ids = rows["run_id"].to_numpy(dtype=object)
+        y = np.fromiter((label[r] for r in ids), dtype=np.int64, count=len(ids))
+        out[str(set_id)] = Entrant(ids, y, rows["score"].to_numpy(dtype=float))
+    return out
+
+
+def detection_entrants(
+    root: str | Path | None,
+    corpus: str,
+    slice: Mapping[str, Any] | None = None,
+    fraction: float = 1.0,
+    min_steps: int = 1,
+    *,
+    board: str = "post",
+    prediction_sets: bool = True,
+    seeds: Iterable[int] = CV_SEEDS,
+) -> dict[str, Entrant]:
+    """Per-run scores of every entrant of the detection board on one corpus and slice.
+
+    ``board="post"`` names the ECOD entrant "pyod-flatten (ECOD)"; ``board="live"`` names it
+    "pyod (ECOD)" and adds "dep-span (online)". Raises UndefinedMetric when the population
+    holds a single outcome or fewer than 5 runs of one outcome.
+    """
+    features = prefix_features(root, corpus, slice, fraction, min_steps)
+    entrants = feature_entrants(features, board, seeds, where=_where(corpus, fraction))
+    if prediction_sets:
+        sets = prediction_set_entrants(
+            root, corpus, features, slice, min_steps, include_run_level=fraction >= 1.0
+        )
+        # A set_id equal to a board name must not replace (or vanish behind) that entrant.
+        entrants.update({(k if k not in entrants else f"{k} (prediction set)"): v for k, v in sets.items()})
+    return entrants
+
+
+def time_to_detection(auc: Mapping[float, float | None], threshold: float = T2D_THRESHOLD) -> float | None:
+    """The earliest prefix fraction whose ROC-AUC reaches ``threshold``; None if none does."""
+    for fraction in sorted(auc):
+        value = auc[fraction]
+        if value is not None and value >= threshold:
+            return fraction
+    return None
+
+
+def live_trajectories(
+    root: str | Path | None,
+    corpus: str,
+    fractions: Sequence[float] = LIVE_FRACTIONS,
+    min_steps: int = 4,
+    slice: Mapping[str, Any] | None = None,
+    *,
+    prediction_sets: bool = False,
+    threshold: float = T2D_THRESHOLD,
+    seeds: Iterable[int] = CV_SEEDS,
+) -> dict[str, LiveTrajectory]:
+    """ROC-AUC of every LIVE entrant at each prefix, and its time to detection.
+
+    The population (runs with >= ``min_steps`` steps and a known outcome) is the same at every
+    prefix, so the columns compare the same runs. Raises UndefinedMetric when the population
+    cannot be scored at all (one outcome, or too few runs of one outcome for CV).
+    """
+    fractions = sorted(float(f) for f in fractions)
+    seeds = tuple(seeds)
+    per_fraction: dict[float, dict[str, Entrant]] = {}
+    for fraction in fractions:
+        per_fraction[fraction] = detection_entrants(
+            root, corpus, slice, fraction, min_steps, board="live", prediction_sets=prediction_sets, seeds=seeds
+        )
+    names: list[str] = []
+    for entrants in per_fraction.values():
+        names.extend(n for n in entrants if n not in names)
+    first = per_fraction[fractions[0]]["random"]
+    n_runs, n_failures = len(first.y), int(first.y.sum())
+
+    out: dict[str, LiveTrajectory] = {}
+    for name in names:
+        auc: dict[float, float | None] = {}
+        runs: dict[float, int] = {}
+        notes: list[str] = []
+        for fraction in fractions:
+            entrant = per_fraction[fraction].get(name)
+            if entrant is None:
+                auc[fraction], runs[fraction] = None, 0
+                notes.append(f"no scores at the {fraction:.0%} prefix")
+                continue
+            runs[fraction] = len(entrant.y)
+            try:
+                auc[fraction] = roc_auc(entrant.y, entrant.scores)
+            except UndefinedMetric as exc:
+                auc[fraction] = None
+                notes.append(f"{fraction:.0%}: {exc}")
+        out[name] = LiveTrajectory(
+            auc=auc,
+            t2d=time_to_detection(auc, threshold),
+            n_runs=n_runs,
+            n_failures=n_failures,
+            note="; ".join(notes) or None,
+            runs=runs,
+        )
+    return out
