@@ -7,7 +7,8 @@ from components import cached
 from components.filters import slice_sidebar
 from auditatlas.store import is_empty
 
-st.set_page_config(page_title="Audit Atlas", page_icon=":material/troubleshoot:", layout="wide")
+# No page_icon: a material-symbol favicon is fetched from fonts.gstatic.com (offline means offline).
+st.set_page_config(page_title="Audit Atlas", layout="wide")
 
 
 def ensure_store() -> None:
@@ -32,7 +33,9 @@ ensure_store()
 
 st.session_state["slice"] = slice_sidebar(cached.query("slice_options"))
 
+# No page icons either: the current page's icon becomes the favicon, fetched from fonts.gstatic.com.
 pages = [
-    st.Page("pages/overview.py", title="Overview", icon=":material/dashboard:", url_path="overview", default=True),
+    st.Page("pages/overview.py", title="Overview", url_path="overview", default=True),
+    st.Page("pages/boards.py", title="Boards", url_path="boards"),
 ]
 st.navigation(pages).run()

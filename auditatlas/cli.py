@@ -36,6 +36,11 @@ def _parser() -> argparse.ArgumentParser:
 
     info = sub.add_parser("info", help="what the store holds, per corpus")
     info.add_argument("--json", action="store_true")
+
+    board = sub.add_parser("board", help="print a PRE / LIVE / POST board recomputed from the store")
+    board.add_argument("name", metavar="NAME", help="pre, live, post-localization or post-detection")
+    board.add_argument("--corpus", help="corpus to score (default: the first one the board applies to)")
+    board.add_argument("--json", action="store_true")
     return parser
 
 
@@ -61,6 +66,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _demo(root, args.rooms, args.seed, not args.no_catchbench)
         if args.command == "info":
             return _info(root, args.json)
+        if args.command == "board":
+            return _board(root, args.name, args.corpus, args.json)
     except IngestFailed as exc:
         for problem in exc.problems:
             print(f"error: {problem}", file=sys.stderr)
@@ -117,6 +124,48 @@ def _info(root: Path, as_json: bool) -> int:
     for corpus, row in counts.items():
         print(f"{corpus:<{width}}  " + "  ".join(f"{row[k]:>12}" for k in keys))
     return 0
+
+
+def _board(root: Path, name: str, corpus: str | None, as_json: bool) -> int:
+    from .boards import run_board
+    from .boards.published import reconcile
+
+    result = run_board(name, root, corpus)
+    if as_json:
+        print(json.dumps(result.to_json(), indent=2))
+        return 0
+    print(f"[{result.pillar}] {result.title} :: {result.corpus}  ({result.n_items} {result.item_kind}; floor: {result.floor})")
+    width = max(len(r.entrant) for r in result.rows) + 2
+    print(" " * width + "".join(f"{m:>10}" for m in result.metrics) + "  role")
+    for row in result.rows:
+        cells = "".join(f"{_fmt(row.metrics.get(m)):>10}" for m in result.metrics)
+        print(f"{row.entrant:<{width}}{cells}  {row.role}")
+    for note in result.notes:
+        print(f"note: {note}")
+    if result.contrasts:
+        print("\ncontrasts (Holm-adjusted within family):")
+        for c in result.contrasts:
+            print(f"  [{c.family}] {c.a_name} - {c.b_name}: {c.diff:+.3f} [{c.ci_low:+.3f}, {c.ci_high:+.3f}] "
+                  f"p_adj={c.p_adj:.3g} {c.verdict}")
+    cells = reconcile(result, root)
+    if cells:
+        comparable = [c for c in cells if c.delta is not None]
+        bad = [c for c in comparable if not c.matches]
+        absent = sorted({c.entrant for c in cells if c.delta is None})
+        print(f"\npublished vs recomputed: {len(comparable) - len(bad)} of {len(comparable)} recomputable cells within 0.0005")
+        for c in bad:
+            print(f"  differs: {c.corpus} {c.entrant} {c.metric}: published {c.published:.3f}, recomputed {c.recomputed:.3f}")
+        if absent:
+            print(f"  not recomputable (no predictions in the store): {', '.join(absent)}")
+    return 0
+
+
+def _fmt(value) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return "—" if value != value else f"{value:.3f}"
+    return str(value)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -31,12 +31,14 @@ def slice_sidebar(options: pd.DataFrame) -> dict[str, list[str]]:
             chosen[column] = []
             continue
         counts = dict(zip(values["value"], values["runs"]))
+        # No format_func: the URL binding matches the displayed option text, so options stay
+        # the plain values a link carries (?backbone=GPT-4.1); run counts go in the help.
         chosen[column] = st.sidebar.multiselect(
             LABELS[column],
             options=list(counts),
-            format_func=lambda v, c=counts: f"{v} ({c[v]:,} runs)",
             key=column,
             bind="query-params",
+            help="Runs per value: " + ", ".join(f"{v}: {n:,}" for v, n in counts.items()),
         )
     return chosen
 

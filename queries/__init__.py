@@ -145,7 +145,7 @@ def run(name: str, params: Mapping[str, Any] | None = None, root: str | Path | N
 def run_arrow(name: str, params: Mapping[str, Any] | None = None, root: str | Path | None = None) -> pa.Table:
     cur = connect(root)
     try:
-        return cur.execute(_sql(name), _bind(name, params)).to_arrow_table()
+        return cur.sql(_sql(name), params=_bind(name, params)).to_arrow_table()
     finally:
         cur.close()
 

@@ -81,6 +81,6 @@ def _lookup(root: Path) -> Callable[[str, list | None], Any]:
         from queries import connect
 
         con = connect(root)
-        return con.execute(sql, params or []).to_arrow_table()
+        return con.sql(sql, params=params or []).to_arrow_table()
 
     return run

@@ -1,0 +1,177 @@
+"""Boards: PRE, LIVE and POST tables regenerated from the predictions in the store.
+
+A board is data (``Board``): the task it scores (pillar, granularity, corpus), its metrics, the
+floor every entrant is read against, the entrant providers, and the declared contrast
+families. A provider looks at the store and returns the entrants it can score there (one per
+stored prediction set, say), each with the per-item values the paired tests need, so adding an
+entrant or a whole board touches only ``REGISTRY`` below, never a page or the CLI.
+
+Why per-item values: every entrant scores the same items (runs, configs), so the statistics
+are paired (McNemar on hits, Wilcoxon on reciprocal ranks, DeLong on scores, a cluster
+bootstrap on PRE flags); a board without them could only print numbers, not say which
+differences are real.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..stats import Contrast, adjust_family
+
+PILLARS = ("PRE", "LIVE", "POST")
+
+
+@dataclass(frozen=True)
+class Task:
+    """What a board scores: the information state, the unit of prediction, the corpus."""
+
+    pillar: str  # PRE | LIVE | POST
+    granularity: str  # config | run | step
+    corpus: str | None  # None: any corpus that has what the board needs
+
+
+@dataclass
+class EntrantScore:
+    """One board row: the entrant's metrics plus the per-item values behind them."""
+
+    entrant: str
+    metrics: dict[str, float | None]
+    items: dict[str, np.ndarray] = field(default_factory=dict)  # e.g. hit1, hit3, rr, score
+    n_items: int = 0
+    coverage: float = 1.0
+    role: str = "entrant"  # floor | baseline | entrant | extra
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Family:
+    """A declared question: contrasts of every entrant matching ``members`` against ``against``.
+
+    Holm adjustment runs within the family, so each family controls its own error rate.
+    """
+
+    name: str
+    metric: str
+    test: str  # mcnemar | wilcoxon | delong | cluster_bootstrap
+    against: str  # entrant name (usually the floor or a baseline)
+    members: Callable[[EntrantScore], bool]
+
+
+@dataclass
+class BoardResult:
+    board: str
+    title: str
+    pillar: str
+    corpus: str
+    metrics: tuple[str, ...]
+    floor: str
+    n_items: int
+    item_kind: str
+    rows: list[EntrantScore]
+    contrasts: list[Contrast] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    extra_tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    primary_metric: str | None = None  # the metric rows are ordered by
+    primary_family: str | None = None  # the contrast family that decides that order
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "board": self.board,
+            "corpus": self.corpus,
+            "n_items": self.n_items,
+            "rows": [{"entrant": r.entrant, **{k: _num(v) for k, v in r.metrics.items()}} for r in self.rows],
+        }
+
+
+def _num(value: Any) -> Any:
+    if isinstance(value, (float, np.floating)):
+        return None if math.isnan(value) else round(float(value), 6)
+    if isinstance(value, np.integer):
+        return int(value)
+    return value
+
+
+@dataclass(frozen=True)
+class Board:
+    name: str
+    title: str
+    task: Task
+    metrics: tuple[str, ...]
+    floor: str
+    item_kind: str  # what one item is, said on screen ("failed runs", "(config, capability) pairs")
+    compute: Callable[[Path, str, dict | None], BoardResult]
+    corpora: Callable[[Path], list[str]]  # corpora in the store this board can be computed on
+    allows_slice: bool = True
+
+
+def registry() -> dict[str, Board]:
+    """All boards by CLI name, in lifecycle order (PRE, LIVE, POST)."""
+    from . import detection, localization, pre
+
+    boards = [pre.BOARD, detection.LIVE_BOARD, localization.BOARD, detection.POST_BOARD]
+    return {b.name: b for b in boards}
+
+
+def run_board(name: str, root: str | Path, corpus: str | None = None, slice_: dict | None = None) -> BoardResult:
+    """Compute board ``name`` on ``corpus`` (default: the first corpus it applies to)."""
+    from ..errors import AtlasError
+
+    boards = registry()
+    if name not in boards:
+        raise AtlasError(f"unknown board '{name}'; choose one of: {', '.join(boards)}.")
+    board = boards[name]
+    root = Path(root)
+    available = board.corpora(root)
+    if corpus is None:
+        if not available:
+            raise AtlasError(f"board '{name}' needs a corpus that is not in the store ({board.item_kind} of the kind it scores).")
+        corpus = available[0]
+    elif corpus not in available:
+        have = ", ".join(available) or "none"
+        raise AtlasError(f"board '{name}' cannot be computed on corpus '{corpus}' in this store (available: {have}).")
+    return board.compute(root, corpus, slice_ if board.allows_slice else None)
+
+
+def contrasts_for(rows: Sequence[EntrantScore], families: Sequence[Family], tests: dict[str, Callable]) -> list[Contrast]:
+    """Run every declared family's contrasts on ``rows`` and Holm-adjust within each family."""
+    by_name = {r.entrant: r for r in rows}
+    out: list[Contrast] = []
+    for fam in families:
+        base = by_name.get(fam.against)
+        if base is None:
+            continue
+        for row in rows:
+            if row.entrant == fam.against or not fam.members(row):
+                continue
+            out.append(tests[fam.test](fam, row, base))
+    return adjust_family(out)
+
+
+def bands(result: BoardResult) -> list[dict[str, Any]]:
+    """Rows in display order with their band, decided by the primary contrast family.
+
+    A row is ordered only where its Holm-adjusted contrast separates it from the family's
+    reference: above it (ordered by the primary metric), or below it. Rows no contrast
+    separates share one "unresolved" band in name order: the board does not claim an order
+    it cannot support.
+    """
+    metric = result.primary_metric or (result.metrics[0] if result.metrics else None)
+    verdicts = {c.a_name: c for c in result.contrasts if c.family == result.primary_family}
+    out = []
+    for row in result.rows:
+        c = verdicts.get(row.entrant)
+        if c is None:
+            band, rank = ("reference" if row.role in ("floor", "baseline") else "not contrasted"), 1
+        elif c.verdict == "separates":
+            band, rank = (f"above {c.b_name}", 0) if c.diff > 0 else (f"below {c.b_name}", 3)
+        else:
+            band, rank = f"unresolved vs {c.b_name}", 2
+        value = row.metrics.get(metric) if metric else None
+        out.append({"entrant": row.entrant, "band": band, "_rank": rank,
+                    "_value": -(value if isinstance(value, (int, float)) and value == value else -1e9)})
+    out.sort(key=lambda r: (r["_rank"], r["_value"] if r["_rank"] in (0, 1, 3) else 0, r["entrant"]))
+    return [{"entrant": r["entrant"], "band": r["band"]} for r in out]

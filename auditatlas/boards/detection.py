@@ -1,0 +1,118 @@
+"""POST detection and LIVE boards: can a run's failure be told from its trace (or a prefix)?
+
+Entrants and scoring live in ``auditatlas.detection`` (feature families, 5x5 CV, ECOD, and
+run-level aggregates of step prediction sets); this module turns them into boards: ROC-AUC
+rows, the random floor, the item count, and paired DeLong contrasts in declared families.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+import queries
+
+from .. import detection
+from ..errors import UndefinedMetric
+from ..stats import Contrast, delong_paired
+from . import Board, BoardResult, EntrantScore, Family, Task, contrasts_for
+
+PREFIXES = detection.LIVE_FRACTIONS
+LIVE_MIN_STEPS = 4  # the published LIVE population: runs of at least 4 steps
+
+
+def _delong(fam: Family, a: EntrantScore, b: EntrantScore) -> Contrast:
+    y = a.items["y"]
+    if not np.array_equal(a.items["run_ids"], b.items["run_ids"]):
+        # Different populations cannot be paired; say so instead of testing.
+        return Contrast(fam.name, a.entrant, b.entrant, np.nan, np.nan, np.nan, np.nan, np.nan, np.nan,
+                        "not paired: different runs")
+    res = delong_paired(y, a.items["score"], b.items["score"])
+    return Contrast(fam.name, a.entrant, b.entrant, res.auc_a, res.auc_b, res.diff, res.ci95[0], res.ci95[1], res.p,
+                    "paired DeLong")
+
+
+TESTS = {"delong": _delong}
+
+
+def _role(name: str) -> str:
+    if name == "random":
+        return "floor"
+    if name == "size (flat)":
+        return "baseline"
+    return "entrant" if name in detection.POST_ENTRANTS or name in detection.LIVE_ENTRANTS else "extra"
+
+
+def _row(name: str, entrant: detection.Entrant, metrics: dict) -> EntrantScore:
+    order = np.argsort(entrant.run_ids)
+    items = {"run_ids": entrant.run_ids[order], "y": entrant.y[order], "score": entrant.scores[order]}
+    return EntrantScore(name, metrics, items, n_items=len(entrant.y), role=_role(name))
+
+
+def _auc(entrant: detection.Entrant) -> float | None:
+    try:
+        return detection.roc_auc(entrant.y, entrant.scores)
+    except UndefinedMetric:
+        return None
+
+
+POST_FAMILIES = (
+    Family("ROC-AUC vs random", "roc_auc", "delong", "random", lambda r: r.role in ("baseline", "entrant", "extra")),
+    Family("structure beyond size", "roc_auc", "delong", "size (flat)", lambda r: r.entrant in ("auditable (size+deps)", "full")),
+)
+
+
+def compute_post(root: Path, corpus: str, slice_: dict | None = None) -> BoardResult:
+    entrants = detection.detection_entrants(root, corpus, slice_, 1.0, 1, board="post")
+    rows = [_row(name, e, {"roc_auc": _auc(e)}) for name, e in entrants.items()]
+    first = next(iter(entrants.values()))
+    notes = [f"{len(first.y)} runs ({int(first.y.sum())} failed); supervised entrants: 5-fold stratified CV averaged over 5 seeds."]
+    contrasts = contrasts_for(rows, POST_FAMILIES, TESTS)
+    return BoardResult("post-detection", "POST detection (run-level ROC-AUC)", "POST", corpus, ("roc_auc",), "random",
+                       len(first.y), "runs with an outcome", rows, contrasts, notes,
+                       primary_metric="roc_auc", primary_family=POST_FAMILIES[0].name)
+
+
+def _prefix_key(fraction: float) -> str:
+    return f"auc@{round(fraction * 100)}"
+
+
+LIVE_METRICS = tuple(_prefix_key(f) for f in PREFIXES) + ("t2d",)
+LIVE_FAMILIES = (
+    Family("earliest prefix (25%) vs size (flat)", "auc@25", "delong", "size (flat)",
+           lambda r: r.role in ("entrant", "extra")),
+)
+
+
+def compute_live(root: Path, corpus: str, slice_: dict | None = None) -> BoardResult:
+    per_prefix = {f: detection.detection_entrants(root, corpus, slice_, f, LIVE_MIN_STEPS, board="live", prediction_sets=False)
+                  for f in PREFIXES}
+    names = list(per_prefix[PREFIXES[0]])
+    rows, first_rows = [], []
+    for name in names:
+        aucs = {f: (_auc(per_prefix[f][name]) if name in per_prefix[f] else None) for f in PREFIXES}
+        t2d = detection.time_to_detection(aucs)
+        metrics = {_prefix_key(f): aucs[f] for f in PREFIXES}
+        metrics["t2d"] = None if t2d is None else float(round(t2d * 100))
+        row = _row(name, per_prefix[PREFIXES[0]][name], metrics)
+        rows.append(row)
+    # Contrasts at the earliest prefix: the early-warning question.
+    contrasts = contrasts_for(rows, LIVE_FAMILIES, TESTS)
+    first = per_prefix[PREFIXES[0]]["random"]
+    notes = [f"{len(first.y)} runs of at least {LIVE_MIN_STEPS} steps ({int(first.y.sum())} failed); prefixes "
+             f"{', '.join(f'{f:.0%}' for f in PREFIXES)} of each run's steps; t2d = earliest prefix with ROC-AUC >= 0.70 "
+             "(blank: never).",
+             "A prefix is a fraction of the finished run (the published protocol), so its length still reveals the "
+             "final length: size entrants can score early for that reason alone."]
+    return BoardResult("live", "LIVE streaming early warning (ROC-AUC by prefix)", "LIVE", corpus, LIVE_METRICS, "random",
+                       len(first.y), "runs", rows, contrasts, notes,
+                       primary_metric="auc@25", primary_family=LIVE_FAMILIES[0].name)
+
+
+def corpora(root: Path) -> list[str]:
+    return queries.run("detection_corpora", root=root)["corpus"].tolist()
+
+
+POST_BOARD = Board("post-detection", "POST detection", Task("POST", "run", None), ("roc_auc",), "random",
+                   "runs with an outcome", compute_post, corpora)
+LIVE_BOARD = Board("live", "LIVE streaming", Task("LIVE", "run", None), LIVE_METRICS, "random", "runs", compute_live, corpora)

@@ -1,0 +1,181 @@
+"""POST localization: given a failed run, which step is the mistake? Top-1, Top-3, MRR.
+
+Items are failed runs with a known truth step (Who&When: the human decisive step; MAADBench
+format: the origin of the failing chain; see queries/sql/localization_items.sql). Entrants:
+
+- ``random``, computed exactly as the published board does (specs/catchbench.md): runs in
+  plain-string order of their file paths, their steps pooled in that order, one
+  ``numpy.random.RandomState(seed).rand(n)`` draw per seed 0..4, averaged over seeds;
+- ``position``: earliest step first;
+- every step-level prediction set of the corpus in the store (released judges, imported
+  detector outputs, re-scored sets), ranked by the ``predictions`` view.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+import queries
+
+from ..errors import AtlasError
+from ..stats import Contrast, mcnemar_exact, paired_bootstrap, wilcoxon_paired
+from . import Board, BoardResult, EntrantScore, Family, Task, contrasts_for
+
+METRICS = ("top1", "top3", "mrr")
+RANDOM_SEEDS = range(5)
+# Protocols whose judge returns one step, not a ranking: only a hit on that step counts, so
+# Top-1 = Top-3 = MRR = hit rate (specs/catchbench.md); a miss or an abstention ranks nowhere.
+SINGLE_PICK_PROTOCOLS = frozenset({"step_by_step", "binary_search"})
+
+
+def _metrics_from_ranks(ranks: np.ndarray) -> dict[str, float]:
+    return {
+        "top1": float(np.mean(ranks == 1)),
+        "top3": float(np.mean(ranks <= 3)),
+        "mrr": float(np.mean(1.0 / ranks)),
+    }
+
+
+def _items_from_ranks(ranks: np.ndarray) -> dict[str, np.ndarray]:
+    return {"hit1": (ranks == 1).astype(float), "hit3": (ranks <= 3).astype(float), "rr": 1.0 / ranks}
+
+
+def random_ranks(n_steps: np.ndarray, truth: np.ndarray, seed: int) -> np.ndarray:
+    """Rank of each run's truth step under one pooled uniform draw (the published procedure)."""
+    draw = np.random.RandomState(seed).rand(int(n_steps.sum()))
+    ranks = np.empty(len(n_steps), dtype=float)
+    start = 0
+    for i, (n, t) in enumerate(zip(n_steps, truth)):
+        scores = draw[start:start + n]
+        # rank = 1 + number of steps scored strictly higher (a continuous draw has no ties)
+        ranks[i] = 1 + np.sum(scores > scores[t])
+        start += n
+    return ranks
+
+
+def random_entrant(n_steps: np.ndarray, truth: np.ndarray) -> EntrantScore:
+    per_seed = [random_ranks(n_steps, truth, s) for s in RANDOM_SEEDS]
+    metrics = {m: float(np.mean([_metrics_from_ranks(r)[m] for r in per_seed])) for m in METRICS}
+    items = {k: np.mean([_items_from_ranks(r)[k] for r in per_seed], axis=0) for k in ("hit1", "hit3", "rr")}
+    return EntrantScore("random", metrics, items, n_items=len(truth), role="floor",
+                        note="published procedure: pooled RandomState(seed).rand draws, seeds 0-4, averaged")
+
+
+def random_expectation(n_steps: np.ndarray) -> EntrantScore:
+    """The analytic expectation of a uniform random ranking (an extra row, not the floor)."""
+    n = n_steps.astype(float)
+    harmonic = np.array([np.sum(1.0 / np.arange(1, k + 1)) for k in n_steps])
+    metrics = {"top1": float(np.mean(1 / n)), "top3": float(np.mean(np.minimum(3, n) / n)), "mrr": float(np.mean(harmonic / n))}
+    return EntrantScore("random (analytic expectation)", metrics, {}, n_items=len(n), role="extra")
+
+
+def position_entrant(truth: np.ndarray) -> EntrantScore:
+    ranks = truth.astype(float) + 1
+    return EntrantScore("position", _metrics_from_ranks(ranks), _items_from_ranks(ranks), n_items=len(truth), role="baseline",
+                        note="earliest step first")
+
+
+def entrant_name(row: dict) -> str:
+    """Board spelling of a prediction set: 'llm-judge all-at-once (gpt-5.5)' for judges."""
+    if row.get("method") == "llm_judge" and row.get("protocol") and row.get("model"):
+        name = f"llm-judge {row['protocol'].replace('_', '-')} ({row['model']})"
+        return name + (" [addendum]" if _is_addendum(row) else "")
+    return str(row["set_id"])
+
+
+def _is_addendum(row: dict) -> bool:
+    try:
+        params = json.loads(row.get("params") or "{}")
+    except (TypeError, json.JSONDecodeError):
+        params = {}
+    return "addendum" in str(row.get("set_id", "")) or params.get("board") == "addendum"
+
+
+def prediction_set_entrants(root: Path, corpus: str, run_ids: list[str], truth: np.ndarray) -> tuple[list[EntrantScore], list[str]]:
+    sets = queries.run("prediction_sets", {"corpus": corpus, "granularity": "step"}, root=root)
+    if sets.empty:
+        return [], []
+    ranks = queries.run("localization_ranks", {"corpus": corpus, "items": run_ids, "truths": [int(t) for t in truth]}, root=root)
+    index = {rid: i for i, rid in enumerate(run_ids)}
+    rows, notes = [], []
+    for meta in sets.to_dict(orient="records"):
+        got = ranks[ranks["set_id"] == meta["set_id"]]
+        if got.empty:
+            notes.append(f"prediction set '{meta['set_id']}' scores none of these {len(run_ids)} runs; left out.")
+            continue
+        full = np.full(len(run_ids), np.nan)
+        got_ranks = got["rank"].to_numpy(dtype=float)
+        if meta.get("protocol") in SINGLE_PICK_PROTOCOLS:
+            picked = (got_ranks == 1) & (got["score"].to_numpy(dtype=float) > 0)
+            got_ranks = np.where(picked, 1.0, np.inf)
+        full[[index[r] for r in got["run_id"]]] = got_ranks
+        covered = ~np.isnan(full)
+        r = full[covered]
+        role = "extra" if _is_addendum(meta) else "entrant"
+        items = {k: np.where(covered, v, np.nan) for k, v in _items_from_ranks(np.nan_to_num(full, nan=1e9)).items()}
+        rows.append(EntrantScore(entrant_name(meta), _metrics_from_ranks(r), items, n_items=int(covered.sum()),
+                                 coverage=float(covered.mean()), role=role))
+        if not covered.all():
+            notes.append(f"{entrant_name(meta)} scores {int(covered.sum())} of {len(run_ids)} runs; its metrics rest on those.")
+    return rows, notes
+
+
+def _paired(a: EntrantScore, b: EntrantScore, key: str) -> tuple[np.ndarray, np.ndarray]:
+    both = ~np.isnan(a.items[key]) & ~np.isnan(b.items[key])
+    return a.items[key][both], b.items[key][both]
+
+
+def _mcnemar(fam: Family, a: EntrantScore, b: EntrantScore) -> Contrast:
+    key = "hit1" if fam.metric == "top1" else "hit3"
+    xa, xb = _paired(a, b, key)
+    res = mcnemar_exact(xa.astype(bool), xb.astype(bool))
+    boot = paired_bootstrap(lambda x, y: (float(np.mean(x)), float(np.mean(y))), xa, xb, n_boot=2000, seed=0)
+    return Contrast(fam.name, a.entrant, b.entrant, float(xa.mean()), float(xb.mean()), float(xa.mean() - xb.mean()),
+                    boot.ci95[0], boot.ci95[1], res.p, "exact McNemar (CI: paired bootstrap)")
+
+
+def _wilcoxon(fam: Family, a: EntrantScore, b: EntrantScore) -> Contrast:
+    xa, xb = _paired(a, b, "rr")
+    res = wilcoxon_paired(xa, xb)
+    boot = paired_bootstrap(lambda x, y: (float(np.mean(x)), float(np.mean(y))), xa, xb, n_boot=2000, seed=0)
+    return Contrast(fam.name, a.entrant, b.entrant, float(xa.mean()), float(xb.mean()), float(xa.mean() - xb.mean()),
+                    boot.ci95[0], boot.ci95[1], res.p, "Wilcoxon signed-rank (CI: paired bootstrap)")
+
+
+def _is_scored_entrant(row: EntrantScore) -> bool:
+    return row.role in ("entrant", "extra") and bool(row.items)
+
+
+FAMILIES = (
+    Family("Top-1 vs position", "top1", "mcnemar", "position", _is_scored_entrant),
+    Family("Top-3 vs position", "top3", "mcnemar", "position", _is_scored_entrant),
+    Family("MRR vs position", "mrr", "wilcoxon", "position", _is_scored_entrant),
+)
+TESTS = {"mcnemar": _mcnemar, "wilcoxon": _wilcoxon}
+
+
+def compute(root: Path, corpus: str, slice_: dict | None = None) -> BoardResult:
+    items = queries.run("localization_items", {"target_corpus": corpus, "slice": slice_ or {}}, root=root)
+    if items.empty:
+        raise AtlasError(f"POST localization on '{corpus}': no failed run with a labeled anomalous step in this slice.")
+    n_steps = items["n_steps"].to_numpy(dtype=int)
+    truth = items["truth_idx"].to_numpy(dtype=int)
+    rows = [random_entrant(n_steps, truth), position_entrant(truth)]
+    set_rows, notes = prediction_set_entrants(root, corpus, items["run_id"].tolist(), truth)
+    rows += set_rows
+    rows.append(random_expectation(n_steps))
+    contrasts = contrasts_for(rows, FAMILIES, TESTS)
+    return BoardResult("post-localization", "POST localization (Top-1 / Top-3 / MRR)", "POST", corpus, METRICS,
+                       "random", len(items), "failed runs", rows, contrasts, notes,
+                       primary_metric="top1", primary_family=FAMILIES[0].name)
+
+
+def corpora(root: Path) -> list[str]:
+    frame = queries.run("localization_corpora", root=root)
+    return frame["corpus"].tolist()
+
+
+BOARD = Board("post-localization", "POST localization", Task("POST", "step", None), METRICS, "random",
+              "failed runs", compute, corpora)

@@ -1,0 +1,122 @@
+"""PRE over-privilege board: before a run, which declared capabilities are excess?
+
+Micro precision / recall / F1 over (config, capability) pairs, coverage, and F1 per source with
+each source's flag_all floor. Entrants: ``auditatlas.pre.ENTRANTS`` (floors, oracle, the seven
+rule scanners) plus every config-level prediction set in the store (the held-out judge, or any
+imported one). Contrasts: each entrant's F1 against the flag_all floor, by a configuration-
+cluster bootstrap (a config's capabilities are labeled together, so pairs are not independent).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+import queries
+
+from .. import pre
+from ..errors import AtlasError
+from ..stats import Contrast, paired_bootstrap
+from . import Board, BoardResult, EntrantScore, Family, Task, contrasts_for
+
+METRICS = ("precision", "recall", "f1", "coverage")
+N_BOOT = 1000
+
+
+def load_configs(root: Path, corpus: str, slice_: dict | None = None) -> list[pre.PreConfig]:
+    configs = queries.run("pre_configs", {"corpus": corpus}, root=root)
+    caps = queries.run("pre_capabilities", {"corpus": corpus}, root=root)
+    sources = (slice_ or {}).get("source") or []
+    if sources:
+        configs = configs[configs["source"].isin(sources)]
+        caps = caps[caps["config_id"].isin(configs["config_id"])]
+    return pre.configs_from_frames(configs, caps)
+
+
+def stored_entrants(root: Path, corpus: str) -> list[pre.PreEntrant]:
+    """One replay entrant per config-level prediction set (abstains where it has no rows)."""
+    frame = queries.run("pre_flags", {"corpus": corpus}, root=root)
+    entrants = []
+    for set_id, rows in frame.groupby("set_id", sort=True):
+        meta = rows.iloc[0]
+        name = f"{meta['method']}({meta['model']})" if meta["method"] and meta["model"] else str(set_id)
+        # A scored config that flags nothing comes back as a null list: scored, empty.
+        flags = {cid: set(f) if isinstance(f, (list, tuple, np.ndarray)) else set()
+                 for cid, f in zip(rows["config_id"], rows["flagged"])}
+        entrants.append(pre.entrant_from_flags(name, flags))
+    return entrants
+
+
+def _pair_vectors(configs: list[pre.PreConfig], entrant: pre.PreEntrant) -> tuple[np.ndarray, np.ndarray]:
+    """Per (config, capability) pair: flagged (0/1) and scored (config not abstained)."""
+    flagged, scored = [], []
+    for config in configs:
+        got = entrant.flag(config)
+        for cap in config.capabilities:
+            scored.append(got is not None)
+            flagged.append(got is not None and cap.name in got)
+    return np.array(flagged, dtype=bool), np.array(scored, dtype=bool)
+
+
+def _micro_f1(truth: np.ndarray, flagged: np.ndarray, scored: np.ndarray) -> float:
+    t, f = truth[scored], flagged[scored]
+    tp = np.sum(t & f)
+    denom = 2 * tp + np.sum(~t & f) + np.sum(t & ~f)
+    return float(2 * tp / denom) if denom else 0.0
+
+
+def _cluster_bootstrap(fam: Family, a: EntrantScore, b: EntrantScore) -> Contrast:
+    truth, clusters = a.items["truth"], a.items["cluster"]
+
+    def f1_pair(t, fa, sa, fb, sb):
+        return _micro_f1(t, fa, sa), _micro_f1(t, fb, sb)
+
+    res = paired_bootstrap(f1_pair, truth, a.items["flagged"], a.items["scored"], b.items["flagged"], b.items["scored"],
+                           n_boot=N_BOOT, seed=0, clusters=clusters)
+    return Contrast(fam.name, a.entrant, b.entrant, res.estimate_a, res.estimate_b, res.diff,
+                    res.ci95[0], res.ci95[1], res.p, f"configuration-cluster bootstrap ({N_BOOT}, seed 0)")
+
+
+def _not_identity(row: EntrantScore) -> bool:
+    return row.entrant not in ("flag_none", "oracle_privilege_diff")
+
+
+FAMILIES = (Family("F1 vs flag_all floor", "f1", "cluster_bootstrap", "flag_all", _not_identity),)
+TESTS = {"cluster_bootstrap": _cluster_bootstrap}
+
+
+def compute(root: Path, corpus: str, slice_: dict | None = None) -> BoardResult:
+    configs = load_configs(root, corpus, slice_)
+    if not configs:
+        raise AtlasError(f"PRE board on '{corpus}': no configuration in this slice.")
+    truth = np.array([c.excess for cfg in configs for c in cfg.capabilities], dtype=bool)
+    cluster = np.array([cfg.config_id for cfg in configs for _ in cfg.capabilities])
+    entrants = pre.board_entrants() + stored_entrants(root, corpus)
+    rows, by_source = [], []
+    for entrant in entrants:
+        score = pre.score_pre(configs, entrant)
+        flagged, scored = _pair_vectors(configs, entrant)
+        role = "floor" if entrant.name == "flag_all" else ("baseline" if entrant.name in ("flag_none", "oracle_privilege_diff") else "entrant")
+        rows.append(EntrantScore(entrant.name, {m: score[m] for m in METRICS},
+                                 {"truth": truth, "cluster": cluster, "flagged": flagged, "scored": scored},
+                                 n_items=score["n_scored"], coverage=score["coverage"], role=role))
+        per_source = pre.score_pre_by_source(configs, entrant)
+        by_source.append({"entrant": entrant.name, **{s: v["f1"] for s, v in per_source.items()}, "overall": score["f1"]})
+    contrasts = contrasts_for(rows, FAMILIES, TESTS)
+    n_pairs = int(truth.size)
+    notes = [f"{len(configs)} configurations, {n_pairs} declared capabilities, {int(truth.sum())} labeled excess "
+             f"(base rate {truth.mean():.3f})."]
+    for row in rows:
+        if row.coverage < 1:
+            notes.append(f"{row.entrant} abstains on {len(configs) - row.n_items} configuration(s); its scores rest on {row.n_items}.")
+    return BoardResult("pre", "PRE over-privilege", "PRE", corpus, METRICS, "flag_all", len(configs),
+                       "configurations", rows, contrasts, notes, {"f1_by_source": by_source},
+                       primary_metric="f1", primary_family=FAMILIES[0].name)
+
+
+def corpora(root: Path) -> list[str]:
+    return queries.run("pre_corpora", root=root)["corpus"].tolist()
+
+
+BOARD = Board("pre", "PRE over-privilege", Task("PRE", "config", "catchbench-pre"), METRICS, "flag_all",
+              "configurations", compute, corpora, allows_slice=False)

@@ -1,0 +1,100 @@
+"""Draw one recomputed board: floor, items, rows in bands, contrasts, published vs recomputed."""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import streamlit as st
+
+from components.tables import table
+
+ROLE_LABEL = {"floor": "floor", "baseline": "baseline", "entrant": "entrant", "extra": "extra (not a board row)"}
+
+
+def rows_frame(result) -> pd.DataFrame:
+    """Board rows in band order: only a row a Holm-adjusted contrast separates is ordered."""
+    from auditatlas.boards import bands
+
+    verdicts: dict[str, list[str]] = {}
+    for c in result.contrasts:
+        verdicts.setdefault(c.a_name, []).append(f"{c.family}: {c.verdict}")
+    by_name = {r.entrant: r for r in result.rows}
+    records = []
+    for placed in bands(result):
+        r = by_name[placed["entrant"]]
+        rec = {"entrant": r.entrant, "role": ROLE_LABEL.get(r.role, r.role), "band": placed["band"]}
+        rec.update({m: r.metrics.get(m) for m in result.metrics})
+        rec["items"] = r.n_items
+        rec["contrasts"] = "; ".join(verdicts.get(r.entrant, []))
+        records.append(rec)
+    return pd.DataFrame(records)
+
+
+def contrasts_frame(result) -> pd.DataFrame:
+    return pd.DataFrame([{
+        "family": c.family, "A": c.a_name, "B": c.b_name, "A value": c.a_value, "B value": c.b_value,
+        "A-B": c.diff, "95% low": c.ci_low, "95% high": c.ci_high, "p": c.p, "p (Holm)": c.p_adj,
+        "verdict": c.verdict, "test": c.test,
+    } for c in result.contrasts])
+
+
+def published_frame(cells) -> pd.DataFrame:
+    return pd.DataFrame([{
+        "corpus": c.corpus, "entrant": c.entrant, "metric": c.metric, "published": c.published,
+        "recomputed": c.recomputed, "delta": c.delta, "within 0.0005": c.matches,
+    } for c in cells])
+
+
+def _green(row: pd.Series) -> list[str]:
+    color = "background-color: #d8f3dc" if row.get("within 0.0005") else "background-color: #ffd6d6"
+    return [color] * len(row)
+
+
+def draw(result, cells, key: str) -> None:
+    st.markdown(f"**{result.title}** on `{result.corpus}`: rests on **{result.n_items:,} {result.item_kind}**. "
+                f"Floor: **{result.floor}**.")
+    floor = next((r for r in result.rows if r.entrant == result.floor), None)
+    if floor:
+        st.caption("Floor " + ", ".join(f"{m} {_fmt(floor.metrics.get(m))}" for m in result.metrics))
+    frame = rows_frame(result)
+    table(frame.round(3), f"{key}-rows")
+    for note in result.notes:
+        st.caption(note)
+    for name, rows in result.extra_tables.items():
+        st.markdown(f"*{name.replace('_', ' ')}*")
+        table(pd.DataFrame(rows).round(3), f"{key}-{name}")
+    if result.contrasts:
+        with st.expander(f"Paired contrasts ({len(result.contrasts)}, Holm-adjusted within each family)"):
+            table(contrasts_frame(result), f"{key}-contrasts")
+    if cells:
+        pub = published_frame(cells)
+        n_ok = int(pub["within 0.0005"].sum())
+        st.markdown(f"**Published vs recomputed:** {n_ok} of {len(pub)} cells within 0.0005.")
+        st.dataframe(pub.style.apply(_green, axis=1).format({"published": "{:.3f}", "recomputed": "{:.3f}", "delta": "{:+.4f}"}, na_rep="—"),
+                     hide_index=True, key=f"table-{key}-published")
+        st.download_button("Download CSV", pub.to_csv(index=False).encode(), file_name=f"{key}-published.csv",
+                           mime="text/csv", key=f"csv-{key}-published")
+
+
+def _fmt(v) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "—"
+    return f"{v:.3f}" if isinstance(v, float) else str(v)
+
+
+def live_chart(result) -> None:
+    """ROC-AUC trajectories over prefixes, with the 0.70 early-warning bar."""
+    import plotly.graph_objects as go
+
+    prefixes = [m for m in result.metrics if m.startswith("auc@")]
+    xs = [int(m.split("@")[1]) for m in prefixes]
+    fig = go.Figure()
+    for row in result.rows:
+        ys = [row.metrics.get(m) for m in prefixes]
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name=row.entrant,
+                                 line=dict(dash="dot" if row.role == "floor" else "solid")))
+    fig.add_hline(y=0.70, line_dash="dash", line_color="grey", annotation_text="0.70 early-warning bar")
+    fig.update_layout(xaxis_title="prefix of the run's steps (%)", yaxis_title="ROC-AUC", yaxis_range=[0.3, 1.0],
+                      height=380, margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h"))
+    fig.update_xaxes(tickvals=xs, ticktext=[f"{x}%" for x in xs])
+    st.plotly_chart(fig, key=f"live-{result.corpus}")

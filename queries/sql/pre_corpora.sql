@@ -1,0 +1,2 @@
+-- Corpora holding PRE configurations.
+SELECT DISTINCT corpus FROM configs ORDER BY corpus
