@@ -1,0 +1,124 @@
+"""Boards regenerate the published numbers from the store (values typed from the golden board
+and specs/catchbench.md, never computed by the code under test)."""
+from __future__ import annotations
+
+import pytest
+
+from auditatlas.boards import run_board
+from auditatlas.boards.published import missing_blocks, reconcile
+from auditatlas.errors import AtlasError
+from auditatlas.ingest import ingest
+from conftest import WHOWHEN
+
+PRE_PUBLISHED = {  # entrant: (precision, recall, f1, coverage)
+    "flag_all": (0.430, 1.000, 0.601, 1.000),
+    "flag_none": (0.000, 0.000, 0.000, 1.000),
+    "oracle_privilege_diff": (1.000, 1.000, 1.000, 1.000),
+    "llm_judge_needed(llama-3.3-70b)": (0.594, 0.839, 0.695, 0.996),
+}
+POST_PUBLISHED = {  # entrant: (top1, top3, mrr), from the golden board
+    "random": (0.119, 0.346, 0.324),
+    "position": (0.159, 0.516, 0.407),
+    "llm-judge all-at-once (claude-opus-4.8)": (0.421, 0.698, 0.605),
+    "llm-judge all-at-once (deepseek-r1)": (0.405, 0.754, 0.606),
+    "llm-judge all-at-once (gemini)": (0.357, 0.722, 0.572),
+    "llm-judge all-at-once (gemma-3-12b)": (0.206, 0.524, 0.427),
+    "llm-judge all-at-once (gpt-5.4)": (0.413, 0.714, 0.601),
+    "llm-judge all-at-once (gpt-5.5)": (0.452, 0.667, 0.618),
+    "llm-judge all-at-once (gpt-oss-20b)": (0.333, 0.595, 0.521),
+    "llm-judge all-at-once (llama-3.3-70b)": (0.333, 0.579, 0.515),
+    "llm-judge all-at-once (mistral-small)": (0.135, 0.421, 0.363),
+    "llm-judge all-at-once (nova-micro)": (0.127, 0.397, 0.342),
+    "llm-judge all-at-once (qwen3-32b)": (0.349, 0.659, 0.541),
+    "llm-judge binary-search (claude-opus-4.8)": (0.357,) * 3,
+    "llm-judge binary-search (deepseek-r1)": (0.405,) * 3,
+    "llm-judge binary-search (gemini)": (0.357,) * 3,
+    "llm-judge binary-search (gemma-3-12b)": (0.159,) * 3,
+    "llm-judge binary-search (gpt-5.4)": (0.365,) * 3,
+    "llm-judge binary-search (gpt-5.5)": (0.421,) * 3,
+    "llm-judge binary-search (llama-3.3-70b)": (0.222,) * 3,
+    "llm-judge binary-search (mistral-small)": (0.214,) * 3,
+    "llm-judge binary-search (nova-micro)": (0.167,) * 3,
+    "llm-judge binary-search (qwen3-32b)": (0.127,) * 3,
+    "llm-judge step-by-step (claude-opus-4.8)": (0.389,) * 3,
+    "llm-judge step-by-step (deepseek-r1)": (0.317,) * 3,
+    "llm-judge step-by-step (gemini)": (0.341,) * 3,
+    "llm-judge step-by-step (gemma-3-12b)": (0.230,) * 3,
+    "llm-judge step-by-step (gpt-5.4)": (0.381,) * 3,
+    "llm-judge step-by-step (gpt-5.5)": (0.397,) * 3,
+    "llm-judge step-by-step (llama-3.3-70b)": (0.222,) * 3,
+    "llm-judge step-by-step (mistral-small)": (0.190,) * 3,
+    "llm-judge step-by-step (nova-micro)": (0.167,) * 3,
+    "llm-judge step-by-step (qwen3-32b)": (0.254,) * 3,
+}
+
+
+@pytest.fixture(scope="module")
+def catch_store(tmp_path_factory):
+    root = tmp_path_factory.mktemp("boards")
+    ingest("catchbench", None, root)
+    return root
+
+
+@pytest.fixture(scope="module")
+def whowhen_store(catch_store):
+    if not WHOWHEN.exists():
+        pytest.skip("needs ../shared/data/whowhen")
+    ingest("whowhen", WHOWHEN, catch_store)
+    return catch_store
+
+
+def test_pre_board_reproduces_published_rows(catch_store):
+    result = run_board("pre", catch_store)
+    rows = {r.entrant: r.metrics for r in result.rows}
+    for entrant, values in PRE_PUBLISHED.items():
+        got = tuple(round(rows[entrant][m], 3) for m in ("precision", "recall", "f1", "coverage"))
+        assert got == values, entrant
+    assert result.n_items == 1187 and result.floor == "flag_all"
+
+
+def test_pre_rules_and_per_source_cells_match_the_golden_board(catch_store):
+    result = run_board("pre", catch_store)
+    cells = reconcile(result, catch_store)
+    assert len(cells) == 110  # 11 entrants x (4 pooled metrics + 6 sources)
+    assert all(c.matches for c in cells), [(c.entrant, c.corpus, c.metric) for c in cells if not c.matches]
+
+
+def test_pre_judge_contrast_separates_from_floor(catch_store):
+    result = run_board("pre", catch_store)
+    judge = next(c for c in result.contrasts if c.a_name == "llm_judge_needed(llama-3.3-70b)")
+    assert judge.b_name == "flag_all" and judge.verdict == "separates"
+    assert judge.diff == pytest.approx(0.695 - 0.601, abs=0.001)
+    assert judge.ci_low > 0
+
+
+def test_post_localization_reproduces_all_published_rows(whowhen_store):
+    result = run_board("post-localization", whowhen_store, "whowhen")
+    assert result.n_items == 126
+    rows = {r.entrant: r.metrics for r in result.rows}
+    for entrant, values in POST_PUBLISHED.items():
+        got = tuple(round(rows[entrant][m], 3) for m in ("top1", "top3", "mrr"))
+        assert got == pytest.approx(values, abs=0.0005), entrant
+    addenda = [r for r in result.rows if r.entrant.endswith("[addendum]")]
+    assert len(addenda) == 12 and all(r.role == "extra" for r in addenda)
+
+
+def test_post_localization_json_uses_board_spelling(whowhen_store):
+    data = run_board("post-localization", whowhen_store, "whowhen").to_json()
+    assert data["board"] == "post-localization" and data["corpus"] == "whowhen" and data["n_items"] == 126
+    row = next(r for r in data["rows"] if r["entrant"] == "llm-judge all-at-once (gpt-5.5)")
+    assert set(row) == {"entrant", "top1", "top3", "mrr"}
+    assert row["top1"] == pytest.approx(0.452, abs=0.0005)
+
+
+def test_missing_blocks_name_the_corpora_they_need(catch_store):
+    blocks = {(b["board"], b["corpus"]) for b in missing_blocks(catch_store)}
+    assert ("post-detection", "swegym") in blocks and ("post-detection", "tau") in blocks
+    assert not any(corpus in ("whowhen", "catchbench-pre") for _, corpus in blocks)
+
+
+def test_unknown_board_and_corpus_are_one_sentence(catch_store):
+    with pytest.raises(AtlasError, match="unknown board 'nope'"):
+        run_board("nope", catch_store)
+    with pytest.raises(AtlasError, match="cannot be computed on corpus 'whowhen'"):
+        run_board("pre", catch_store, "whowhen")

@@ -1,0 +1,101 @@
+"""The auditatlas command: counts after ingesting ../shared/data, board JSON, and one clear
+sentence plus a non-zero exit for every kind of bad usage or bad input."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, TAUBENCH, WHOWHEN
+
+FIXTURES = REPO / "tests" / "fixtures"
+
+
+def cli(*args: str, store: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "auditatlas.cli", "--store", str(store), *args],
+                          capture_output=True, text=True, cwd=REPO, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def full_store(tmp_path_factory):
+    if not (WHOWHEN.exists() and TAUBENCH.exists()):
+        pytest.skip("needs ../shared/data")
+    store = tmp_path_factory.mktemp("cli-store")
+    for args in (("ingest", "catchbench"), ("ingest", "whowhen", str(WHOWHEN)), ("ingest", "taubench", str(TAUBENCH))):
+        done = cli(*args, store=store)
+        assert done.returncode == 0, done.stderr
+    return store
+
+
+def test_info_json_reports_the_issue_counts(full_store):
+    done = cli("info", "--json", store=full_store)
+    assert done.returncode == 0, done.stderr
+    corpora = json.loads(done.stdout)["corpora"]
+    ww, tau, pre = corpora["whowhen"], corpora["taubench"], corpora["catchbench-pre"]
+    assert (ww["runs"], ww["steps"], ww["labeled_steps"], ww["anomalous_steps"]) == (126, 1099, 1099, 126)
+    # 31 board judges + 12 addendum caches, each scoring every step of the 126 runs
+    assert (ww["prediction_sets"], ww["predictions"]) == (43, 43 * 1099)
+    assert (tau["runs"], tau["labeled_steps"]) == (100, 0)
+    assert (pre["configs"], pre["capabilities"], pre["excess_capabilities"]) == (1187, 6734, 2893)
+    for counts in corpora.values():
+        assert all(isinstance(v, int) for v in counts.values())
+        assert set(counts) == {"runs", "steps", "labeled_steps", "anomalous_steps", "edges", "prediction_sets",
+                               "predictions", "configs", "capabilities", "excess_capabilities"}
+
+
+def test_board_json(full_store):
+    done = cli("board", "pre", "--json", store=full_store)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["board"] == "pre" and data["n_items"] == 1187
+    flag_all = next(r for r in data["rows"] if r["entrant"] == "flag_all")
+    assert round(flag_all["f1"], 3) == 0.601
+
+
+def test_live_board_on_taubench(full_store):
+    done = cli("board", "live", "--corpus", "taubench", "--json", store=full_store)
+    assert done.returncode == 0, done.stderr
+    rows = {r["entrant"]: r for r in json.loads(done.stdout)["rows"]}
+    assert {"random", "size (flat)", "auditable (size+deps)", "full", "pyod (ECOD)"} <= set(rows)
+    assert set(rows["random"]) == {"entrant", "auc@25", "auc@50", "auc@75", "auc@100", "t2d"}
+    assert all(0.0 <= rows["full"][k] <= 1.0 for k in ("auc@25", "auc@50", "auc@75", "auc@100"))
+
+
+@pytest.mark.parametrize("args, code, message", [
+    (("ingest", "whowhen"), 2, "needs a PATH"),
+    (("ingest", "whowhen", "/nonexistent/folder"), 1, "no such file or folder"),
+    (("board", "nope"), 1, "unknown board 'nope'"),
+    (("board", "post-localization", "--corpus", "whowhen"), 1, "cannot be computed on corpus 'whowhen'"),
+])
+def test_bad_usage_is_one_sentence(tmp_path, args, code, message):
+    done = cli(*args, store=tmp_path)
+    assert done.returncode == code
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_unknown_format_exits_2(tmp_path):
+    done = cli("ingest", "parquet", "x", store=tmp_path)
+    assert done.returncode == 2 and "invalid choice" in done.stderr
+
+
+def test_broken_folder_names_every_file_and_leaves_the_store(tmp_path):
+    ok = cli("ingest", "maadbench", str(FIXTURES / "maadbench"), store=tmp_path)
+    assert ok.returncode == 0, ok.stderr
+    before = (tmp_path / "MANIFEST.json").read_bytes()
+    done = cli("ingest", "maadbench", str(FIXTURES / "broken" / "maadbench"), store=tmp_path)
+    assert done.returncode == 1
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error: ") and ".json" in line]
+    assert len(errors) >= len(list((FIXTURES / "broken" / "maadbench").rglob("*.json")))
+    assert "store was left unchanged" in done.stderr and "Traceback" not in done.stderr
+    assert (tmp_path / "MANIFEST.json").read_bytes() == before
+
+
+def test_reingest_is_idempotent(tmp_path):
+    for _ in range(2):
+        assert cli("ingest", "maadbench", str(FIXTURES / "maadbench"), store=tmp_path).returncode == 0
+    counts = json.loads(cli("info", "--json", store=tmp_path).stdout)["corpora"]["maadbench"]
+    assert (counts["runs"], counts["steps"]) == (5, 36)
