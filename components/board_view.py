@@ -39,15 +39,22 @@ def contrasts_frame(result) -> pd.DataFrame:
 
 
 def published_frame(cells) -> pd.DataFrame:
-    return pd.DataFrame([{
+    frame = pd.DataFrame([{
         "corpus": c.corpus, "entrant": c.entrant, "metric": c.metric, "published": c.published,
-        "recomputed": c.recomputed, "delta": c.delta, "within 0.0005": c.matches,
+        "recomputed": c.recomputed, "delta": c.delta, "status": c.status,
     } for c in cells])
+    # Differences first: they are what a reviewer must see; then matches; then the cells
+    # whose entrant has no predictions in the store.
+    order = frame["status"].map(lambda s: 0 if s == "differs" else (1 if s == "match" else 2))
+    return frame.assign(_o=order).sort_values(["_o", "entrant", "metric"]).drop(columns="_o")
 
 
-def _green(row: pd.Series) -> list[str]:
-    color = "background-color: #d8f3dc" if row.get("within 0.0005") else "background-color: #ffd6d6"
-    return [color] * len(row)
+STATUS_COLOR = {"match": "#d8f3dc", "differs": "#ffd6d6"}
+
+
+def _status_color(row: pd.Series) -> list[str]:
+    color = STATUS_COLOR.get(row.get("status"), "#eeeeee")
+    return [f"background-color: {color}"] * len(row)
 
 
 def draw(result, cells, key: str) -> None:
@@ -57,6 +64,8 @@ def draw(result, cells, key: str) -> None:
     if floor:
         st.caption("Floor " + ", ".join(f"{m} {_fmt(floor.metrics.get(m))}" for m in result.metrics))
     frame = rows_frame(result)
+    if "t2d" in frame:
+        frame["t2d"] = frame["t2d"].map(lambda v: "never (>100%)" if v is None or v != v else f"{v:.0f}%")
     table(frame.round(3), f"{key}-rows")
     for note in result.notes:
         st.caption(note)
@@ -68,9 +77,12 @@ def draw(result, cells, key: str) -> None:
             table(contrasts_frame(result), f"{key}-contrasts")
     if cells:
         pub = published_frame(cells)
-        n_ok = int(pub["within 0.0005"].sum())
-        st.markdown(f"**Published vs recomputed:** {n_ok} of {len(pub)} cells within 0.0005.")
-        st.dataframe(pub.style.apply(_green, axis=1).format({"published": "{:.3f}", "recomputed": "{:.3f}", "delta": "{:+.4f}"}, na_rep="—"),
+        n_ok = int((pub["status"] == "match").sum())
+        n_cmp = int(pub["status"].isin(["match", "differs"]).sum())
+        absent = sorted(pub.loc[~pub["status"].isin(["match", "differs"]), "entrant"].unique())
+        st.markdown(f"**Published vs recomputed:** {n_ok} of {n_cmp} recomputable cells within 0.0005 (green)."
+                    + (f" Not recomputable here (no predictions of theirs in the store): {', '.join(absent)}." if absent else ""))
+        st.dataframe(pub.style.apply(_status_color, axis=1).format({"published": "{:.3f}", "recomputed": "{:.3f}", "delta": "{:+.4f}"}, na_rep="—"),
                      hide_index=True, key=f"table-{key}-published")
         st.download_button("Download CSV", pub.to_csv(index=False).encode(), file_name=f"{key}-published.csv",
                            mime="text/csv", key=f"csv-{key}-published")
@@ -95,6 +107,7 @@ def live_chart(result) -> None:
                                  line=dict(dash="dot" if row.role == "floor" else "solid")))
     fig.add_hline(y=0.70, line_dash="dash", line_color="grey", annotation_text="0.70 early-warning bar")
     fig.update_layout(xaxis_title="prefix of the run's steps (%)", yaxis_title="ROC-AUC", yaxis_range=[0.3, 1.0],
-                      height=380, margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h"))
+                      height=420, margin=dict(l=10, r=10, t=60, b=10),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
     fig.update_xaxes(tickvals=xs, ticktext=[f"{x}%" for x in xs])
     st.plotly_chart(fig, key=f"live-{result.corpus}")

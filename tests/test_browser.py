@@ -149,3 +149,19 @@ def test_choosing_a_filter_updates_the_url(server, browser):
     page.wait_for_url("**backbone=GPT-5.4**", timeout=60_000)
     _wait_idle(page, "backbone (llm) in GPT-5.4")
     assert not outside, f"requests left localhost: {outside}"
+
+
+def test_live_trajectories_for_taubench_from_a_link(server, browser):
+    """LIVE on the real tau-bench runs, opened straight from a shared link."""
+    from conftest import TAUBENCH
+
+    if not TAUBENCH.exists():
+        pytest.skip("needs ../shared/data/tau-bench")
+    outside: list[str] = []
+    page = _page(browser, outside)
+    page.goto(server + "/boards?tab=LIVE&board_live_corpus=taubench")
+    _wait_idle(page, "rests on")
+    page.get_by_text("on taubench", exact=False).first.wait_for()
+    assert page.locator("[data-testid='stPlotlyChart']").count() >= 1
+    page.screenshot(path=str(ARTIFACTS / "boards-live-taubench.png"), full_page=True)
+    assert not outside, f"requests left localhost: {outside}"
