@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import IngestFailed, InputError
+from ._files import first_json, json_files, load_json
 from . import Batch, Context
 
 FORMAT = "taubench"
@@ -95,13 +96,7 @@ class _Run:
 
 def can_read(path: Path) -> bool:
     """True when ``path`` (or the first JSON file under it) is a list of runs with ``traj``."""
-    try:
-        files = json_files(Path(path))
-        if not files:
-            return False
-        data = json.loads(files[0].read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
+    data = first_json(path)
     return isinstance(data, list) and bool(data) and isinstance(data[0], dict) and "traj" in data[0] and "reward" in data[0]
 
 
@@ -140,21 +135,11 @@ def relative_name(file: Path, path: Path) -> str:
     return file.name if path.is_file() else file.relative_to(path).as_posix()
 
 
-def json_files(path: Path) -> list[Path]:
-    """``path`` itself, or every ``*.json`` below it (hidden folders skipped), sorted."""
-    if path.is_file():
-        return [path]
-    if not path.is_dir():
-        return []
-    found = (p for p in path.rglob("*.json") if p.is_file())
-    return sorted(p for p in found if not any(part.startswith(".") for part in p.relative_to(path).parts))
-
-
 # --------------------------------------------------------------------------- parsing
 
 
 def _read_file(file: Path, problems: list[InputError]) -> list[_Run]:
-    data = _load_json(file, problems)
+    data = load_json(file, problems)
     if data is None:
         return []
     if not isinstance(data, list):
@@ -165,22 +150,6 @@ def _read_file(file: Path, problems: list[InputError]) -> list[_Run]:
         return []
     runs = [_parse_run(file, i, item, problems) for i, item in enumerate(data)]
     return [r for r in runs if r is not None]
-
-
-def _load_json(file: Path, problems: list[InputError]) -> Any | None:
-    try:
-        text = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        problems.append(InputError(file, None, f"cannot be read as UTF-8 text ({exc})."))
-        return None
-    if not text.strip():
-        problems.append(InputError(file, None, "is empty."))
-        return None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        problems.append(InputError(file, None, f"is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})."))
-        return None
 
 
 def _is_int(value: Any) -> bool:

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import IngestFailed, InputError
+from ._files import first_json, json_files, load_json
 from . import Batch, Context
 
 FORMAT = "whowhen"
@@ -89,13 +90,7 @@ class _Run:
 
 def can_read(path: Path) -> bool:
     """True when ``path`` (or the first JSON file under it) looks like a Who&When run."""
-    try:
-        files = json_files(Path(path))
-        if not files:
-            return False
-        record = json.loads(files[0].read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
+    record = first_json(path)
     return isinstance(record, dict) and "history" in record and "mistake_step" in record
 
 
@@ -157,21 +152,11 @@ def relative_name(file: Path, path: Path) -> str:
     return file.name if path.is_file() else file.relative_to(path).as_posix()
 
 
-def json_files(path: Path) -> list[Path]:
-    """``path`` itself, or every ``*.json`` below it (hidden folders skipped), sorted."""
-    if path.is_file():
-        return [path]
-    if not path.is_dir():
-        return []
-    found = (p for p in path.rglob("*.json") if p.is_file())
-    return sorted(p for p in found if not any(part.startswith(".") for part in p.relative_to(path).parts))
-
-
 # --------------------------------------------------------------------------- parsing
 
 
 def _read_file(file: Path, problems: list[InputError]) -> _Run | None:
-    record = _load_json(file, problems)
+    record = load_json(file, problems)
     if record is None:
         return None
     if not isinstance(record, dict):
@@ -185,22 +170,6 @@ def _read_file(file: Path, problems: list[InputError]) -> _Run | None:
     if len(problems) > before or steps is None or success is None or mistake is None:
         return None
     return _Run(file, file.parent.name, file.stem, record, steps, success, mistake)
-
-
-def _load_json(file: Path, problems: list[InputError]) -> Any | None:
-    try:
-        text = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        problems.append(InputError(file, None, f"cannot be read as UTF-8 text ({exc})."))
-        return None
-    if not text.strip():
-        problems.append(InputError(file, None, "is empty."))
-        return None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        problems.append(InputError(file, None, f"is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})."))
-        return None
 
 
 def _parse_history(file: Path, record: dict, problems: list[InputError]) -> list[_Step] | None:
