@@ -123,6 +123,23 @@ def test_link_restores_the_slice(server, browser):
     assert not outside, f"requests left localhost: {outside}"
 
 
+def test_choosing_a_filter_updates_the_url(server, browser):
+    """The interactive path: picking a backbone in the sidebar filters the page and the link."""
+    outside: list[str] = []
+    page = _page(browser, outside)
+    page.goto(server + "/overview")
+    _wait_idle(page, "Action success rate per backbone")
+    # Streamlit marks the app inert while a run is still settling; wait until it is live.
+    page.wait_for_function("""() => { const el = document.querySelector('input[aria-label="Backbone (LLM)"]');
+                                      return el && !el.closest('[inert]'); }""", timeout=180_000, polling=500)
+    page.get_by_role("combobox", name="Backbone (LLM)").click(timeout=60_000)
+    page.get_by_role("option", name="GPT-5.4", exact=True).click()
+    page.keyboard.press("Escape")
+    page.wait_for_url("**backbone=GPT-5.4**", timeout=60_000)
+    _wait_idle(page, "backbone (llm) in GPT-5.4")
+    assert not outside, f"requests left localhost: {outside}"
+
+
 @pytest.mark.parametrize("tab", ["PRE", "LIVE", "POST"])
 def test_board_tabs_render(server, browser, tab):
     outside: list[str] = []
@@ -134,20 +151,6 @@ def test_board_tabs_render(server, browser, tab):
         page.wait_for_url(f"**tab={tab}**", timeout=60_000)
     _wait_idle(page, "rests on")
     page.screenshot(path=str(ARTIFACTS / f"boards-{tab.lower()}.png"), full_page=True)
-    assert not outside, f"requests left localhost: {outside}"
-
-
-def test_choosing_a_filter_updates_the_url(server, browser):
-    """The interactive path: picking a backbone in the sidebar filters the page and the link."""
-    outside: list[str] = []
-    page = _page(browser, outside)
-    page.goto(server + "/overview")
-    _wait_idle(page, "Action success rate per backbone")
-    page.get_by_role("combobox", name="Backbone (LLM)").click()
-    page.get_by_role("option", name="GPT-5.4", exact=True).click()
-    page.keyboard.press("Escape")
-    page.wait_for_url("**backbone=GPT-5.4**", timeout=60_000)
-    _wait_idle(page, "backbone (llm) in GPT-5.4")
     assert not outside, f"requests left localhost: {outside}"
 
 
