@@ -66,3 +66,16 @@ def test_empty_slice_says_so(app):
         pytest.skip("needs ../shared/data/whowhen (a corpus without backbones)")
     assert not app.exception
     assert "holds no runs" in _texts(app)
+
+
+def test_first_launch_builds_the_default_store(tmp_path, monkeypatch):
+    """An empty store at first launch is filled with the embedded default, offline."""
+    store = tmp_path / "empty-store"
+    monkeypatch.setenv("AUDITATLAS_STORE", str(store))
+    monkeypatch.chdir(REPO)
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=300)
+    at.run()
+    assert not at.exception, at.exception
+    assert (store / "MANIFEST.json").exists()
+    assert "Simulated data" in _texts(at)
+    assert "1,500 runs" in _texts(at)
