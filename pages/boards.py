@@ -28,6 +28,10 @@ tabs = st.tabs([pillar for pillar, _ in TABS], key="tab", bind="query-params")
 
 
 def board_section(name: str) -> None:
+    if name == "pre":
+        st.caption("The sidebar slice filters runs; PRE scores declared configurations, so it does not apply here.")
+    elif any(slice_.values()):
+        st.caption("Scored on the sidebar slice only.")
     corpora = available.get(name, [])
     if not corpora:
         st.info(f"The store holds no corpus the **{name}** board can score. Load one with `auditatlas ingest`.")
