@@ -35,7 +35,8 @@ st.session_state["slice"] = slice_sidebar(cached.query("slice_options"))
 
 # No page icons either: the current page's icon becomes the favicon, fetched from fonts.gstatic.com.
 pages = [
-    st.Page("pages/overview.py", title="Overview", url_path="overview", default=True),
+    # The default page lives at "/" (Streamlit gives it no other path): link to the Overview as "/?...".
+    st.Page("pages/overview.py", title="Overview", default=True),
     st.Page("pages/boards.py", title="Boards", url_path="boards"),
 ]
 st.navigation(pages).run()

@@ -106,7 +106,7 @@ def test_overview_renders_offline(server, browser):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     outside: list[str] = []
     page = _page(browser, outside)
-    page.goto(server + "/overview")
+    page.goto(server + "/")
     _wait_idle(page, "Action success rate per backbone")
     page.get_by_text("Simulated data", exact=False).first.wait_for()
     page.screenshot(path=str(ARTIFACTS / "overview.png"), full_page=True)
@@ -116,7 +116,7 @@ def test_overview_renders_offline(server, browser):
 def test_link_restores_the_slice(server, browser):
     outside: list[str] = []
     page = _page(browser, outside)
-    page.goto(server + "/overview?backbone=GPT-4.1&difficulty=easy")
+    page.goto(server + "/?backbone=GPT-4.1&difficulty=easy")
     _wait_idle(page, "Action success rate per backbone")
     page.get_by_text("backbone (llm) in GPT-4.1; difficulty in easy", exact=False).first.wait_for()
     page.screenshot(path=str(ARTIFACTS / "overview-sliced.png"), full_page=True)
@@ -127,7 +127,7 @@ def test_choosing_a_filter_updates_the_url(server, browser):
     """The interactive path: picking a backbone in the sidebar filters the page and the link."""
     outside: list[str] = []
     page = _page(browser, outside)
-    page.goto(server + "/overview")
+    page.goto(server + "/")
     _wait_idle(page, "Action success rate per backbone")
     # Streamlit marks the app inert while a run is still settling; wait until it is live.
     page.wait_for_function("""() => { const el = document.querySelector('input[aria-label="Backbone (LLM)"]');
