@@ -28,6 +28,8 @@ def _parser() -> argparse.ArgumentParser:
     ingest.add_argument("format", choices=sorted(ADAPTERS), metavar="FORMAT",
                         help=f"one of: {', '.join(sorted(ADAPTERS))}")
     ingest.add_argument("path", nargs="?", help="file or folder (optional for catchbench)")
+    ingest.add_argument("--method", help="predictions only: the method name (default: from the file or folder)")
+    ingest.add_argument("--seed", type=int, help="predictions only: the seed (default: from a seed_<n> folder)")
 
     demo = sub.add_parser("demo", help="build the embedded default corpus (simulated MAADBench) and the CatchBench release")
     demo.add_argument("--rooms", type=_positive_int, default=1500)
@@ -61,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     root = store_dir(args.store)
     try:
         if args.command == "ingest":
-            return _ingest(args.format, args.path, root)
+            return _ingest(args.format, args.path, root, method=args.method, seed=args.seed)
         if args.command == "demo":
             return _demo(root, args.rooms, args.seed, not args.no_catchbench)
         if args.command == "info":
@@ -79,13 +81,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 2
 
 
-def _ingest(fmt: str, path: str | None, root: Path) -> int:
+def _ingest(fmt: str, path: str | None, root: Path, method: str | None = None, seed: int | None = None) -> int:
     from .ingest import ingest
 
     if path is None and fmt != "catchbench":
         print(f"error: format '{fmt}' needs a PATH to read.", file=sys.stderr)
         return 2
-    batch, entry = ingest(fmt, path, root)
+    options = {k: v for k, v in (("method", method), ("seed", seed)) if v is not None}
+    if options and fmt != "predictions":
+        print("error: --method and --seed apply to the predictions format only.", file=sys.stderr)
+        return 2
+    batch, entry = ingest(fmt, path, root, **options)
     for note in batch.notes:
         print(f"note: {note}", file=sys.stderr)
     rows = ", ".join(f"{n} {t}" for t, n in entry["rows"].items() if n)

@@ -99,3 +99,19 @@ def test_reingest_is_idempotent(tmp_path):
         assert cli("ingest", "maadbench", str(FIXTURES / "maadbench"), store=tmp_path).returncode == 0
     counts = json.loads(cli("info", "--json", store=tmp_path).stdout)["corpora"]["maadbench"]
     assert (counts["runs"], counts["steps"]) == (5, 36)
+
+
+def test_predictions_method_and_seed_flags(tmp_path):
+    from test_ingest_predictions import tiny_store
+
+    tiny_store(tmp_path)  # the steps the predictions fixture refers to
+    csv = FIXTURES / "predictions" / "xgboost" / "seed_0" / "predictions.csv"
+    done = cli("ingest", "predictions", str(csv), "--method", "XGBoost tuned", "--seed", "4", store=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "match no step" in done.stderr  # the fixture's one unmatched row is reported, not dropped
+    import queries
+
+    sets = queries.connect(tmp_path).execute("SELECT method, seed FROM prediction_sets WHERE source = 'release' AND granularity = 'step'").fetchall()
+    assert sets == [("XGBoost tuned", 4)]
+    wrong = cli("ingest", "whowhen", str(FIXTURES / "whowhen"), "--seed", "1", store=tmp_path)
+    assert wrong.returncode == 2 and "predictions format only" in wrong.stderr

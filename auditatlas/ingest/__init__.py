@@ -62,8 +62,11 @@ def adapter(fmt: str) -> ModuleType:
     return importlib.import_module(ADAPTERS[fmt])
 
 
-def ingest(fmt: str, path: str | Path | None, store: str | Path) -> tuple[Batch, dict]:
-    """Read ``path`` with the adapter of ``fmt`` and replace its source in ``store``."""
+def ingest(fmt: str, path: str | Path | None, store: str | Path, **options: Any) -> tuple[Batch, dict]:
+    """Read ``path`` with the adapter of ``fmt`` and replace its source in ``store``.
+
+    ``options`` go to the adapter's ``read`` (e.g. ``method``/``seed`` for predictions).
+    """
     from .. import store as store_mod
     from ..errors import AtlasError
 
@@ -71,7 +74,7 @@ def ingest(fmt: str, path: str | Path | None, store: str | Path) -> tuple[Batch,
     if path is not None and not Path(path).exists():
         raise AtlasError(f"{path}: no such file or folder.")
     context = Context(store=Path(store))
-    batch = module.read(Path(path) if path is not None else None, context)
+    batch = module.read(Path(path) if path is not None else None, context, **options)
     entry = store_mod.write_source(store, batch.source, batch.tables, meta={"format": fmt, "origin": str(path or ""), **batch.meta})
     return batch, entry
 
