@@ -165,6 +165,7 @@ def test_live_trajectories_for_taubench_from_a_link(server, browser):
     page.goto(server + "/boards?tab=LIVE&board_live_corpus=taubench")
     _wait_idle(page, "rests on")
     page.get_by_text("on taubench", exact=False).first.wait_for()
-    assert page.locator("[data-testid='stPlotlyChart']").count() >= 1
+    page.locator("[data-testid='stPlotlyChart']").first.wait_for(timeout=120_000)  # the trajectories
+    _wait_idle(page, "rests on")
     page.screenshot(path=str(ARTIFACTS / "boards-live-taubench.png"), full_page=True)
     assert not outside, f"requests left localhost: {outside}"
