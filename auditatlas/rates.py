@@ -6,7 +6,6 @@ denominator is undefined (NaN with a reason), never 0.
 """
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from . import actions
@@ -49,10 +48,3 @@ def silent_failures(counts: pd.DataFrame) -> pd.DataFrame:
     out["silent_pct"] = 100 * _ratio(out["silent_action_failures"], out["action_failures"])
     out["format_silent_pct"] = 100 * _ratio(out["silent_format_errors"], out["format_errors"])
     return out
-
-
-def undefined_reason(value: float, denominator: int, what: str) -> str | None:
-    """The sentence shown in place of an undefined rate, or None when it is defined."""
-    if denominator == 0 or value is None or np.isnan(value):
-        return f"undefined: no {what} in this slice"
-    return None

@@ -24,7 +24,7 @@ import tempfile
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -170,7 +170,3 @@ def _write_manifest(root: Path, manifest: dict) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-
-
-def sources(root: str | Path) -> Iterable[str]:
-    return sorted(read_manifest(root)["sources"])

@@ -142,14 +142,6 @@ def run(name: str, params: Mapping[str, Any] | None = None, root: str | Path | N
         cur.close()
 
 
-def run_arrow(name: str, params: Mapping[str, Any] | None = None, root: str | Path | None = None) -> pa.Table:
-    cur = connect(root)
-    try:
-        return cur.sql(_sql(name), params=_bind(name, params)).to_arrow_table()
-    finally:
-        cur.close()
-
-
 def slice_params(slice_: Mapping[str, Any] | None) -> dict[str, Any]:
     """Bind values for the shared slice: every column a list, an empty list meaning 'all'.
 

@@ -88,7 +88,7 @@ def compute_live(root: Path, corpus: str, slice_: dict | None = None) -> BoardRe
     per_prefix = {f: detection.detection_entrants(root, corpus, slice_, f, LIVE_MIN_STEPS, board="live", prediction_sets=False)
                   for f in PREFIXES}
     names = list(per_prefix[PREFIXES[0]])
-    rows, first_rows = [], []
+    rows = []
     for name in names:
         aucs = {f: (_auc(per_prefix[f][name]) if name in per_prefix[f] else None) for f in PREFIXES}
         t2d = detection.time_to_detection(aucs)

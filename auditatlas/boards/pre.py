@@ -23,13 +23,9 @@ METRICS = ("precision", "recall", "f1", "coverage")
 N_BOOT = 1000
 
 
-def load_configs(root: Path, corpus: str, slice_: dict | None = None) -> list[pre.PreConfig]:
+def load_configs(root: Path, corpus: str) -> list[pre.PreConfig]:
     configs = queries.run("pre_configs", {"corpus": corpus}, root=root)
     caps = queries.run("pre_capabilities", {"corpus": corpus}, root=root)
-    sources = (slice_ or {}).get("source") or []
-    if sources:
-        configs = configs[configs["source"].isin(sources)]
-        caps = caps[caps["config_id"].isin(configs["config_id"])]
     return pre.configs_from_frames(configs, caps)
 
 
@@ -86,7 +82,7 @@ TESTS = {"cluster_bootstrap": _cluster_bootstrap}
 
 
 def compute(root: Path, corpus: str, slice_: dict | None = None) -> BoardResult:
-    configs = load_configs(root, corpus, slice_)
+    configs = load_configs(root, corpus)  # the run slice does not apply to configurations
     if not configs:
         raise AtlasError(f"PRE board on '{corpus}': no configuration in this slice.")
     truth = np.array([c.excess for cfg in configs for c in cfg.capabilities], dtype=bool)
