@@ -5,14 +5,19 @@ import streamlit as st
 
 from components import cached
 from components.filters import slice_sidebar
-from auditatlas.store import is_empty
+from components.safe import md
+from auditatlas.errors import StoreError
+from auditatlas.store import is_empty, store_lock
 
 # No page_icon: a material-symbol favicon is fetched from fonts.gstatic.com (offline means offline).
 st.set_page_config(page_title="Audit Atlas", layout="wide")
 
 
 def ensure_store() -> None:
-    """Build the embedded default corpus on first launch (offline, simulated, a few seconds)."""
+    """Build the embedded default corpus on first launch (offline, simulated, a few seconds).
+
+    Under the store lock, so five first visitors build it once: the others wait, then find it.
+    """
     root = cached.store_root()
     if not is_empty(root):
         return
@@ -24,12 +29,28 @@ def ensure_store() -> None:
         def progress(fraction: float, message: str) -> None:
             bar.progress(min(max(fraction, 0.0), 1.0), text=message)
 
-        build_default_store(root, progress=progress)
-        status.update(label="Default corpus built.", state="complete", expanded=False)
+        with store_lock(root, notify=lambda message: st.write(md(message))):
+            if is_empty(root):
+                build_default_store(root, progress=progress)
+        status.update(label="Default corpus ready.", state="complete", expanded=False)
     st.cache_data.clear()
 
 
-ensure_store()
+def stop_on_broken_store() -> None:
+    """A store that cannot be read gets one sentence in place of the pages, never a traceback."""
+    problems = cached.store_problems()
+    if problems:
+        st.title("Audit Atlas")
+        for problem in problems:
+            st.error(md(problem))
+        st.stop()
+
+
+try:
+    ensure_store()
+except StoreError:
+    pass  # reported just below, in one sentence
+stop_on_broken_store()
 
 st.session_state["slice"] = slice_sidebar(cached.query("slice_options"))
 

@@ -30,11 +30,16 @@ def _parser() -> argparse.ArgumentParser:
     ingest.add_argument("path", nargs="?", help="file or folder (optional for catchbench)")
     ingest.add_argument("--method", help="predictions only: the method name (default: from the file or folder)")
     ingest.add_argument("--seed", type=int, help="predictions only: the seed (default: from a seed_<n> folder)")
+    ingest.add_argument("--no-wait", action="store_true",
+                        help="fail at once (exit 1) instead of waiting when another writer holds the store")
 
     demo = sub.add_parser("demo", help="build the embedded default corpus (simulated MAADBench) and the CatchBench release")
     demo.add_argument("--rooms", type=_positive_int, default=1500)
-    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--seed", type=_seed, default=0, help="a whole number >= 0 (default 0)")
     demo.add_argument("--no-catchbench", action="store_true", help="only the simulated corpus")
+
+    remove = sub.add_parser("remove", help="drop one source from the store (see `info` for the names)")
+    remove.add_argument("source", metavar="SOURCE")
 
     info = sub.add_parser("info", help="what the store holds, per corpus")
     info.add_argument("--json", action="store_true")
@@ -44,6 +49,17 @@ def _parser() -> argparse.ArgumentParser:
     board.add_argument("--corpus", help="corpus to score (default: the first one the board applies to)")
     board.add_argument("--json", action="store_true")
     return parser
+
+
+def _seed(text: str) -> int:
+    """The simulator's seed: numpy seeds its generators only from whole numbers >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 0, not {value}")
+    return value
 
 
 def _positive_int(text: str) -> int:
@@ -63,7 +79,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     root = store_dir(args.store)
     try:
         if args.command == "ingest":
-            return _ingest(args.format, args.path, root, method=args.method, seed=args.seed)
+            return _ingest(args.format, args.path, root, method=args.method, seed=args.seed, wait=not args.no_wait)
+        if args.command == "remove":
+            return _remove(root, args.source)
         if args.command == "demo":
             return _demo(root, args.rooms, args.seed, not args.no_catchbench)
         if args.command == "info":
@@ -81,7 +99,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 2
 
 
-def _ingest(fmt: str, path: str | None, root: Path, method: str | None = None, seed: int | None = None) -> int:
+def _say(message: str) -> None:
+    print(f"note: {message}", file=sys.stderr)
+
+
+def _remove(root: Path, source: str) -> int:
+    from .store import remove_source
+
+    if not remove_source(root, source, notify=_say):
+        print(f"error: the store at {root} has no source '{source}'.", file=sys.stderr)
+        return 1
+    print(f"removed source '{source}' from {root}")
+    return 0
+
+
+def _ingest(fmt: str, path: str | None, root: Path, method: str | None = None, seed: int | None = None,
+            wait: bool = True) -> int:
     from .ingest import ingest
 
     if path is None and fmt != "catchbench":
@@ -91,7 +124,7 @@ def _ingest(fmt: str, path: str | None, root: Path, method: str | None = None, s
     if options and fmt != "predictions":
         print("error: --method and --seed apply to the predictions format only.", file=sys.stderr)
         return 2
-    batch, entry = ingest(fmt, path, root, **options)
+    batch, entry = ingest(fmt, path, root, wait=wait, notify=_say, **options)
     for note in batch.notes:
         print(f"note: {note}", file=sys.stderr)
     rows = ", ".join(f"{n} {t}" for t, n in entry["rows"].items() if n)
@@ -115,8 +148,17 @@ def _demo(root: Path, rooms: int, seed: int, with_catchbench: bool) -> int:
 
 def _info(root: Path, as_json: bool) -> int:
     from .inventory import corpus_counts
+    from .store import health, read_manifest
 
-    counts = corpus_counts(root)
+    read_manifest(root)  # a store that is not one: one sentence (StoreError), exit 1
+    for problem in health(root, deep=True):
+        print(f"warning: {problem}", file=sys.stderr)
+    try:
+        counts = corpus_counts(root)
+    except Exception as exc:  # noqa: BLE001 - a broken part file: one sentence, not a traceback
+        print(f"error: the store at {root} cannot be read ({_first_line(exc)}); "
+              "re-ingest the source named above or rebuild the store.", file=sys.stderr)
+        return 1
     if as_json:
         print(json.dumps({"corpora": counts}, indent=2, sort_keys=True))
         return 0
@@ -164,6 +206,10 @@ def _board(root: Path, name: str, corpus: str | None, as_json: bool) -> int:
         if absent:
             print(f"  not recomputable (no predictions in the store): {', '.join(absent)}")
     return 0
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 def _fmt(value) -> str:

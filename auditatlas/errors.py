@@ -36,3 +36,7 @@ class StoreError(AtlasError):
 
 class UndefinedMetric(AtlasError):
     """A metric that has no value on this slice (e.g. ROC-AUC with one class)."""
+
+
+class StoreBusy(StoreError):
+    """Another writer holds the store lock and the caller asked not to wait."""

@@ -43,6 +43,14 @@ TABLES: dict[str, pa.Schema] = {
     "steps": pa.schema([
         ("run_id", STR),
         ("corpus", STR),
+        # The run's slice keys, copied onto every step by the store writer (never by an
+        # adapter), so an aggregate over the slice scans one table instead of joining every
+        # step to its run on a long string id (data/README.md, "Layout").
+        ("backbone", STR),
+        ("difficulty", STR),
+        ("temperature", FLOAT),
+        ("domain", STR),
+        ("outcome", STR),
         ("step_idx", INT),  # dense 0..n_steps-1 in trace order
         ("step_id", STR),  # native id (action_id, message id, ...)
         ("agent", STR),
@@ -101,6 +109,9 @@ TABLES: dict[str, pa.Schema] = {
         ("score", FLOAT),
         ("pred_label", pa.int8()),
         ("split", STR),  # train | test | all
+        # 1 = highest score of the step within (set_id, run_id), ties to the earlier step;
+        # computed once by the store writer, null for run- and config-level rows.
+        ("rank", INT),
     ]),
     # Ranking-style predictions as released (a judge's top pick and ranking per run),
     # keyed by run key; the ``predictions`` view turns them into one score per step of
@@ -141,6 +152,22 @@ TABLES: dict[str, pa.Schema] = {
 }
 
 TABLE_NAMES: tuple[str, ...] = tuple(TABLES)
+
+# Run columns the store writer copies onto each step (the shared slice, minus corpus which
+# every table carries anyway).
+STEP_SLICE_KEYS: tuple[str, ...] = ("backbone", "difficulty", "temperature", "domain", "outcome")
+
+# How each table is sorted on disk, so one run is one or two row groups (data/README.md).
+SORT_KEYS: dict[str, tuple[str, ...]] = {
+    "runs": ("run_id",),
+    "steps": ("run_id", "step_idx"),
+    "edges": ("run_id", "dst_idx", "src_idx"),
+    "predictions": ("run_id", "set_id", "step_idx", "config_id", "capability"),
+    "prediction_sets": ("set_id",),
+    "rankings": ("set_id", "run_key"),
+    "configs": ("config_id",),
+    "capabilities": ("config_id", "cap_idx"),
+}
 
 
 def empty_table(name: str) -> pa.Table:

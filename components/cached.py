@@ -74,3 +74,29 @@ def _missing_blocks(root: str, stamp: int) -> list[dict[str, str]]:
 
 def missing_blocks() -> list[dict[str, str]]:
     return _missing_blocks(str(store_root()), store_stamp())
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _store_problems(root: str, stamp: int) -> list[str]:
+    from auditatlas.store import health
+
+    problems = health(Path(root), deep=True)
+    if problems:
+        return problems
+    try:  # the views themselves (a part readable by footer may still fail to scan)
+        queries.run("corpora", root=root)
+    except Exception as exc:  # noqa: BLE001 - shown as one sentence
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return [f"the store at {root} cannot be read ({first}); re-ingest the affected source or rebuild the store."]
+    return []
+
+
+def store_problems() -> list[str]:
+    """One sentence per reason the store cannot be read (empty when it is healthy).
+
+    The cheap checks (manifest, folders present) run on every rerun, since a folder deleted by
+    hand does not change the manifest; footers and a scan are checked once per store version.
+    """
+    from auditatlas.store import health
+
+    return health(store_root()) or _store_problems(str(store_root()), store_stamp())

@@ -19,7 +19,7 @@ import duckdb
 import pyarrow as pa
 
 from auditatlas.schema import TABLES
-from auditatlas.store import MANIFEST, store_dir, table_files
+from auditatlas.store import MANIFEST, read_manifest, store_dir, table_files
 
 SQL_DIR = Path(__file__).resolve().parent / "sql"
 
@@ -92,8 +92,9 @@ def _duck_type(t: pa.DataType) -> str:
 
 
 def _create_views(con: duckdb.DuckDBPyConnection, root: Path) -> None:
+    manifest = read_manifest(root)
     for table in TABLES:
-        files = table_files(root, table)
+        files = table_files(root, table, manifest)
         physical = "predictions_stored" if table == "predictions" else table
         if files:
             # File paths come from our own manifest, not from users; quoting guards odd folders.
@@ -102,6 +103,9 @@ def _create_views(con: duckdb.DuckDBPyConnection, root: Path) -> None:
         else:
             select = _empty_select(table)
         con.execute(f"CREATE OR REPLACE VIEW {physical} AS {select}")
+    # Released rankings are resolved to per-step scores once per store version (a small table:
+    # one row per judged step), not in a view every query recomputes.
+    con.execute(f"CREATE OR REPLACE TABLE predictions_resolved AS {_sql('resolve_rankings')}")
     con.execute(f"CREATE OR REPLACE VIEW predictions AS {_sql('view_predictions')}")
 
 

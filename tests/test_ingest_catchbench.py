@@ -353,7 +353,8 @@ def test_reingest_is_idempotent(tmp_path, batch):
     second = write_source(tmp_path, batch.source, catchbench.read(None, Context(store=tmp_path)).tables)
     assert first["rows"] == second["rows"]
     assert list(read_manifest(tmp_path)["sources"]) == ["catchbench"]
-    assert len(list((tmp_path / "sources").iterdir())) == 1
+    # one live folder; the replaced one is retired (kept for readers until a later write)
+    assert len(read_manifest(tmp_path)["retired"]) == 1
 
 
 # ----------------------------------------------------------------------------- joined with Who&When runs

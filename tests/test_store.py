@@ -37,8 +37,18 @@ def test_rewriting_a_source_replaces_it(tmp_path):
     assert _counts(tmp_path) == {"runs": 1, "steps": 3, "edges": 2}
     store.write_source(tmp_path, "alpha", _run("alpha", 5))
     assert _counts(tmp_path) == {"runs": 1, "steps": 5, "edges": 4}
-    # the replaced folder is gone: one folder per source
-    assert len(list((tmp_path / "sources").iterdir())) == 1
+    # Replaced folders are retired (a reader may still use them), not deleted at once...
+    manifest = json.loads((tmp_path / "MANIFEST.json").read_text())
+    assert len(manifest["retired"]) == 2
+    assert len(list((tmp_path / "sources").iterdir())) == 3
+    # ...and a later write past the grace period removes them: one folder per source again.
+    store.RETIRE_GRACE_S, grace = 0.0, store.RETIRE_GRACE_S
+    try:
+        store.write_source(tmp_path, "beta", _run("beta", 1))
+    finally:
+        store.RETIRE_GRACE_S = grace
+    assert sorted(p.name.split("-")[0] for p in (tmp_path / "sources").iterdir()) == ["alpha", "beta"]
+    assert json.loads((tmp_path / "MANIFEST.json").read_text())["retired"] == []
 
 
 def test_sources_are_independent(tmp_path):

@@ -62,10 +62,19 @@ def adapter(fmt: str) -> ModuleType:
     return importlib.import_module(ADAPTERS[fmt])
 
 
-def ingest(fmt: str, path: str | Path | None, store: str | Path, **options: Any) -> tuple[Batch, dict]:
+def ingest(
+    fmt: str,
+    path: str | Path | None,
+    store: str | Path,
+    *,
+    wait: bool = True,
+    notify: Callable[[str], None] | None = None,
+    **options: Any,
+) -> tuple[Batch, dict]:
     """Read ``path`` with the adapter of ``fmt`` and replace its source in ``store``.
 
     ``options`` go to the adapter's ``read`` (e.g. ``method``/``seed`` for predictions).
+    ``wait``/``notify``: what to do when another writer holds the store lock.
     """
     from .. import store as store_mod
     from ..errors import AtlasError
@@ -75,7 +84,9 @@ def ingest(fmt: str, path: str | Path | None, store: str | Path, **options: Any)
         raise AtlasError(f"{path}: no such file or folder.")
     context = Context(store=Path(store))
     batch = module.read(Path(path) if path is not None else None, context, **options)
-    entry = store_mod.write_source(store, batch.source, batch.tables, meta={"format": fmt, "origin": str(path or ""), **batch.meta})
+    entry = store_mod.write_source(store, batch.source, batch.tables,
+                                   meta={"format": fmt, "origin": str(path or ""), **batch.meta},
+                                   wait=wait, notify=notify)
     return batch, entry
 
 

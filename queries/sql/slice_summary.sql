@@ -1,10 +1,12 @@
 -- How many runs and steps the current slice rests on, per corpus.
-WITH @slice
-SELECT r.corpus,
-       count(DISTINCT r.run_id) AS runs,
-       count(s.run_id) AS steps,
-       count(s.label) AS labeled_steps,
-       count(*) FILTER (WHERE s.label = 1) AS anomalous_steps
-FROM sliced_runs r LEFT JOIN steps s USING (run_id)
-GROUP BY ALL
+WITH @slice,
+r AS (SELECT corpus, count(*) AS runs FROM sliced_runs GROUP BY corpus),
+s AS (SELECT corpus, count(*) AS steps, count(label) AS labeled_steps,
+             count(*) FILTER (WHERE label = 1) AS anomalous_steps
+      FROM sliced_steps GROUP BY corpus)
+SELECT r.corpus, r.runs,
+       coalesce(s.steps, 0) AS steps,
+       coalesce(s.labeled_steps, 0) AS labeled_steps,
+       coalesce(s.anomalous_steps, 0) AS anomalous_steps
+FROM r LEFT JOIN s USING (corpus)
 ORDER BY r.corpus
