@@ -199,6 +199,50 @@ flag_none = Entrant("flag_none", _flag_none)
 oracle_privilege_diff = Entrant("oracle_privilege_diff", _oracle_privilege_diff)
 
 
+def _agent_config(config: PreConfig) -> Any:
+    """auditable's view of one configuration, built once and kept on the (frozen) config:
+    the seven rules read the same configuration, and building it validates every field."""
+    cached = config.__dict__.get("_agent_config")
+    if cached is None:
+        from auditable.featurize.spec import AgentConfig
+
+        cached = AgentConfig(
+            declared_capabilities=[
+                {"name": c.name, "type": c.type, "permission_level": c.permission_level}
+                for c in config.capabilities
+            ],
+            spec_tokens=list(config.spec_tokens),
+            spec_token_overrides=dict(config.spec_token_overrides),
+        )
+        object.__setattr__(config, "_agent_config", cached)
+    return cached
+
+
+def _memoise_tokeniser() -> None:
+    """Memoise auditable's capability tokeniser (a pure function of one string).
+
+    auditable 0.3.0 re-tokenises every capability's name and type in each of its rules, for
+    every configuration: about 320,000 regex passes over the same few thousand strings per
+    PRE board. Its callers only read the token sets (checked in the pinned release), so the
+    cache hands out frozensets and the published rows stay exact (tests/test_pre.py). The
+    pin in pyproject.toml is what makes reaching into ``featurize.spec._tokens`` safe.
+    """
+    from functools import lru_cache
+
+    from auditable.featurize import spec
+
+    if getattr(spec._tokens, "auditatlas_memoised", False):
+        return
+    tokenise = spec._tokens
+
+    @lru_cache(maxsize=1 << 16)
+    def memoised(text: str) -> frozenset[str]:
+        return frozenset(tokenise(text))
+
+    memoised.auditatlas_memoised = True  # type: ignore[attr-defined]
+    spec._tokens = memoised
+
+
 class AuditableRule:
     """A rule scanner served by the ``auditable`` method registry.
 
@@ -216,6 +260,7 @@ class AuditableRule:
         if self._auditor is None:
             from auditable import get_method
 
+            _memoise_tokeniser()
             cls = get_method(self.method_id)
             aliases = tuple(getattr(cls.card, "board_aliases", ()))
             if self.name not in aliases:
@@ -227,17 +272,7 @@ class AuditableRule:
         return self._auditor
 
     def flag(self, config: PreConfig) -> set[str] | None:
-        from auditable.featurize.spec import AgentConfig
-
-        agent_config = AgentConfig(
-            declared_capabilities=[
-                {"name": c.name, "type": c.type, "permission_level": c.permission_level}
-                for c in config.capabilities
-            ],
-            spec_tokens=list(config.spec_tokens),
-            spec_token_overrides=dict(config.spec_token_overrides),
-        )
-        finding = self._get().audit(agent_config)
+        finding = self._get().audit(_agent_config(config))
         if finding.abstained:
             return None
         return set(finding.excess)

@@ -54,21 +54,60 @@ def _pair_vectors(configs: list[pre.PreConfig], entrant: pre.PreEntrant) -> tupl
     return np.array(flagged, dtype=bool), np.array(scored, dtype=bool)
 
 
-def _micro_f1(truth: np.ndarray, flagged: np.ndarray, scored: np.ndarray) -> float:
-    t, f = truth[scored], flagged[scored]
-    tp = np.sum(t & f)
-    denom = 2 * tp + np.sum(~t & f) + np.sum(t & ~f)
+class _Memo:
+    """An entrant whose flags are computed once per configuration for this board.
+
+    The pooled score, the per-source scores and the pair vectors all ask every entrant about
+    every configuration; a rule scanner re-tokenises the capability text each time it is
+    asked, so asking once cuts the board's time by about three.
+    """
+
+    def __init__(self, entrant: pre.PreEntrant) -> None:
+        self.name = entrant.name
+        self._entrant = entrant
+        self._flags: dict[str, set[str] | None] = {}
+
+    def flag(self, config: pre.PreConfig) -> set[str] | None:
+        key = config.config_id
+        if key not in self._flags:
+            self._flags[key] = self._entrant.flag(config)
+        return self._flags[key]
+
+
+def _cluster_counts(truth: np.ndarray, flagged: np.ndarray, scored: np.ndarray,
+                    codes: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per configuration: true positives, false positives, false negatives of scored pairs."""
+    def count(mask: np.ndarray) -> np.ndarray:
+        return np.bincount(codes, weights=mask & scored, minlength=k)
+
+    return count(truth & flagged), count(~truth & flagged), count(truth & ~flagged)
+
+
+def _f1_from_counts(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray) -> float:
+    tp, fp, fn = tp.sum(), fp.sum(), fn.sum()
+    denom = 2 * tp + fp + fn
     return float(2 * tp / denom) if denom else 0.0
 
 
 def _cluster_bootstrap(fam: Family, a: EntrantScore, b: EntrantScore) -> Contrast:
-    truth, clusters = a.items["truth"], a.items["cluster"]
+    """F1(A) - F1(B) with whole configurations resampled.
 
-    def f1_pair(t, fa, sa, fb, sb):
-        return _micro_f1(t, fa, sa), _micro_f1(t, fb, sb)
+    Micro F1 only needs the summed counts, so each configuration is reduced to its (tp, fp, fn)
+    once and a resample sums k counts instead of re-masking every pair. Clusters are numbered
+    in sorted-id order and drawn exactly as ``paired_bootstrap(clusters=...)`` would draw them
+    (k integers from the same seeded generator), so the interval is the same as resampling
+    the pairs, computed about thirty times faster.
+    """
+    _, codes = np.unique(a.items["cluster"], return_inverse=True)
+    k = int(codes.max()) + 1
+    truth = a.items["truth"]
+    counts_a = _cluster_counts(truth, a.items["flagged"], a.items["scored"], codes, k)
+    counts_b = _cluster_counts(truth, b.items["flagged"], b.items["scored"], codes, k)
 
-    res = paired_bootstrap(f1_pair, truth, a.items["flagged"], a.items["scored"], b.items["flagged"], b.items["scored"],
-                           n_boot=N_BOOT, seed=0, clusters=clusters)
+    def f1_pair(tp_a, fp_a, fn_a, tp_b, fp_b, fn_b):
+        return _f1_from_counts(tp_a, fp_a, fn_a), _f1_from_counts(tp_b, fp_b, fn_b)
+
+    res = paired_bootstrap(f1_pair, *counts_a, *counts_b, n_boot=N_BOOT, seed=0)
     return Contrast(fam.name, a.entrant, b.entrant, res.estimate_a, res.estimate_b, res.diff,
                     res.ci95[0], res.ci95[1], res.p, f"configuration-cluster bootstrap ({N_BOOT}, seed 0)")
 
@@ -87,7 +126,7 @@ def compute(root: Path, corpus: str, slice_: dict | None = None) -> BoardResult:
         raise AtlasError(f"PRE board on '{corpus}': no configuration in this slice.")
     truth = np.array([c.excess for cfg in configs for c in cfg.capabilities], dtype=bool)
     cluster = np.array([cfg.config_id for cfg in configs for _ in cfg.capabilities])
-    entrants = pre.board_entrants() + stored_entrants(root, corpus)
+    entrants = [_Memo(e) for e in pre.board_entrants() + stored_entrants(root, corpus)]
     rows, by_source = [], []
     for entrant in entrants:
         score = pre.score_pre(configs, entrant)
