@@ -2,12 +2,18 @@
 
 Each filter is a multiselect whose key is the query parameter (``?backbone=GPT-4.1&...``);
 Streamlit's ``bind="query-params"`` keeps widget and URL in step in both directions.
+
+A link can ask for a value the store does not hold (a typo, another store's backbone, a corpus
+not ingested here). Streamlit 1.67 drops such a value from a bound widget and from the URL
+without a word, and the page would then show everything. So the URL is read before the widgets
+exist, the values that are not options are remembered, and one warning names each of them.
 """
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
+from components.safe import md
 from queries import SLICE_COLUMNS
 
 LABELS = {
@@ -18,29 +24,80 @@ LABELS = {
     "domain": "Domain",
     "outcome": "Run outcome",
 }
+# session_state key: {column: (values the link asked for that the store lacks, the widget value then)}
+UNKNOWN_KEY = "_slice_values_not_in_store"
 
 
 def slice_sidebar(options: pd.DataFrame) -> dict[str, list[str]]:
     """Draw the slice filters from ``slice_options`` rows; return the chosen values per column."""
+    by_column = {column: _counts(options, column) for column in SLICE_COLUMNS}
+    unknown = _remember_unknown(by_column)
     chosen: dict[str, list[str]] = {}
     st.sidebar.header("Slice")
     st.sidebar.caption("Empty means all. The URL keeps the slice: share it to share this view.")
     for column in SLICE_COLUMNS:
-        values = options.loc[options["column_name"] == column, ["value", "runs"]]
-        if values.empty:
+        counts = by_column[column]
+        if not counts:
             chosen[column] = []
             continue
-        counts = dict(zip(values["value"], values["runs"]))
         # No format_func: the URL binding matches the displayed option text, so options stay
-        # the plain values a link carries (?backbone=GPT-4.1); run counts go in the help.
+        # the plain values a link carries (?backbone=GPT-4.1); run counts go in the help, which
+        # renders Markdown, so the values (read from release files) are escaped there.
         chosen[column] = st.sidebar.multiselect(
             LABELS[column],
             options=list(counts),
             key=column,
             bind="query-params",
-            help="Runs per value: " + ", ".join(f"{v}: {n:,}" for v, n in counts.items()),
+            help="Runs per value: " + ", ".join(f"{md(v)}: {n:,}" for v, n in counts.items()),
         )
+    _forget_touched(unknown, chosen, {c for c, counts in by_column.items() if counts})
+    if unknown:
+        st.warning(not_in_store_message({c: values for c, (values, _) in unknown.items()}))
     return chosen
+
+
+def not_in_store_message(unknown: dict[str, list[str]]) -> str:
+    """One sentence naming each value a link asked for that the store does not hold (escaped)."""
+    parts = []
+    for column, values in unknown.items():
+        verb = "is" if len(values) == 1 else "are"
+        parts.append(f"{column} {', '.join(md(v) for v in values)} {verb} not in this store")
+    return "; ".join(parts) + ". Left out of the slice, so this view shows more than the link asked for."
+
+
+def _counts(options: pd.DataFrame, column: str) -> dict[str, int]:
+    values = options.loc[options["column_name"] == column, ["value", "runs"]]
+    return dict(zip(values["value"].astype(str), values["runs"]))
+
+
+def _remember_unknown(by_column: dict[str, dict[str, int]]) -> dict[str, tuple[list[str], list[str]]]:
+    """Values in the URL that are not options, kept across reruns (Streamlit drops them from the
+    URL on the first run, so only that run can see them)."""
+    unknown: dict[str, tuple[list[str], list[str]]] = dict(st.session_state.get(UNKNOWN_KEY, {}))
+    for column, counts in by_column.items():
+        asked = [v for v in st.query_params.get_all(column) if v != ""]
+        missing = list(dict.fromkeys(v for v in asked if v not in counts))
+        if missing:
+            kept = [v for v in dict.fromkeys(asked) if v in counts]
+            unknown[column] = (missing, kept)
+    st.session_state[UNKNOWN_KEY] = unknown
+    return unknown
+
+
+def _forget_touched(unknown: dict[str, tuple[list[str], list[str]]], chosen: dict[str, list[str]],
+                   with_widget: set[str]) -> None:
+    """Once the reader changes a filter, the link's request for it is answered: drop its warning.
+
+    A column without options has no widget: its value stays in the URL and is found again on
+    every run, so it is forgotten as soon as the URL no longer carries it.
+    """
+    for column in list(unknown):
+        if column in with_widget:
+            if list(chosen[column]) != unknown[column][1]:
+                del unknown[column]
+        elif not st.query_params.get_all(column):
+            del unknown[column]
+    st.session_state[UNKNOWN_KEY] = unknown
 
 
 def describe(slice_: dict[str, list[str]]) -> str:

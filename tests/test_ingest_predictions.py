@@ -6,7 +6,6 @@ action_id, steps.step_idx = 0-based trace position. The CSV fixtures reference t
 """
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -262,8 +261,6 @@ def test_can_read():
 MAADBENCH_FIXTURES = FIXTURES / "maadbench"
 
 
-@pytest.mark.skipif(importlib.util.find_spec("auditatlas.ingest.maadbench") is None or not MAADBENCH_FIXTURES.is_dir(),
-                    reason="needs auditatlas/ingest/maadbench.py and tests/fixtures/maadbench")
 def test_joins_steps_stored_by_the_maadbench_importer(tmp_path):
     """Rows named the way benchmark_AD names them (absolute source_file) join the importer's steps."""
     store = tmp_path / "store"

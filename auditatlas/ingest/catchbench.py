@@ -29,6 +29,7 @@ from typing import Any
 
 from ..errors import IngestFailed, InputError
 from . import Batch, Context
+from ._files import parse_json_text, show
 
 FORMAT = "catchbench"
 SOURCE = "catchbench"
@@ -121,12 +122,17 @@ def _json_files(folder: Traversable | None) -> list[Traversable]:
     return sorted((f for f in folder.iterdir() if f.is_file() and f.name.endswith(".json")), key=lambda f: f.name)
 
 
-def _load_json(node: Traversable, problems: list[InputError]) -> Any | None:
+def _load_json(node: Traversable, problems: list[InputError], expected: str) -> Any | None:
+    """The parsed file or None with one problem (unreadable, not JSON, bare null, too deep...)."""
     try:
-        return json.loads(node.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        problems.append(InputError(_where(node), None, f"is not readable JSON ({exc})."))
+        text = node.read_bytes().decode("utf-8-sig")
+    except OSError as exc:
+        problems.append(InputError(_where(node), None, f"cannot be read ({exc.strerror or exc})."))
         return None
+    except UnicodeDecodeError as exc:
+        problems.append(InputError(_where(node), None, f"is not UTF-8 text (byte {exc.start} cannot be decoded)."))
+        return None
+    return parse_json_text(text, _where(node), problems, expected)
 
 
 # --------------------------------------------------------------------------- PRE configs
@@ -146,7 +152,7 @@ def _read_pre(root: Traversable, problems: list[InputError]) -> tuple[list[dict]
     capabilities: list[dict] = []
     declared: dict[str, list[str]] = {}  # instance_id -> declared capability names
     for node in _json_files(_child(root, "pre")):
-        records = _load_json(node, problems)
+        records = _load_json(node, problems, "a JSON list of PRE configuration records")
         if records is None:
             continue
         if not isinstance(records, list):
@@ -184,9 +190,17 @@ def _pre_record(record: Any, node: Traversable, i: int, problems: list[InputErro
     if not isinstance(caps, list) or not all(isinstance(c, dict) and isinstance(c.get("name"), str) for c in caps):
         problems.append(InputError(file, "declared_capabilities",
                                    f"record {i} must list capabilities, each an object with a name."))
+    else:
+        for k, cap in enumerate(caps):
+            for key in ("type", "permission_level"):  # text columns: a number or object is an error
+                if cap.get(key) is not None and not isinstance(cap[key], str):
+                    problems.append(InputError(file, f"declared_capabilities[{k}].{key}",
+                                               f"record {i}: must be a string, found {show(cap[key])}."))
     labels = record.get("labels")
     if not isinstance(labels, dict) or not isinstance(labels.get("excess_set"), list):
         problems.append(InputError(file, "labels.excess_set", f"record {i} has no labels.excess_set list."))
+    elif not all(isinstance(name, str) for name in labels["excess_set"]):
+        problems.append(InputError(file, "labels.excess_set", f"record {i}: must list capability names (strings)."))
     elif not isinstance(labels.get("label_source"), str):
         problems.append(InputError(file, "labels.label_source", f"record {i} has no labels.label_source string."))
     tokens = record.get("spec_tokens", [])
@@ -234,11 +248,11 @@ def _read_pre_judges(root: Traversable, declared: dict[str, list[str]], problems
     sets: list[dict] = []
     rows: list[dict] = []
     for node in _json_files(_child(root, "pre", "llm_judge_method")):
-        needed_by_config = _load_json(node, problems)
+        needed_by_config = _load_json(node, problems, "a JSON object mapping instance ids to capability names")
         if needed_by_config is None:
             continue
         if not isinstance(needed_by_config, dict) or not all(
-                isinstance(v, list) for v in needed_by_config.values()):
+                isinstance(v, list) and all(isinstance(name, str) for name in v) for v in needed_by_config.values()):
             problems.append(InputError(_where(node), None,
                                        "must map each instance_id to the list of capability names it needs."))
             continue
@@ -289,13 +303,16 @@ def _sidecar(directory: Traversable, node: Traversable, problems: list[InputErro
     sidecar = directory / (node.name[: -len(".json")] + _SIDECAR_SUFFIX)
     if not sidecar.is_file():
         return None
-    data = _load_json(sidecar, problems)
-    return data if isinstance(data, dict) else None
+    data = _load_json(sidecar, problems, "a JSON object of provenance")
+    if data is not None and not isinstance(data, dict):
+        problems.append(InputError(_where(sidecar), None, f"must be a JSON object of provenance, found {type(data).__name__}."))
+        return None
+    return data
 
 
 def _judge_cache(node: Traversable, rel: str, board: str, sidecar: dict | None,
                  problems: list[InputError]) -> tuple[dict, list[dict]] | None:
-    data = _load_json(node, problems)
+    data = _load_json(node, problems, "a judge cache (a JSON object with predictions)")
     if data is None:
         return None
     file = _where(node)
@@ -339,11 +356,13 @@ def _ranking_row(set_id: str, run_key: str, pred: Any, file: str, problems: list
         return None
     top = pred.get("top")
     ranking = pred.get("ranking") or []
-    if top is not None and not _is_int(top):
-        problems.append(InputError(file, f"predictions.{run_key}.top", f"must be a step index or null, not {top!r}."))
+    if top is not None and not _is_step(top):
+        problems.append(InputError(file, f"predictions.{run_key}.top",
+                                   f"must be a step index (a whole number >= 0) or null, not {show(top)}."))
         return None
-    if not isinstance(ranking, list) or not all(_is_int(r) for r in ranking):
-        problems.append(InputError(file, f"predictions.{run_key}.ranking", "must be a list of step indices."))
+    if not isinstance(ranking, list) or not all(_is_step(r) for r in ranking):
+        problems.append(InputError(file, f"predictions.{run_key}.ranking",
+                                   "must be a list of step indices (whole numbers >= 0)."))
         return None
     # An abstention (top null, nothing ranked) is kept: the scoring rule ranks its steps earliest-first.
     return {"set_id": set_id, "corpus": WHOWHEN_CORPUS, "run_key": run_key, "top": top, "ranking": list(ranking)}
@@ -351,6 +370,11 @@ def _ranking_row(set_id: str, run_key: str, pred: Any, file: str, problems: list
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_step(value: Any) -> bool:
+    """A step index the store's int64 columns can hold (the board reads them as positions)."""
+    return _is_int(value) and 0 <= value < 2**63
 
 
 def _sidecar_summary(sidecar: dict) -> dict:

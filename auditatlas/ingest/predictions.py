@@ -31,6 +31,7 @@ import pyarrow as pa
 
 from ..errors import IngestFailed, InputError
 from . import Batch, Context
+from ._files import show
 
 FORMAT = "predictions"
 KEY_COLUMNS = ("source_file", "action_id", "step_num")
@@ -41,6 +42,9 @@ WIDE_SCORE = "pred_score_"
 WIDE_LABEL = "pred_label_"
 # benchmark_AD writes one predictions.csv per method and seed; that stem names nothing.
 GENERIC_STEMS = {"predictions", "prediction", "preds", "pred"}
+MAX_SEED = 2**63  # prediction_sets.seed is an int64 column
+# The dialect both readers use: Python's csv for the shape check, DuckDB for the values.
+CSV_OPTIONS = "delim = ',', quote = '\"', escape = '\"'"
 
 _SEED = re.compile(r"(?:^|[_-])seed[_-]?(\d+)$", re.IGNORECASE)
 _SOURCE_BAD_CHARS = re.compile(r"[^a-z0-9_.-]+")
@@ -106,6 +110,8 @@ def read(path: Path | None, context: Context, *, method: str | None = None, seed
         raise IngestFailed([InputError("(none)", None,
                                        "the predictions importer needs a CSV file or a folder of CSVs.")])
     path = Path(path)
+    if seed is not None and not 0 <= seed < MAX_SEED:
+        raise IngestFailed([InputError(path, "seed", f"must be a whole number from 0 to 2**63 - 1, not {seed}.")])
     files, skipped = _input_files(path)
     if not files:
         raise IngestFailed([InputError(path, None, "holds no prediction CSV (columns source_file, action_id, "
@@ -221,9 +227,13 @@ def _load_csv(con: duckdb.DuckDBPyConnection, file: Path, table: str, method: st
     if not file.is_file() or file.stat().st_size == 0:
         problems.append(InputError(file, None, "is empty; a prediction CSV needs a header and at least one row."))
         return None
+    shape = _shape_problem(file)
+    if shape is not None:
+        problems.append(shape)
+        return None
     try:
         con.execute(f"CREATE TABLE {table} AS SELECT row_number() OVER () AS _row, * "
-                    "FROM read_csv(?, all_varchar = true, header = true)", [str(file)])
+                    f"FROM read_csv(?, all_varchar = true, header = true, {CSV_OPTIONS})", [str(file)])
     except duckdb.Error as exc:
         problems.append(InputError(file, None, f"is not a readable CSV ({str(exc).splitlines()[0]})."))
         return None
@@ -241,10 +251,63 @@ def _load_csv(con: duckdb.DuckDBPyConnection, file: Path, table: str, method: st
     if len(problems) > before:
         return None
     _check_values(con, file, table, specs, columns, problems)
+    if seed is None:
+        seed = infer_seed(file)
+        if seed is not None and seed >= MAX_SEED:
+            problems.append(InputError(file, "seed", f"the seed_<n> in its path gives {seed}, beyond 2**63 - 1; "
+                                                     "pass --seed."))
     if len(problems) > before:
         return None
-    return CsvFile(path=file, table=table, n_rows=n_rows, specs=specs, has_gt=GT_LABEL in columns,
-                   seed=seed if seed is not None else infer_seed(file))
+    return CsvFile(path=file, table=table, n_rows=n_rows, specs=specs, has_gt=GT_LABEL in columns, seed=seed)
+
+
+def _shape_problem(file: Path) -> InputError | None:
+    """The first reason the file is not a rectangular UTF-8 CSV, named by line, or None.
+
+    DuckDB's sniffer would read a ragged file as one column (then every key column looks
+    "missing") and reports an over-long field as a bare "CSV Error on Line: 1"; Python's csv
+    reader says what is actually wrong, in the same dialect DuckDB is then told to use.
+    """
+    try:
+        with file.open(newline="", encoding="utf-8-sig") as fh:
+            head = fh.read(1)
+            if head in ("{", "["):
+                return InputError(file, None, "holds JSON; the predictions format reads CSV (a header with "
+                                              "source_file, action_id, step_num and pred_score or pred_score_<method>).")
+            fh.seek(0)  # utf-8-sig skips a byte-order mark again after the seek
+            reader = csv.reader(fh, strict=True)
+            header = next(reader, None)
+            if not header or not any(cell.strip() for cell in header):
+                return InputError(file, None, "has no header line; a prediction CSV starts with its column names.")
+            if len(header) == 1 and (sep := next((c for c in "\t;|" if c in header[0]), None)):
+                return InputError(file, None, f"is not comma-separated (its header is split by {sep!r}); "
+                                              "prediction CSVs use commas.")
+            for row in reader:
+                if any("\x00" in cell for cell in row):
+                    return InputError(file, None, f"line {reader.line_num} holds a NUL byte; a prediction CSV is "
+                                                  "plain text.")
+                if row and len(row) != len(header):
+                    return InputError(file, None, f"line {reader.line_num} has {len(row)} fields but the header has "
+                                                  f"{len(header)}; every row needs one value per column.")
+    except UnicodeDecodeError as exc:
+        return InputError(file, None, f"is not UTF-8 text (byte {exc.start} cannot be decoded).")
+    except OSError as exc:
+        return InputError(file, None, f"cannot be read ({exc.strerror or exc}).")
+    except csv.Error as exc:
+        return InputError(file, None, _csv_error(exc, reader.line_num))
+    return None
+
+
+def _csv_error(exc: csv.Error, line: int) -> str:
+    text = str(exc)
+    if "field larger than field limit" in text:
+        return (f"line {line} has a field longer than {csv.field_size_limit():,} characters; a prediction CSV "
+                "holds paths, ids and numbers (is a quote left open?).")
+    if "unexpected end of data" in text:
+        return f"ends inside a quoted field: a quote is never closed (read to line {line})."
+    if "NUL" in text:
+        return f"line {line} holds a NUL byte; a prediction CSV is plain text."
+    return f"line {max(line, 1)} is not valid CSV ({text})."
 
 
 def _specs(file: Path, columns: list[str], method: str | None) -> list[ScoreSpec]:
@@ -265,8 +328,10 @@ def _check_values(con: duckdb.DuckDBPyConnection, file: Path, table: str, specs:
     checks: list[tuple[str, str, str]] = [
         ("source_file", "coalesce(trim({c}), '') = ''", "is empty"),
         ("action_id", "coalesce(trim({c}), '') = ''", "is empty"),
-        ("step_num", "NOT coalesce(try_cast({c} AS DOUBLE) >= 0 AND try_cast({c} AS DOUBLE) = "
-                     "floor(try_cast({c} AS DOUBLE)), false)", "is not a step position (a whole number >= 0)"),
+        # NaN passes ">= 0" and "= floor()" in DuckDB, and 1e20 overflows BIGINT: both are refused here.
+        ("step_num", "NOT coalesce(isfinite(try_cast({c} AS DOUBLE)) AND try_cast({c} AS DOUBLE) >= 0 AND "
+                     "try_cast({c} AS DOUBLE) = floor(try_cast({c} AS DOUBLE)) AND "
+                     "try_cast({c} AS DOUBLE) < 9.2e18, false)", "is not a step position (a whole number >= 0)"),
     ]
     not_binary = "trim({c}) <> '' AND coalesce(try_cast({c} AS DOUBLE) NOT IN (0, 1), true)"
     for spec in specs:
@@ -282,7 +347,7 @@ def _check_values(con: duckdb.DuckDBPyConnection, file: Path, table: str, specs:
             f"SELECT count(*), min(_row), arg_min({_quote(column)}, _row) FROM {table} WHERE {where}").fetchall()[0]
         if bad:
             problems.append(InputError(file, column, f"{bad} row(s) where the value {what} "
-                                                     f"(first: data row {first_row}, value {value!r})."))
+                                                     f"(first: data row {first_row}, value {show(value)})."))
 
 
 # --------------------------------------------------------------------------- joining to the store

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import IngestFailed, InputError
-from ._files import first_json, json_files, load_json
+from ._files import first_json, json_files, load_json, show
 from . import Batch, Context
 
 FORMAT = "taubench"
@@ -47,6 +47,7 @@ NOT_DATABASE = frozenset({"calculate", "think", "transfer_to_human_agents", "lis
 DOMAINS = ("airline", "retail")
 _FILE_NAME = re.compile(rf"^(?P<model>.+?)-(?P<domain>{'|'.join(DOMAINS)})(?:[._-].*)?$")
 ROLES = ("system", "user", "assistant", "tool")
+MAX_INT = 2**63  # task ids and trials must fit the store's 64-bit integers
 
 
 def is_write_tool(name: str) -> bool:
@@ -111,6 +112,8 @@ def read(path: Path | None, context: Context) -> Batch:
         problems.append(InputError(path, None, "no .json files were found here."))
     runs = [run for f in files for run in _read_file(f, problems)]
     _check_unique(runs, problems)
+    if not runs and not problems:  # never replace a loaded source with an empty one
+        problems.append(InputError(path, None, "holds no tau-bench run; the loaded source was kept."))
     if problems:
         raise IngestFailed(problems)
 
@@ -139,7 +142,7 @@ def relative_name(file: Path, path: Path) -> str:
 
 
 def _read_file(file: Path, problems: list[InputError]) -> list[_Run]:
-    data = load_json(file, problems)
+    data = load_json(file, problems, expected="a JSON list of tau-bench runs")
     if data is None:
         return []
     if not isinstance(data, list):
@@ -162,12 +165,14 @@ def _parse_run(file: Path, i: int, item: Any, problems: list[InputError]) -> _Ru
         problems.append(InputError(file, where, f"must be a run object, found {type(item).__name__}."))
         return None
     before = len(problems)
-    for name in ("task_id", "trial"):
-        if not _is_int(item.get(name)):
-            problems.append(InputError(file, f"{where}.{name}", f"must be an integer, found {item.get(name)!r}."))
+    for name in ("task_id", "trial"):  # both count from 0 in the release
+        value = item.get(name)
+        if not _is_int(value) or not 0 <= value < MAX_INT:
+            problems.append(InputError(file, f"{where}.{name}", f"must be a whole number >= 0, found {show(value)}."))
     reward = item.get("reward")
-    if isinstance(reward, bool) or not isinstance(reward, (int, float)) or float(reward) not in (0.0, 1.0):
-        problems.append(InputError(file, f"{where}.reward", f"must be 0.0 (failure) or 1.0 (success), found {reward!r}."))
+    # Compared without float(): float() of a huge integer raises OverflowError.
+    if isinstance(reward, bool) or not isinstance(reward, (int, float)) or not (reward == 0 or reward == 1):
+        problems.append(InputError(file, f"{where}.reward", f"must be 0.0 (failure) or 1.0 (success), found {show(reward)}."))
     user_id, instruction = _parse_task_info(file, where, item.get("info"), problems)
     steps, domain_hint = _parse_traj(file, where, item.get("traj"), problems)
     if len(problems) > before or steps is None:
@@ -232,7 +237,7 @@ def _parse_message(file: Path, at: str, j: int, message: Any, calls: dict, probl
         return None
     role = message.get("role")
     if role not in ROLES:
-        problems.append(InputError(file, f"{at}.role", f"must be one of {', '.join(ROLES)}, found {role!r}."))
+        problems.append(InputError(file, f"{at}.role", f"must be one of {', '.join(ROLES)}, found {show(role)}."))
         return None
     content = message.get("content")
     if content is not None and not isinstance(content, str):
@@ -258,7 +263,7 @@ def _parse_calls(file: Path, at: str, step: _Step, tool_calls: Any, calls: dict,
             return None
         name, arguments = function.get("name"), function.get("arguments")
         if not isinstance(name, str) or not name:
-            problems.append(InputError(file, f"{here}.function.name", f"must be a tool name, found {name!r}."))
+            problems.append(InputError(file, f"{here}.function.name", f"must be a tool name, found {show(name)}."))
             return None
         if arguments is not None and not isinstance(arguments, str):
             arguments = json.dumps(arguments, ensure_ascii=False)  # some exports store the object
@@ -273,11 +278,11 @@ def _parse_calls(file: Path, at: str, step: _Step, tool_calls: Any, calls: dict,
 def _parse_tool_result(file: Path, at: str, step: _Step, message: dict, calls: dict, problems: list[InputError]) -> _Step | None:
     call_id, name = message.get("tool_call_id"), message.get("name")
     if not isinstance(call_id, str) or call_id not in calls:
-        problems.append(InputError(file, f"{at}.tool_call_id", f"{call_id!r} answers no earlier assistant tool call."))
+        problems.append(InputError(file, f"{at}.tool_call_id", f"{show(call_id)} answers no earlier assistant tool call."))
         return None
     called_name, arguments = calls[call_id]
     if name is not None and not isinstance(name, str):
-        problems.append(InputError(file, f"{at}.name", f"must be a tool name, found {name!r}."))
+        problems.append(InputError(file, f"{at}.name", f"must be a tool name, found {show(name)}."))
         return None
     step.tool_name = name or called_name
     step.tool_call_id = call_id

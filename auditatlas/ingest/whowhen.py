@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import IngestFailed, InputError
-from ._files import first_json, json_files, load_json
+from ._files import first_json, json_files, load_json, show
 from . import Batch, Context
 
 FORMAT = "whowhen"
@@ -105,6 +105,8 @@ def read(path: Path | None, context: Context) -> Batch:
         problems.append(InputError(path, None, "no .json files were found here."))
     runs = [run for f in files if (run := _read_file(f, problems)) is not None]
     _check_unique(runs, problems)
+    if not runs and not problems:  # never replace a loaded source with an empty one
+        problems.append(InputError(path, None, "holds no Who&When run; the loaded source was kept."))
     if problems:
         raise IngestFailed(problems)
 
@@ -156,7 +158,7 @@ def relative_name(file: Path, path: Path) -> str:
 
 
 def _read_file(file: Path, problems: list[InputError]) -> _Run | None:
-    record = load_json(file, problems)
+    record = load_json(file, problems, expected="one Who&When run (a JSON object)")
     if record is None:
         return None
     if not isinstance(record, dict):
@@ -218,7 +220,7 @@ def _parse_outcome(file: Path, record: dict, problems: list[InputError]) -> bool
         return value
     if isinstance(value, str) and value.strip().lower() in ("true", "false"):
         return value.strip().lower() == "true"
-    problems.append(InputError(file, field, f"must be true or false (or the strings \"True\"/\"False\"), found {value!r}."))
+    problems.append(InputError(file, field, f"must be true or false (or the strings \"True\"/\"False\"), found {show(value)}."))
     return None
 
 
@@ -228,7 +230,7 @@ def _parse_mistake_step(file: Path, record: dict, n_steps: int | None, problems:
         return None
     value = record["mistake_step"]
     if isinstance(value, bool) or not isinstance(value, (int, str)) or (isinstance(value, str) and not _INT_TEXT.match(value)):
-        problems.append(InputError(file, "mistake_step", f"must be a whole number (a string holding an int), found {value!r}."))
+        problems.append(InputError(file, "mistake_step", f"must be a whole number (a string holding an int), found {show(value)}."))
         return None
     step = int(value)
     if n_steps is not None and not 0 <= step < n_steps:
@@ -240,7 +242,7 @@ def _parse_mistake_step(file: Path, record: dict, n_steps: int | None, problems:
 def _check_text_fields(file: Path, record: dict, problems: list[InputError]) -> None:
     task_id = record.get("question_ID")
     if isinstance(task_id, bool) or not isinstance(task_id, (str, int)):
-        problems.append(InputError(file, "question_ID", f"must be a string id, found {task_id!r}."))
+        problems.append(InputError(file, "question_ID", f"must be a string id, found {show(task_id)}."))
     for field in ("question", "mistake_agent", "mistake_reason"):
         if record.get(field) is not None and not isinstance(record[field], str):
             problems.append(InputError(file, field, f"must be a string, found {type(record[field]).__name__}."))
