@@ -30,6 +30,10 @@ def _parser() -> argparse.ArgumentParser:
     ingest.add_argument("path", nargs="?", help="file or folder (optional for catchbench)")
     ingest.add_argument("--method", help="predictions only: the method name (default: from the file or folder)")
     ingest.add_argument("--seed", type=int, help="predictions only: the seed (default: from a seed_<n> folder)")
+    ingest.add_argument("--scheduler", metavar="ADDRESS",
+                        help="run the conversion on the Dask cluster at ADDRESS (the store must be on a shared file system)")
+    ingest.add_argument("--workers", type=_count, metavar="N",
+                        help="local worker processes (0: this process only; default: one per core for large releases)")
     ingest.add_argument("--no-wait", action="store_true",
                         help="fail at once (exit 1) instead of waiting when another writer holds the store")
 
@@ -48,6 +52,10 @@ def _parser() -> argparse.ArgumentParser:
     board.add_argument("name", metavar="NAME", help="pre, live, post-localization or post-detection")
     board.add_argument("--corpus", help="corpus to score (default: the first one the board applies to)")
     board.add_argument("--json", action="store_true")
+
+    from .detectors import cli as detectors_cli  # score, cross-backbone, detectors
+
+    detectors_cli.add_parsers(sub)
     return parser
 
 
@@ -79,7 +87,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     root = store_dir(args.store)
     try:
         if args.command == "ingest":
-            return _ingest(args.format, args.path, root, method=args.method, seed=args.seed, wait=not args.no_wait)
+            return _ingest(args.format, args.path, root, method=args.method, seed=args.seed, wait=not args.no_wait,
+                           scheduler=args.scheduler, workers=args.workers)
         if args.command == "remove":
             return _remove(root, args.source)
         if args.command == "demo":
@@ -88,6 +97,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _info(root, args.json)
         if args.command == "board":
             return _board(root, args.name, args.corpus, args.json)
+        if args.command in ("score", "cross-backbone", "detectors"):
+            from .detectors import cli as detectors_cli
+
+            return detectors_cli.run(args, root)
     except IngestFailed as exc:
         for problem in exc.problems:
             print(f"error: {problem}", file=sys.stderr)
@@ -113,8 +126,35 @@ def _remove(root: Path, source: str) -> int:
     return 0
 
 
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 0, not {value}")
+    return value
+
+
+class _ProgressLine:
+    """Progress of a long ingest on stderr: at most one line a second, and the last one."""
+
+    def __init__(self) -> None:
+        self.last = 0.0
+
+    def __call__(self, info: dict) -> None:
+        import time
+
+        from .ingest.stream import format_progress
+
+        now = time.monotonic()
+        if now - self.last >= 1.0 or info["done"] >= info["total"]:
+            self.last = now
+            print(format_progress(info), file=sys.stderr, flush=True)
+
+
 def _ingest(fmt: str, path: str | None, root: Path, method: str | None = None, seed: int | None = None,
-            wait: bool = True) -> int:
+            wait: bool = True, scheduler: str | None = None, workers: int | None = None) -> int:
     from .ingest import ingest
 
     if path is None and fmt != "catchbench":
@@ -124,7 +164,8 @@ def _ingest(fmt: str, path: str | None, root: Path, method: str | None = None, s
     if options and fmt != "predictions":
         print("error: --method and --seed apply to the predictions format only.", file=sys.stderr)
         return 2
-    batch, entry = ingest(fmt, path, root, wait=wait, notify=_say, **options)
+    parallel = {k: v for k, v in (("scheduler", scheduler), ("workers", workers)) if v is not None}
+    batch, entry = ingest(fmt, path, root, wait=wait, notify=_say, progress=_ProgressLine(), **parallel, **options)
     for note in batch.notes:
         print(f"note: {note}", file=sys.stderr)
     rows = ", ".join(f"{n} {t}" for t, n in entry["rows"].items() if n)

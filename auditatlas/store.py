@@ -387,15 +387,27 @@ def _with_ranks(predictions: pa.Table) -> pa.Table:
     return conform("predictions", ranked)
 
 
-def write_part(folder: str | Path, table: str, part: int, data: pa.Table) -> Path:
-    """Write one prepared batch of ``table`` as part ``part`` of a staging folder.
+def part_label(seq: int, bucket: str | None = None) -> str:
+    """A part's name: parts list in label order, which is the store's row order.
+
+    ``bucket`` marks a part written out of run order (a worker's share of one sort range); at
+    commit the parts of each bucket are merged and sorted, buckets in label order, so a bucket
+    must cover a run-id range that sorts before the next bucket's.
+    """
+    return f"{seq:06d}" if bucket is None else f"{bucket}~{seq:06d}"
+
+
+def write_part(folder: str | Path, table: str, label: str | int, data: pa.Table) -> Path:
+    """Write one prepared batch of ``table`` as part ``label`` of a staging folder.
 
     Module-level so a Dask worker can write its partition's parts itself (the store must then
     be on a file system the workers share).
     """
     target = Path(folder) / table
     target.mkdir(parents=True, exist_ok=True)
-    path = target / f"part-{part:05d}.parquet"
+    if isinstance(label, int):
+        label = part_label(label)
+    path = target / f"part-{label}.parquet"
     keys = SORT_KEYS.get(table, ())
     sorting = [pq.SortingColumn(data.schema.get_field_index(k)) for k in keys] if data.num_rows else None
     meta = {b"auditatlas.sorted_by": ",".join(keys).encode()} if keys else {}
@@ -403,6 +415,45 @@ def write_part(folder: str | Path, table: str, part: int, data: pa.Table) -> Pat
     pq.write_table(data, path, compression="zstd", row_group_size=ROW_GROUP_ROWS.get(table, 65536),
                    sorting_columns=sorting)
     return path
+
+
+def write_prepared(folder: str | Path, tables: Mapping[str, pa.Table], seq: int,
+                   bucket_of: Callable[[str], str] | None = None) -> dict[str, dict]:
+    """Write a prepared batch as parts numbered ``seq``; returns per table its rows and key range.
+
+    With ``bucket_of`` (run id -> sort bucket; buckets must sort as their run ids do) the batch
+    is not in global run order: each table is written as one part whose row groups never
+    straddle two buckets, so the commit can merge the parts bucket by bucket, reading only the
+    row groups of one bucket at a time. This is what a Dask worker runs.
+    """
+    written: dict[str, dict] = {}
+    for name, table in tables.items():
+        if table.num_rows == 0:
+            continue
+        if bucket_of is None or "run_id" not in table.column_names or name not in SORT_KEYS:
+            write_part(folder, name, part_label(seq), table)
+            written[name] = {"rows": table.num_rows, "first": _key(table, name, 0), "last": _key(table, name, -1)}
+            continue
+        _write_bucketed(Path(folder) / name / f"part-{part_label(seq, 'b')}.parquet", name,
+                        table.sort_by([("run_id", "ascending")] + [(k, "ascending") for k in SORT_KEYS[name][1:]]),
+                        bucket_of)
+        written[name] = {"rows": table.num_rows, "bucketed": True}
+    return written
+
+
+def _write_bucketed(path: Path, name: str, table: pa.Table, bucket_of: Callable[[str], str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    run_ids = table.column("run_id").to_pylist()
+    cuts = [0] + [i for i in range(1, len(run_ids)) if run_ids[i] != run_ids[i - 1]
+                  and bucket_of(run_ids[i] or "~") != bucket_of(run_ids[i - 1] or "~")] + [len(run_ids)]
+    with pq.ParquetWriter(path, table.schema, compression="zstd") as writer:
+        for lo, hi in zip(cuts, cuts[1:]):
+            writer.write_table(table.slice(lo, hi - lo), row_group_size=ROW_GROUP_ROWS.get(name, 65536))
+
+
+def _key(table: pa.Table, name: str, i: int) -> list | None:
+    keys = SORT_KEYS.get(name)
+    return [table.column(k)[i].as_py() for k in keys] if keys else None
 
 
 # =============================================================================================
@@ -432,11 +483,12 @@ class SourceWriter:
         self.notify = notify
         self.staging: Path | None = None
         self.rows: dict[str, int] = dict.fromkeys(TABLES, 0)
-        self._parts: dict[str, int] = dict.fromkeys(TABLES, 0)
+        self._seq = 0
         self._last_key: dict[str, tuple | None] = dict.fromkeys(TABLES, None)
         self._unsorted: set[str] = set()
         self._lock_cm = None
         self.committed: dict | None = None
+        self.bucket_of: Callable[[str], str] | None = None  # set by a plan whose chunks are not in run order
 
     def __enter__(self) -> "SourceWriter":
         self._lock_cm = store_lock(self.root, wait=self.wait, notify=self.notify)
@@ -460,51 +512,38 @@ class SourceWriter:
 
     def append(self, tables: Mapping[str, TableLike]) -> None:
         """Prepare one batch (whole runs) and write it as the next part of each table."""
-        for name, table in prepare(tables).items():
-            self.append_prepared(name, table)
+        self.record(write_prepared(self.staging, prepare(tables), self.next_seq()))
 
-    def append_prepared(self, name: str, table: pa.Table) -> None:
-        if table.num_rows == 0:
-            return
-        self._note_order(name, table)
-        write_part(self.staging, name, self._parts[name], table)
-        self._parts[name] += 1
-        self.rows[name] += table.num_rows
+    def next_seq(self) -> int:
+        """The number of the next batch; batches are kept in the order of these numbers."""
+        self._seq += 1
+        return self._seq - 1
 
-    def adopt_part(self, name: str, rows: int, first_key: tuple | None, last_key: tuple | None) -> int:
-        """Reserve the next part number for a part a worker writes itself; returns it."""
-        part = self._parts[name]
-        self._parts[name] += 1
-        self.rows[name] += rows
-        if first_key is not None:
-            prev = self._last_key[name]
-            if prev is not None and _key_lt(first_key, prev):
+    def record(self, written: Mapping[str, Mapping[str, Any]]) -> None:
+        """Account for a batch written by ``write_prepared`` (here or on a worker), in batch order."""
+        for name, info in written.items():
+            self.rows[name] += int(info["rows"])
+            if info.get("bucketed"):
                 self._unsorted.add(name)
-            self._last_key[name] = last_key
-        return part
-
-    def _note_order(self, name: str, table: pa.Table) -> None:
-        keys = SORT_KEYS.get(name)
-        if not keys:
-            return
-        first = tuple(table.column(k)[0].as_py() for k in keys)
-        last = tuple(table.column(k)[-1].as_py() for k in keys)
-        prev = self._last_key[name]
-        if prev is not None and _key_lt(first, prev):
-            self._unsorted.add(name)
-        self._last_key[name] = last
+                continue
+            first, last = info.get("first"), info.get("last")
+            if first is None:
+                continue
+            prev = self._last_key[name]
+            if prev is not None and _key_lt(tuple(first), prev):
+                self._unsorted.add(name)
+            self._last_key[name] = tuple(last)
 
     # -- commit ----------------------------------------------------------------------------
 
     def commit(self, meta: Mapping[str, Any] | None = None) -> dict:
         """Check invariants over the staged files, then switch the source in. Returns its entry."""
         assert self.staging is not None, "commit() outside the with-block"
-        for name in TABLES:  # every table present, so views never guess a shape
-            if self._parts[name] == 0:
-                write_part(self.staging, name, 0, empty_table(name))
-                self._parts[name] = 1
         for name in sorted(self._unsorted):
-            _resort(self.staging, name)
+            _resort(self.staging, name, self.bucket_of)
+        for name in TABLES:  # every table present, so views never guess a shape
+            if not any((self.staging / name).glob("part-*.parquet")):
+                write_part(self.staging, name, part_label(0), empty_table(name))
         from .validate import check_staged
 
         check_staged(self.staging, self.source)
@@ -542,21 +581,55 @@ def _key_lt(a: tuple, b: tuple) -> bool:
     return False
 
 
-def _resort(folder: Path, name: str) -> None:
-    """Rewrite a table whose batches arrived out of order as one sorted sequence of parts."""
-    import duckdb
+MERGED_PART_ROWS = 100_000  # rows per part a merge writes (bounded memory, few files)
 
-    keys = ", ".join(f"{k} NULLS LAST" for k in SORT_KEYS[name])
+
+def _resort(folder: Path, name: str, bucket_of: Callable[[str], str] | None) -> None:
+    """Rewrite a table whose parts are out of run order as one sorted sequence of parts.
+
+    Bucketed parts (``write_prepared``) are merged bucket by bucket, reading only that bucket's
+    row groups from every part, so memory holds one bucket (plus one output part), never the
+    whole table. Parts without buckets (a small source whose batches came out of order) are
+    sorted together.
+    """
     parts = sorted((folder / name).glob("part-*.parquet"))
-    listing = ", ".join("'" + str(p).replace("'", "''") + "'" for p in parts)
-    con = duckdb.connect()
-    try:
-        table = con.sql(f"SELECT * FROM read_parquet([{listing}]) ORDER BY {keys}").to_arrow_table()
-    finally:
-        con.close()
+    keys = [(k, "ascending") for k in SORT_KEYS[name]]
+    plain = [p for p in parts if not p.stem.endswith("~b")]
+    bucketed = [p for p in parts if p.stem.endswith("~b")]
+    pending: list[pa.Table] = []
+    seq = 0
+
+    def flush(force: bool = False) -> None:
+        nonlocal pending, seq
+        rows = sum(t.num_rows for t in pending)
+        if pending and (force or rows >= MERGED_PART_ROWS):
+            write_part(folder, name, f"s{seq:06d}", pa.concat_tables(pending))
+            seq += 1
+            pending = []
+
+    if plain:
+        table = pa.concat_tables([pq.read_table(p) for p in plain], promote_options="default")
+        pending.append(conform(name, table.replace_schema_metadata(None)).sort_by(keys))
+        flush(force=True)
+    if bucketed:
+        assert bucket_of is not None, "bucketed parts need the plan's bucket_of to be merged"
+        files = [pq.ParquetFile(p) for p in bucketed]
+        groups: dict[str, list[tuple[int, int]]] = {}
+        for i, f in enumerate(files):
+            column = f.schema_arrow.get_field_index("run_id")
+            for g in range(f.metadata.num_row_groups):
+                low = f.metadata.row_group(g).column(column).statistics.min
+                groups.setdefault(bucket_of(low if low is not None else "~"), []).append((i, g))
+        for bucket in sorted(groups):
+            pieces = [files[i].read_row_groups([g]) for i, g in groups[bucket]]
+            table = pa.concat_tables(pieces, promote_options="default").replace_schema_metadata(None)
+            pending.append(conform(name, table).sort_by(keys))
+            flush()
+        flush(force=True)
+        for f in files:
+            f.close()
     for p in parts:
         p.unlink()
-    write_part(folder, name, 0, conform(name, table))
 
 
 def write_source(

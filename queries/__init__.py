@@ -31,6 +31,9 @@ class _Database:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.con = duckdb.connect(":memory:")
+        # The store's files never change in place (a write makes a new folder), so their
+        # footers can be cached: a query over hundreds of parts then skips re-reading them.
+        self.con.execute("SET parquet_metadata_cache = true")
         self.lock = threading.Lock()
         self.stamp: float | None = None
 
@@ -118,20 +121,36 @@ def _raw(name: str) -> str:
 
 
 @lru_cache(maxsize=None)
-def _sql(name: str) -> str:
+def _sql(name: str, active: tuple[str, ...] = ()) -> str:
+    """The text of query ``name``; ``@slice`` becomes the slice CTEs for the ``active`` columns.
+
+    Only the filtered columns get a predicate, written ``col = ANY($col)``: DuckDB pushes that
+    into the Parquet scan (row-group pruning on the sorted, dictionary-encoded keys), while a
+    catch-all ``len($col) = 0 OR list_contains($col, col)`` is evaluated row by row even when
+    the list is empty (about 4x slower on a 100,000-room store). The text is built from our
+    own column names only; the values are always bound.
+    """
     text = _raw(name)
-    # `@slice` stands for the shared slice CTE (a fixed fragment of our own, not user input).
     if "@slice" in text:
-        text = text.replace("@slice", (SQL_DIR / "_slice.sql").read_text())
+        text = text.replace("@slice", _slice_ctes(active))
     return text
 
 
-def _bind(name: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Bound values for ``name``: a query using the slice gets every slice column."""
+def _slice_ctes(active: tuple[str, ...]) -> str:
+    def where(alias: str) -> str:
+        return " AND ".join(f"{alias}.{col} = ANY(${col})" for col in active) or "true"
+
+    return (f"sliced_runs AS (SELECT * FROM runs r WHERE {where('r')}),\n"
+            f"sliced_steps AS (SELECT * FROM steps s WHERE {where('s')})")
+
+
+def _prepare(name: str, params: Mapping[str, Any] | None) -> tuple[str, dict[str, Any]]:
+    """SQL text and bound values: a query using the slice binds its filtered columns."""
     bound = dict(params or {})
-    if "@slice" in _raw(name):
-        bound = {**slice_params(bound.pop("slice", None)), **bound}
-    return bound
+    if "@slice" not in _raw(name):
+        return _sql(name), bound
+    chosen = {col: values for col, values in slice_params(bound.pop("slice", None)).items() if values}
+    return _sql(name, tuple(chosen)), {**chosen, **bound}
 
 
 def run(name: str, params: Mapping[str, Any] | None = None, root: str | Path | None = None):
@@ -139,18 +158,19 @@ def run(name: str, params: Mapping[str, Any] | None = None, root: str | Path | N
 
     Queries over the shared slice take it as ``params["slice"]`` (see slice_params).
     """
+    sql, bound = _prepare(name, params)
     cur = connect(root)
     try:
-        return cur.execute(_sql(name), _bind(name, params)).df()
+        return cur.execute(sql, bound).df()
     finally:
         cur.close()
 
 
 def slice_params(slice_: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Bind values for the shared slice: every column a list, an empty list meaning 'all'.
+    """Values of the shared slice: every column a list, an empty list meaning 'all'.
 
-    Named queries filter runs with ``(len($backbone) = 0 OR r.backbone IN $backbone)``-style
-    predicates (see sql/_slice.sql for the exact form), so the slice never reaches SQL text.
+    Named queries filter on the non-empty ones with bound ``col = ANY($col)`` predicates (see
+    ``_sql``), so the slice never reaches SQL text.
     """
     slice_ = slice_ or {}
     params: dict[str, Any] = {}

@@ -69,11 +69,17 @@ def ingest(
     *,
     wait: bool = True,
     notify: Callable[[str], None] | None = None,
+    client: Any = None,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    progress: Callable[[dict], None] | None = None,
     **options: Any,
 ) -> tuple[Batch, dict]:
     """Read ``path`` with the adapter of ``fmt`` and replace its source in ``store``.
 
-    ``options`` go to the adapter's ``read`` (e.g. ``method``/``seed`` for predictions).
+    ``options`` go to the adapter (e.g. ``method``/``seed`` for predictions). An adapter with a
+    streaming ``plan`` is run chunk by chunk (on ``client``, a Dask client, when given), so no
+    process holds the whole release; the others return one batch from ``read``.
     ``wait``/``notify``: what to do when another writer holds the store lock.
     """
     from .. import store as store_mod
@@ -83,9 +89,19 @@ def ingest(
     if path is not None and not Path(path).exists():
         raise AtlasError(f"{path}: no such file or folder.")
     context = Context(store=Path(store))
+    meta = {"format": fmt, "origin": str(path or "")}
+    if hasattr(module, "plan"):
+        from .stream import run_plan
+
+        plan = module.plan(Path(path) if path is not None else None, context, **options)
+        plan.meta = {**meta, **plan.meta}
+        outcome = run_plan(plan, store, client=client, scheduler=scheduler, workers=workers, progress=progress,
+                           wait=wait, notify=notify)
+        return Batch(source=plan.source, tables={}, notes=outcome.notes, meta=plan.meta), outcome.entry
+    if scheduler or workers:
+        raise AtlasError(f"format '{fmt}' is read in one pass; --scheduler and --workers apply to maadbench.")
     batch = module.read(Path(path) if path is not None else None, context, **options)
-    entry = store_mod.write_source(store, batch.source, batch.tables,
-                                   meta={"format": fmt, "origin": str(path or ""), **batch.meta},
+    entry = store_mod.write_source(store, batch.source, batch.tables, meta={**meta, **batch.meta},
                                    wait=wait, notify=notify)
     return batch, entry
 

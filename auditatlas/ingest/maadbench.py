@@ -54,7 +54,11 @@ Bad input
     ``config``/``room``/``trace``, or wrong types (``trace`` not a list, ``escaped`` not a
     bool, an entry without ``action``, a non-numeric number field) each give an
     :class:`InputError` naming file and field; all are collected and raised together as
-    :class:`IngestFailed`, so a folder with one bad file lands nothing.
+    :class:`IngestFailed`, so a folder with one bad file lands nothing. Numbers are checked
+    where the format defines them: token counts are whole numbers from 0 below 2**63, a
+    temperature is finite and in [0, 2] (the providers' range), a duration is finite and >= 0,
+    a confidence finite. A UTF-8 byte-order mark is accepted; nesting too deep for Python's
+    parser and a lone UTF-16 surrogate in any string are reported, not raised.
 
 Speed: one pass per file, parsed with ``json`` (``orjson`` when installed); each row is one
 tuple, transposed into Arrow columns once at the end (no per-row pandas), and text/extra JSON
@@ -63,16 +67,22 @@ half of it JSON parsing.
 """
 from __future__ import annotations
 
+import codecs
 import json
+import math
 import os
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 import pyarrow as pa
 
 from ..errors import IngestFailed, InputError
 from ..schema import TABLES
 from . import Batch, Context
+
+if TYPE_CHECKING:
+    from .stream import Chunk, Plan
+from ._files import MAX_DEPTH, check_value, first_line, has_surrogate_escape, show
 
 try:  # optional speed-up; json is the reference behaviour
     import orjson
@@ -90,6 +100,9 @@ DEFAULT_SOURCE = "maadbench"
 LABEL_PROCESS = "deterministic verifier"
 REQUIRED_KEYS = ("config", "room", "trace")
 TOOL_ACTION = "UNIT_TOOL_CALL"
+# Provider APIs take temperatures in [0, 2]; token counts must fit the store's int64 columns.
+TEMPERATURE_RANGE = (0.0, 2.0)
+MAX_COUNT = 2**63
 
 # Model strings of the paper's five backbones -> the names its tables use.
 BACKBONES: dict[str, str] = {
@@ -168,17 +181,7 @@ def read(
     clearly simulated corpus through the very same reader.
     """
     del context  # this format needs nothing from the store
-    if path is None:
-        raise IngestFailed([InputError("<no path>", None, "a MAADBench trace file or folder is needed.")])
-    path = Path(path)
-    if path.is_file():
-        files = [(path, path.name)]
-    elif path.is_dir():
-        files = list(_json_files(path))
-    else:
-        raise IngestFailed([InputError(path, None, "no such file or folder.")])
-    if not files:
-        raise IngestFailed([InputError(path, None, "holds no *.json trace files.")])
+    files = _trace_files(path)
 
     out = _Output()
     problems: list[InputError] = []
@@ -202,13 +205,107 @@ def read(
         notes.append(f"{out.dropped_parents} tool call(s) had no later APPLY_DELTA to link to.")
 
     tables = {
-        "corpora": [_corpus_row(corpus, kind)],
+        "corpora": [corpus_row(corpus, kind)],
         "runs": out.runs.to_arrow("runs"),
         "steps": out.steps.to_arrow("steps"),
         "edges": out.edges.to_arrow("edges"),
     }
     meta = {"corpus": corpus, "kind": kind, "files": len(files), "runs": n_runs, "steps": len(labels)}
     return Batch(source=source or DEFAULT_SOURCE, tables=tables, notes=notes, meta=meta)
+
+
+# Rooms per chunk of a streaming ingest: about 9 steps a room, so a chunk is ~20k steps, a few
+# tens of MB on a worker, and a million rooms make ~500 parts per table.
+CHUNK_FILES = 2000
+
+
+def plan(
+    path: Path | None,
+    context: Context,
+    *,
+    corpus: str = "maadbench",
+    kind: str = "real",
+    source: str | None = None,
+    chunk_files: int = CHUNK_FILES,
+) -> "Plan":
+    """The same conversion as :func:`read`, as a streaming plan (``ingest.stream``).
+
+    Chunks are runs of files in run-id order (files sorted by their path under the root, which
+    is what the run id is made of), so the parts come out sorted by run without a merge.
+    """
+    from functools import partial
+
+    from .stream import Plan
+
+    del context
+    files = sorted(_trace_files(path), key=lambda item: item[1])
+    chunks = [[(str(f), rel) for f, rel in files[i:i + chunk_files]] for i in range(0, len(files), chunk_files)]
+    return Plan(source=source or DEFAULT_SOURCE, chunks=chunks, convert=partial(convert_files, corpus=corpus),
+                head={"corpora": [corpus_row(corpus, kind)]},
+                meta={"corpus": corpus, "kind": kind, "files": len(files)}, notes=summary_notes)
+
+
+def convert_files(files: list[tuple[str, str]], corpus: str) -> "Chunk":
+    """One chunk of a streaming ingest: ``(file, path under the root)`` pairs into tables."""
+    out, problems = _Output(), []
+    for file, rel in files:
+        _read_file(Path(file), rel, corpus, out, problems)
+    return _chunk(out, problems, len(files))
+
+
+def convert_documents(documents: Iterable[tuple[str, dict]], corpus: str) -> "Chunk":
+    """Already-parsed runs (``(path under the root, document)``), converted exactly as files are.
+
+    The simulator hands its rooms over this way, skipping a JSON round trip through the disk.
+    """
+    out, problems, n = _Output(), [], 0
+    for rel, doc in documents:
+        n += 1
+        _convert_document(doc, rel, corpus, out, problems)
+    return _chunk(out, problems, n)
+
+
+def _chunk(out: _Output, problems: list[InputError], n_files: int) -> "Chunk":
+    from .stream import Chunk
+
+    labels = out.steps.column("label")
+    counters = {"files": n_files, "runs": len(out.runs), "steps": len(labels),
+                "unlabeled": sum(1 for v in labels if v is None),
+                "inferred_parents": out.inferred_parents, "dropped_parents": out.dropped_parents}
+    if problems:
+        return Chunk({}, problems, counters)
+    tables = {"runs": out.runs.to_arrow("runs"), "steps": out.steps.to_arrow("steps"),
+              "edges": out.edges.to_arrow("edges")}
+    return Chunk(tables, [], counters)
+
+
+def summary_notes(counters: dict[str, int]) -> list[str]:
+    """What a finished ingest tells the user (the same lines :func:`read` gives)."""
+    notes = [f"{counters.get('runs', 0)} runs and {counters.get('steps', 0)} steps read from "
+             f"{counters.get('files', 0)} file(s)."]
+    if counters.get("unlabeled"):
+        notes.append(f"{counters['unlabeled']} step(s) carry no verifier status and no schema errors; kept unlabeled.")
+    if counters.get("inferred_parents"):
+        notes.append(f"{counters['inferred_parents']} tool call(s) had no usable parent_action_id; linked to the "
+                     "next APPLY_DELTA of their puzzle (provenance 'inferred').")
+    if counters.get("dropped_parents"):
+        notes.append(f"{counters['dropped_parents']} tool call(s) had no later APPLY_DELTA to link to.")
+    return notes
+
+
+def _trace_files(path: Path | None) -> list[tuple[Path, str]]:
+    if path is None:
+        raise IngestFailed([InputError("<no path>", None, "a MAADBench trace file or folder is needed.")])
+    path = Path(path)
+    if path.is_file():
+        files = [(path, path.name)]
+    elif path.is_dir():
+        files = list(_json_files(path))
+    else:
+        raise IngestFailed([InputError(path, None, "no such file or folder.")])
+    if not files:
+        raise IngestFailed([InputError(path, None, "holds no *.json trace files.")])
+    return files
 
 
 def normalise_backbone(model: str | None) -> str | None:
@@ -295,8 +392,8 @@ def _json_files(root: Path) -> Iterator[tuple[Path, str]]:
 
 def _looks_like_trace(file: Path) -> bool:
     try:
-        doc = _loads(file.read_bytes())
-    except (OSError, ValueError):
+        doc = _loads(file.read_bytes().removeprefix(codecs.BOM_UTF8))
+    except (OSError, ValueError, RecursionError):
         return False
     return isinstance(doc, dict) and all(key in doc for key in REQUIRED_KEYS)
 
@@ -307,18 +404,27 @@ def _load(file: Path, rel: str, problems: list[InputError]) -> dict | None:
     except OSError as exc:
         problems.append(InputError(rel, None, f"cannot be read ({exc.strerror or exc})."))
         return None
+    raw = raw.removeprefix(codecs.BOM_UTF8)  # accepted, as the CSV reader accepts it
     if not raw.strip():
         problems.append(InputError(rel, None, "is empty; expected a MAADBench trace (a JSON object)."))
         return None
     try:
         doc = _loads(raw)
-    except ValueError as exc:
-        problems.append(InputError(rel, None, f"is not valid JSON ({exc})."))
+    except RecursionError:
+        problems.append(InputError(rel, None, f"nests arrays or objects more than {MAX_DEPTH} levels deep; "
+                                              "a MAADBench trace is never shaped like that."))
+        return None
+    except ValueError as exc:  # also a non-UTF-8 file or an integer past Python's digit limit
+        problems.append(InputError(rel, None, f"is not valid JSON ({first_line(exc)})."))
         return None
     if not isinstance(doc, dict):
         problems.append(InputError(
             rel, None, f"top level is a JSON {_type_name(doc)}; a MAADBench trace is an object with config, room and trace."
         ))
+        return None
+    # Lone surrogates can only come from an escape, so the full walk runs only when one is there.
+    if has_surrogate_escape(raw) and (problem := check_value(doc, rel)) is not None:
+        problems.append(problem)
         return None
     missing = [key for key in REQUIRED_KEYS if key not in doc]
     for key in missing:
@@ -330,9 +436,18 @@ def _read_file(file: Path, rel: str, corpus: str, out: _Output, problems: list[I
     doc = _load(file, rel, problems)
     if doc is None:
         return
+    _convert_document(doc, rel, corpus, out, problems)
+
+
+def _convert_document(doc: dict, rel: str, corpus: str, out: _Output, problems: list[InputError]) -> None:
+    """Convert one parsed run; a run with any problem leaves no row behind."""
     before = len(problems)
     marks = out.mark()
-    _convert_run(doc, rel, corpus, out, problems)
+    try:
+        _convert_run(doc, rel, corpus, out, problems)
+    except RecursionError:  # parsed, but too deep to encode into text/extra columns
+        problems.append(InputError(rel, None, f"nests arrays or objects more than {MAX_DEPTH} levels deep; "
+                                              "a MAADBench trace is never shaped like that."))
     if len(problems) > before:
         out.rollback(marks)
 
@@ -353,7 +468,7 @@ def _convert_run(doc: dict, rel: str, corpus: str, out: _Output, problems: list[
     llm = _object(config.get("llm", {}), rel, "config.llm", problems) or {}
     benchmark = _object(config.get("benchmark", {}), rel, "config.benchmark", problems) or {}
     model = _string(llm.get("model"), rel, "config.llm.model", problems)
-    temperature = _number(llm.get("temperature"), rel, "config.llm.temperature", problems)
+    temperature = _number(llm.get("temperature"), rel, "config.llm.temperature", problems, *TEMPERATURE_RANGE)
     room_id = _string(room.get("room_id"), rel, "room.room_id", problems)
     difficulty = _string(room.get("difficulty"), rel, "room.difficulty", problems)
     if difficulty is None and room.get("type") == "planning":
@@ -364,7 +479,7 @@ def _convert_run(doc: dict, rel: str, corpus: str, out: _Output, problems: list[
         puzzles = []
     escaped = doc.get("escaped")
     if escaped is not None and not isinstance(escaped, bool):
-        problems.append(InputError(rel, "escaped", f"must be true or false, got {escaped!r}."))
+        problems.append(InputError(rel, "escaped", f"must be true or false, got {show(escaped)}."))
 
     domain = _clue_domain(benchmark, room, puzzles)
     run_id = f"{corpus}:{rel[:-5] if rel.endswith('.json') else rel}"
@@ -467,7 +582,10 @@ def _convert_steps(
             continue
         raw_action = entry.get("action")
         if not isinstance(raw_action, str) or not raw_action:
-            problems.append(InputError(rel, f"{where}.action", "is missing; every trace entry names its action."))
+            problems.append(InputError(rel, f"{where}.action", "is missing; every trace entry names its action."
+                                       if raw_action is None or raw_action == "" else
+                                       f"must be a string naming the action, got a JSON {_type_name(raw_action)} "
+                                       f"({show(raw_action)})."))
             continue
         action = ACTION_ALIASES.get(raw_action, raw_action)
         step_id = _opt_str(entry.get("action_id"))
@@ -488,7 +606,7 @@ def _convert_steps(
             _text_in(entry), _text_out(entry),
             _integer(stats.get("input_tokens"), rel, f"{where}.call_statistic.input_tokens", problems),
             _integer(stats.get("output_tokens"), rel, f"{where}.call_statistic.output_tokens", problems),
-            _number(stats.get("duration"), rel, f"{where}.call_statistic.duration", problems),
+            _number(stats.get("duration"), rel, f"{where}.call_statistic.duration", problems, low=0.0),
             _number(entry.get("confidence"), rel, f"{where}.confidence", problems),
             raw_action == TOOL_ACTION,
             _error_code(verification) if label != 0 else None,
@@ -674,21 +792,47 @@ def _string(value: Any, rel: str, field: str, problems: list[InputError]) -> str
     return None
 
 
-def _number(value: Any, rel: str, field: str, problems: list[InputError]) -> float | None:
-    kind = type(value)
-    if kind is float:  # the common case first: this runs several times per step
-        return value
+def _number(value: Any, rel: str, field: str, problems: list[InputError],
+            low: float | None = None, high: float | None = None) -> float | None:
+    """A finite number within [low, high]; NaN, infinities and out-of-range values are reported.
+
+    (``json`` reads ``NaN``/``Infinity`` literals and huge exponents without complaint, and a NaN
+    temperature would otherwise reach the sidebar as an option "nan".)
+    """
+    if type(value) is float and value - value == 0.0 \
+            and (low is None or value >= low) and (high is None or value <= high):
+        return value  # the common case first: this runs several times per step (x - x is 0 iff finite)
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        problems.append(InputError(rel, field, f"must be a number, got {value!r}."))
+        problems.append(InputError(rel, field, f"must be a number, got {show(value)}."))
         return None
-    return float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an integer beyond the float range
+        number = math.inf
+    if not math.isfinite(number):
+        problems.append(InputError(rel, field, f"must be a finite number, got {show(value)}."))
+        return None
+    if (low is not None and number < low) or (high is not None and number > high):
+        bounds = f"between {low:g} and {high:g}" if low is not None and high is not None else (
+            f"at least {low:g}" if low is not None else f"at most {high:g}")
+        problems.append(InputError(rel, field, f"must be {bounds}, got {show(value)}."))
+        return None
+    return number
 
 
 def _integer(value: Any, rel: str, field: str, problems: list[InputError]) -> int | None:
-    number = _number(value, rel, field, problems)
-    return None if number is None else int(number)
+    """A count (token counts): a whole number from 0 up to what a 64-bit column holds."""
+    kind = type(value)
+    if kind is int and 0 <= value < MAX_COUNT:
+        return value
+    if value is None:
+        return None
+    if kind is float and value.is_integer() and 0 <= value < MAX_COUNT:
+        return int(value)  # 812.0 is a count; 812.5, NaN and 1e300 are not
+    problems.append(InputError(rel, field, f"must be a count (a whole number >= 0, below 2**63), got {show(value)}."))
+    return None
 
 
 def _opt_str(value: Any) -> str | None:
@@ -712,7 +856,7 @@ def _type_name(value: Any) -> str:
             float: "number", type(None): "null"}.get(type(value), type(value).__name__)
 
 
-def _corpus_row(corpus: str, kind: str) -> dict:
+def corpus_row(corpus: str, kind: str) -> dict:
     simulated = kind == "simulated"
     return {
         "corpus": corpus,

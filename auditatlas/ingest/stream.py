@@ -1,0 +1,174 @@
+"""Streaming, parallel ingest: an adapter's work cut into chunks, each converted and written as
+Parquet parts on its own, the source switched in once at the end.
+
+An adapter that can stream offers ``plan(path, context, **options) -> Plan``: the chunks (small,
+picklable units such as a list of files), a module-level ``convert`` that turns one chunk into
+schema tables, and the tables known up front (the ``corpora`` row). :func:`run_plan` runs the
+chunks in order in this process, or on a Dask client (a local cluster of processes, or an
+existing cluster by address: ``auditatlas.cluster``), where each worker converts its chunk and
+writes the parts into the staging folder itself, so only counts travel back and no process
+holds more than a chunk. The rule stays all or nothing: a chunk with a bad file writes nothing,
+every problem of every chunk is collected, and one problem anywhere lands nothing.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+from ..errors import IngestFailed, InputError
+from ..store import SourceWriter, prepare, write_prepared
+
+Progress = Callable[[dict], None]
+
+
+@dataclass
+class Chunk:
+    """One converted chunk: its tables, the problems found, counters for the summary."""
+
+    tables: dict[str, Any]
+    problems: list[InputError] = field(default_factory=list)
+    counters: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class Plan:
+    """What one streaming ingest writes: a source, its chunks in store order, how to convert one."""
+
+    source: str
+    chunks: Sequence[Any]
+    convert: Callable[[Any], Chunk]  # module-level (a worker imports it by name)
+    head: dict[str, Any] = field(default_factory=dict)  # tables known up front
+    meta: dict[str, Any] = field(default_factory=dict)
+    bucket_of: Callable[[str], str] | None = None  # run id -> sort bucket, when chunks are not in run order
+    units: str = "files"  # what a chunk counts, for the progress line
+    sizes: Sequence[int] | None = None  # units per chunk (default: len(chunk))
+    notes: Callable[[dict[str, int]], list[str]] | None = None  # summary lines from summed counters
+
+
+@dataclass
+class Outcome:
+    entry: dict
+    counters: dict[str, int]
+    notes: list[str]
+    seconds: float
+
+
+def convert_and_write(convert: Callable[[Any], Chunk], unit: Any, staging: str, seq: int,
+                      bucket_of: Callable[[str], str] | None) -> tuple[dict, list[InputError], dict]:
+    """Worker side: convert one chunk and, when it is clean, write its parts. Returns counts only."""
+    chunk = convert(unit)
+    if chunk.problems:
+        return {}, chunk.problems, chunk.counters
+    written = write_prepared(staging, prepare(chunk.tables), seq, bucket_of)
+    return written, [], chunk.counters
+
+
+# A plan with at least this many chunks runs on a local cluster unless told otherwise: below
+# it, starting worker processes costs more than it saves.
+AUTO_PARALLEL_CHUNKS = 4
+
+
+def run_plan(plan: Plan, store: str | Path, *, client: Any = None, scheduler: str | None = None,
+             workers: int | None = None, progress: Progress | None = None, wait: bool = True,
+             notify: Callable[[str], None] | None = None) -> Outcome:
+    """Convert every chunk of ``plan`` and switch its source in, atomically (all or nothing).
+
+    Where the chunks run: on ``client`` when given; else on the Dask cluster at ``scheduler``;
+    else in this process when ``workers == 0`` or the plan is small; else on a local cluster of
+    ``workers`` processes (default: one per core).
+    """
+    if client is None and (scheduler or workers or (workers is None and len(plan.chunks) >= AUTO_PARALLEL_CHUNKS)):
+        from ..cluster import DEFAULT_WORKERS, client_session
+
+        with client_session(scheduler, n_workers=workers or DEFAULT_WORKERS) as session:
+            return run_plan(plan, store, client=session, progress=progress, wait=wait, notify=notify)
+    began = time.perf_counter()
+    sizes = list(plan.sizes) if plan.sizes is not None else [_size(c) for c in plan.chunks]
+    total = sum(sizes)
+    with SourceWriter(store, plan.source, wait=wait, notify=notify) as writer:
+        if plan.head:
+            writer.append(plan.head)
+        staging = str(writer.staging)
+        writer.bucket_of = plan.bucket_of
+        first_seq = writer.next_seq()
+        for _ in range(len(plan.chunks) - 1):
+            writer.next_seq()
+        problems: list[InputError] = []
+        counters: dict[str, int] = {}
+        done = 0
+        for index, (written, found, counts) in _results(plan, staging, first_seq, client):
+            problems.extend(found)
+            for key, value in counts.items():
+                counters[key] = counters.get(key, 0) + int(value)
+            if not found:
+                writer.record(written)
+            done += sizes[index]
+            if progress:
+                elapsed = time.perf_counter() - began
+                progress({"done": done, "total": total, "units": plan.units, "steps": counters.get("steps", 0),
+                          "elapsed": elapsed, "problems": len(problems)})
+        if problems:
+            raise IngestFailed(problems)
+        entry = writer.commit({**plan.meta, **{k: v for k, v in counters.items() if k in ("runs", "steps", "files")}})
+    notes = plan.notes(counters) if plan.notes else []
+    return Outcome(entry, counters, notes, time.perf_counter() - began)
+
+
+def _results(plan: Plan, staging: str, first_seq: int, client: Any) -> Iterable[tuple[int, tuple]]:
+    """``(chunk index, worker result)`` in chunk order, so records (and progress) stay ordered."""
+    if client is None or len(plan.chunks) < 2:
+        for index, unit in enumerate(plan.chunks):
+            yield index, convert_and_write(plan.convert, unit, staging, first_seq + index, plan.bucket_of)
+        return
+    from distributed import as_completed
+
+    # Bounded in flight: a few chunks per worker, so the scheduler never holds a million units.
+    n_workers = max(1, len(client.scheduler_info().get("workers", {})))
+    window = 3 * n_workers
+    pending: dict[Any, int] = {}
+    ready: dict[int, tuple] = {}
+    next_to_submit = next_to_yield = 0
+    queue = as_completed()
+
+    def submit(index: int) -> None:
+        future = client.submit(convert_and_write, plan.convert, plan.chunks[index], staging, first_seq + index,
+                               plan.bucket_of, pure=False)
+        pending[future] = index
+        queue.add(future)
+
+    try:
+        while next_to_submit < len(plan.chunks) and next_to_submit < window:
+            submit(next_to_submit)
+            next_to_submit += 1
+        for future in queue:
+            index = pending.pop(future)
+            ready[index] = future.result()
+            future.release()
+            if next_to_submit < len(plan.chunks):
+                submit(next_to_submit)
+                next_to_submit += 1
+            while next_to_yield in ready:
+                yield next_to_yield, ready.pop(next_to_yield)
+                next_to_yield += 1
+    finally:
+        for future in list(pending):
+            future.cancel()
+
+
+def _size(chunk: Any) -> int:
+    try:
+        return len(chunk)
+    except TypeError:
+        return 1
+
+
+def format_progress(info: dict) -> str:
+    """One terminal line: units and steps done, steps per second, time left."""
+    done, total, elapsed = info["done"], info["total"], max(info["elapsed"], 1e-9)
+    rate = info["steps"] / elapsed
+    left = (total - done) * elapsed / done if done else float("nan")
+    left_text = f"{left:,.0f} s left" if done else "estimating"
+    return (f"[{done / total if total else 1:4.0%}] {done:,}/{total:,} {info['units']}, {info['steps']:,} steps, "
+            f"{rate:,.0f} steps/s, {left_text}" + (f", {info['problems']} problem(s)" if info["problems"] else ""))
