@@ -1,4 +1,6 @@
-"""The MAADBench action vocabulary: code names, the paper's names and the capability it tests.
+"""The MAADBench action vocabulary: code names, the paper's names, the capability it tests and
+the agent that takes it. This is the one action table: the simulator
+(``auditatlas.simulator``) derives its names and agents from it.
 
 Other corpora keep their own action names; views that need the paper's order or capability
 fall back to the raw action name for actions not listed here.
@@ -14,17 +16,18 @@ class Action:
     paper: str
     short: str
     capability: str
+    agent: str  # the runner's agent role (``trace[].agent``)
 
 
 # Pipeline order (specs/maadbench.md, "Actions").
 ACTIONS: tuple[Action, ...] = (
-    Action("SELECT_PUZZLE", "SEL_PUZZLE", "SP", "planning"),
-    Action("OBSERVE_CLUE", "OBS_CLUE", "OC", "distraction"),
-    Action("SOLVE_CLUE", "SOL_CLUE", "SC", "math / code"),
-    Action("OBSERVE_ITEM", "OBS_INSTRU", "OI", "distraction"),
-    Action("UNIT_TOOL_CALL", "TOOL_CALL", "TC", "tool use"),
-    Action("APPLY_DELTA", "APL_DELTA", "AD", "reasoning"),
-    Action("OBSERVE_PUZZLE", "OBS_PUZZLE", "OP", "verification"),
+    Action("SELECT_PUZZLE", "SEL_PUZZLE", "SP", "planning", "planner"),
+    Action("OBSERVE_CLUE", "OBS_CLUE", "OC", "distraction", "observer"),
+    Action("SOLVE_CLUE", "SOL_CLUE", "SC", "math / code", "clue_solver"),
+    Action("OBSERVE_ITEM", "OBS_INSTRU", "OI", "distraction", "observer"),
+    Action("UNIT_TOOL_CALL", "TOOL_CALL", "TC", "tool use", "item_manager"),
+    Action("APPLY_DELTA", "APL_DELTA", "AD", "reasoning", "item_manager"),
+    Action("OBSERVE_PUZZLE", "OBS_PUZZLE", "OP", "verification", "observer"),
 )
 BY_CODE = {a.code: a for a in ACTIONS}
 ORDER = {a.code: i for i, a in enumerate(ACTIONS)}
