@@ -6,7 +6,8 @@ import math
 import pandas as pd
 import streamlit as st
 
-from components.tables import table
+from components.safe import md, plotly as plotly_text
+from components.tables import csv_safe, file_name, table
 
 ROLE_LABEL = {"floor": "floor", "baseline": "baseline", "entrant": "entrant", "extra": "extra (not a board row)"}
 
@@ -58,19 +59,19 @@ def _status_color(row: pd.Series) -> list[str]:
 
 
 def draw(result, cells, key: str) -> None:
-    st.markdown(f"**{result.title}** on `{result.corpus}`: rests on **{result.n_items:,} {result.item_kind}**. "
-                f"Floor: **{result.floor}**.")
+    st.markdown(f"**{md(result.title)}** on {md(result.corpus)}: rests on **{result.n_items:,} {md(result.item_kind)}**. "
+                f"Floor: **{md(result.floor)}**.")
     floor = next((r for r in result.rows if r.entrant == result.floor), None)
     if floor:
-        st.caption("Floor " + ", ".join(f"{m} {_fmt(floor.metrics.get(m))}" for m in result.metrics))
+        st.caption("Floor " + ", ".join(f"{md(m)} {md(_fmt(floor.metrics.get(m)))}" for m in result.metrics))
     frame = rows_frame(result)
     if "t2d" in frame:
         frame["t2d"] = frame["t2d"].map(lambda v: "never (>100%)" if v is None or v != v else f"{v:.0f}%")
     table(frame.round(3), f"{key}-rows")
     for note in result.notes:
-        st.caption(note)
+        st.caption(md(note))
     for name, rows in result.extra_tables.items():
-        st.markdown(f"*{name.replace('_', ' ')}*")
+        st.markdown(f"*{md(name.replace('_', ' '))}*")
         table(pd.DataFrame(rows).round(3), f"{key}-{name}")
     if result.contrasts:
         with st.expander(f"Paired contrasts ({len(result.contrasts)}, Holm-adjusted within each family)"):
@@ -81,10 +82,10 @@ def draw(result, cells, key: str) -> None:
         n_cmp = int(pub["status"].isin(["match", "differs"]).sum())
         absent = sorted(pub.loc[~pub["status"].isin(["match", "differs"]), "entrant"].unique())
         st.markdown(f"**Published vs recomputed:** {n_ok} of {n_cmp} recomputable cells within 0.0005 (green)."
-                    + (f" Not recomputable here (no predictions of theirs in the store): {', '.join(absent)}." if absent else ""))
+                    + (f" Not recomputable here (no predictions of theirs in the store): {', '.join(md(a) for a in absent)}." if absent else ""))
         st.dataframe(pub.style.apply(_status_color, axis=1).format({"published": "{:.3f}", "recomputed": "{:.3f}", "delta": "{:+.4f}"}, na_rep="—"),
                      hide_index=True, key=f"table-{key}-published")
-        st.download_button("Download CSV", pub.to_csv(index=False).encode(), file_name=f"{key}-published.csv",
+        st.download_button("Download CSV", csv_safe(pub).to_csv(index=False).encode(), file_name=file_name(f"{key}-published"),
                            mime="text/csv", key=f"csv-{key}-published")
 
 
@@ -103,7 +104,7 @@ def live_chart(result) -> None:
     fig = go.Figure()
     for row in result.rows:
         ys = [row.metrics.get(m) for m in prefixes]
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name=row.entrant,
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name=plotly_text(row.entrant),
                                  line=dict(dash="dot" if row.role == "floor" else "solid")))
     fig.add_hline(y=0.70, line_dash="dash", line_color="grey", annotation_text="0.70 early-warning bar")
     fig.update_layout(xaxis_title="prefix of the run's steps (%)", yaxis_title="ROC-AUC", yaxis_range=[0.3, 1.0],

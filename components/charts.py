@@ -1,9 +1,15 @@
-"""Plotly figures drawn from small, already aggregated frames."""
+"""Plotly figures drawn from small, already aggregated frames.
+
+Plotly renders a subset of HTML in tick labels, hover text and titles; every label that comes
+from the data (backbone, action, capability names) goes through ``components.safe.plotly``.
+"""
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+
+from components.safe import plotly as plotly_text, plotly_list
 
 
 def rate_heatmap(
@@ -34,11 +40,11 @@ def rate_heatmap(
                     np.char.mod("%d", np.nan_to_num(n).astype(int))),
     )
     fig = go.Figure(go.Heatmap(
-        z=z, x=[str(c) for c in pivot.columns], y=[str(r) for r in pivot.index],
+        z=z, x=plotly_list(pivot.columns), y=plotly_list(pivot.index),
         text=text, texttemplate="%{text}", colorscale=colorscale,
         zmin=zrange[0], zmax=zrange[1], hoverongaps=False,
         hovertemplate="%{y} · %{x}: %{z:.1f}%<extra></extra>",
     ))
-    fig.update_layout(title=title, margin=dict(l=10, r=10, t=40 if title else 10, b=10), height=60 + 42 * len(pivot.index))
+    fig.update_layout(title=plotly_text(title), margin=dict(l=10, r=10, t=40 if title else 10, b=10), height=60 + 42 * len(pivot.index))
     fig.update_yaxes(autorange="reversed")
     return fig

@@ -18,11 +18,19 @@ from typing import Any
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=&\"'])")
 
 
+# U+2060 WORD JOINER: invisible, but it breaks the patterns of GitHub-flavoured autolinks, which
+# Streamlit applies to bare URLs, www. names and e-mail addresses even when every Markdown
+# character is escaped.
+_JOIN = "\u2060"
+
+
 def md(value: Any) -> str:
     """``value`` as Markdown that renders as exactly its text (one line; newlines become spaces)."""
     text = "" if value is None else str(value)
     text = text.replace("\r", " ").replace("\n", " ")
-    return _MD_SPECIAL.sub(r"\\\1", text)
+    text = _MD_SPECIAL.sub(r"\\\1", text)
+    return (text.replace("\\:", "\\:" + _JOIN).replace("www\\.", "www" + _JOIN + "\\.")
+            .replace("@", _JOIN + "@" + _JOIN))
 
 
 def plotly(value: Any) -> str:

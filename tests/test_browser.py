@@ -7,6 +7,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -18,7 +19,7 @@ from conftest import REPO
 
 pytestmark = pytest.mark.browser
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARTIFACTS = REPO / "tests" / "artifacts"
+ARTIFACTS = Path(tempfile.gettempdir()) / "auditatlas-browser"  # screenshots stay outside the repo tree
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "[::1]", "::1"}
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]

@@ -1,0 +1,129 @@
+"""One step of a run in full: texts, structured output, verification, and its scores everywhere.
+
+Every value from the trace is shown as text: ``st.code`` for the texts and JSON (never
+Markdown), ``st.dataframe`` for the fields; sentences that name data go through
+``components.safe.md``.
+"""
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Mapping
+
+import pandas as pd
+import streamlit as st
+
+from auditatlas import graph as tg
+from components.safe import md
+
+
+def structured_output(text_out: str | None) -> Any | None:
+    """The JSON object or list that ends the output, when there is one.
+
+    MAADBench steps keep the agent's free text and its structured output in one field (the
+    importer joins them with a newline, structured part last), so the last line that parses
+    as JSON is the structured output.
+    """
+    if not text_out:
+        return None
+    stripped = text_out.strip()
+    for candidate in (stripped, stripped.rsplit("\n", 1)[-1]):
+        if candidate[:1] in "{[":
+            try:
+                return json.loads(candidate)
+            except ValueError:
+                continue
+    return None
+
+
+def _value(v: Any) -> Any:
+    if v is None:
+        return None
+    if isinstance(v, float) and math.isnan(v):
+        return None
+    if hasattr(v, "item"):
+        return v.item()
+    return v
+
+
+def fields_frame(step: Mapping[str, Any]) -> pd.DataFrame:
+    """The step's verdict and bookkeeping as (field, value) text rows."""
+    truth = tg.truth_of(_value(step.get("label")))
+    decisive = truth == tg.ANOMALY and step.get("label_source") == tg.DECISIVE_SOURCE
+    rows = [
+        ("ground truth", truth + (" (human decisive step)" if decisive else "")),
+        ("label source", step.get("label_source")),
+        ("error code", step.get("error_code")),
+        ("failure mode", step.get("failure_mode")),
+        ("cascade (earlier failure in scope)", step.get("is_cascade")),
+        ("format error", step.get("is_format_error")),
+        ("scope", step.get("scope")),
+        ("scope still succeeded", step.get("scope_success")),
+        ("native step id", step.get("step_id")),
+        ("tool step", step.get("is_tool")),
+        ("tokens in / out", f"{_fmt(step.get('tokens_in'))} / {_fmt(step.get('tokens_out'))}"),
+        ("duration (s)", _fmt(step.get("duration_s"))),
+        ("confidence", _fmt(step.get("confidence"))),
+    ]
+    return pd.DataFrame({"field": [r[0] for r in rows], "value": ["—" if _value(r[1]) is None else str(_value(r[1])) for r in rows]})
+
+
+def _fmt(v: Any) -> str:
+    v = _value(v)
+    if v is None:
+        return "—"
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def _extra(step: Mapping[str, Any]) -> Any | None:
+    raw = step.get("extra")
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except (TypeError, ValueError):
+        return raw
+
+
+def draw(step: Mapping[str, Any], scores: pd.DataFrame, key: str) -> None:
+    """The detail panel of ``step`` (a row of ``explorer_step``) and its ``explorer_step_scores``."""
+    st.markdown(f"**Step {int(step['step_idx'])}** · {md(step.get('action'))} · agent {md(step.get('agent'))}")
+    left, right = st.columns([2, 3])
+    with left:
+        st.dataframe(fields_frame(step), hide_index=True, key=f"{key}-fields", width="stretch", height=38 + 35 * 13)
+    with right:
+        st.caption("Score and rank of this step in every prediction set that scores its run "
+                   "(rank 1 = the set's most suspicious step of the run).")
+        if scores.empty:
+            st.info("No prediction set in the store scores this run.")
+        else:
+            frame = scores.rename(columns={"n_scored": "steps scored"})
+            st.dataframe(frame, hide_index=True, key=f"{key}-scores", width="stretch", height=38 + 35 * 12)
+    text_in, text_out = step.get("text_in"), step.get("text_out")
+    with st.expander("Input text", expanded=True):
+        _text_block(text_in, "This step has no input text (the release did not record its prompt).")
+    with st.expander("Output text", expanded=True):
+        _text_block(text_out, "This step has no output text.")
+    structured = structured_output(text_out)
+    with st.expander("Structured output", expanded=structured is not None):
+        if structured is None:
+            st.caption("The output ends with no JSON object.")
+        else:
+            st.code(json.dumps(structured, indent=2, ensure_ascii=False), language="json", wrap_lines=True)
+    extra = _extra(step)
+    with st.expander("Verification and other recorded fields", expanded=False):
+        if extra is None:
+            st.caption("Nothing else was recorded for this step.")
+        elif isinstance(extra, str):
+            st.code(extra, language=None, wrap_lines=True)
+        else:
+            st.code(json.dumps(extra, indent=2, ensure_ascii=False), language="json", wrap_lines=True)
+
+
+def _text_block(value: Any, empty: str) -> None:
+    value = _value(value)
+    if not value:
+        st.caption(empty)
+        return
+    st.caption(f"{len(value):,} characters")
+    st.code(str(value), language=None, wrap_lines=True)

@@ -1,0 +1,307 @@
+"""Explorer: the slice's runs, one run's dependency graph with ground truth and a detector's flags,
+its steps in full, the judges' picks, and text search. The URL holds the whole view."""
+from __future__ import annotations
+
+import streamlit as st
+
+from components.shell import ensure_app_navigation
+
+ensure_app_navigation()
+
+import pandas as pd
+
+from auditatlas import graph as tg
+from components import cached, judges_strip, step_detail, trace_graph
+from components import explorer_links as links
+from components import explorer_lists as lists
+from components.safe import md
+
+slice_ = st.session_state.get("slice", {})
+state = links.read(st.query_params)
+SEARCH_PAGE_SIZE = 50
+SNIPPET_CONTEXT = 60
+
+
+# ---------------------------------------------------------------------------------------------
+# URL updates (widget callbacks run before the next script run, so the URL stays the one truth)
+
+
+def _update(**changes) -> None:
+    current = links.read(st.query_params)
+    for name, value in changes.items():
+        setattr(current, name, value)
+    links.write(st.query_params, current)
+
+
+def open_run(run_id: str) -> None:
+    _update(run=run_id, step=None, expand=[])
+
+
+def open_step(run_id: str, step: int) -> None:
+    _update(run=run_id, step=step, expand=[])
+
+
+def _from_widget(key: str, name: str) -> None:
+    _update(**{name: st.session_state[key]})
+
+
+def _rule_changed() -> None:
+    mode, value = st.session_state["explorer_rule"], st.session_state["explorer_rule_value"]
+    if mode == "top_k":
+        _update(top_k=int(value) if value is not None else None, threshold=None)
+    else:
+        _update(threshold=float(value) if value is not None else None, top_k=None)
+
+
+def _rule_mode_changed() -> None:
+    mode = st.session_state["explorer_rule"]
+    if mode == "top_k":
+        _update(top_k=links.DEFAULT_TOP_K, threshold=None)
+    else:
+        _update(threshold=st.session_state.get("explorer_threshold_default", 0.5), top_k=None)
+
+
+# ---------------------------------------------------------------------------------------------
+
+st.title("Explorer")
+st.caption("Pick a run to see its dependency graph: steps in trace order, one lane per scope, "
+           "ground truth on every step and, for a chosen prediction set, which steps it flags. "
+           "The URL keeps the whole view: copy it to share exactly this.")
+for problem in state.problems:
+    st.warning(problem)
+
+# --- The run list ----------------------------------------------------------------------------
+with st.expander("Runs of the slice", expanded=state.run is None):
+    request = lists.run_list_controls(cached.query("slice_options"))
+    if request.needs_counts:
+        total_page = cached.query("explorer_runs_by_counts", {
+            "slice": slice_, **request.params, "limit": 1, "offset": 0})
+        total = int(total_page["total"].iloc[0]) if len(total_page) else 0
+    else:
+        count_params = {k: v for k, v in request.params.items() if k not in ("sort", "descending")}
+        total = int(cached.query("explorer_runs_count", {"slice": slice_, **count_params})["total"].iloc[0])
+    page, pages = lists.page_number("runs_page", total, request.page_size)
+    params = {"slice": slice_, **request.params, "limit": request.page_size, "offset": (page - 1) * request.page_size}
+    runs_page = cached.query("explorer_runs_by_counts" if request.needs_counts else "explorer_runs", params)
+    if total == 0:
+        st.info("No run of the slice passes these filters.")
+    else:
+        st.caption(f"{total:,} runs; page {page} of {pages}. Select a row to open the run.")
+        lists.run_table(runs_page.drop(columns=["total"], errors="ignore"), state.run, "runs-table", open_run)
+    lists.pager("runs_page", pages)
+
+# --- Text search -----------------------------------------------------------------------------
+with st.expander("Search the slice's step text", expanded=bool(state.q)):
+    actions_in_slice = cached.query("explorer_actions", {"slice": slice_})["action"].tolist()
+    unknown_actions = [a for a in state.actions if a not in actions_in_slice]
+    if unknown_actions:
+        st.warning("The slice has no step of action " + ", ".join(f"'{md(a)}'" for a in unknown_actions)
+                   + "; the search leaves that filter out.")
+    st.session_state["search_q"] = state.q
+    st.session_state["search_actions"] = [a for a in state.actions if a in actions_in_slice]
+    s1, s2, s3 = st.columns([3, 2, 1])
+    s1.text_input("Phrase (case-insensitive)", key="search_q", on_change=_from_widget, args=("search_q", "q"),
+                  placeholder="e.g. compass, TOOL_RESULT, exitcode")
+    s2.multiselect("Actions", actions_in_slice, key="search_actions", on_change=_from_widget,
+                   args=("search_actions", "actions"))
+    field = s3.selectbox("Look in", ["both", "input", "output"], key="search_field")
+    if state.q:
+        search_params = {"slice": slice_, "regex": lists.phrase_regex(state.q), "phrase": state.q,
+                         "actions": st.session_state["search_actions"], "field": field, "context": SNIPPET_CONTEXT}
+        first = cached.query("explorer_search", {**search_params, "limit": 1, "offset": 0})
+        n_hits = int(first["total"].iloc[0]) if len(first) else 0
+        hit_page, hit_pages = lists.page_number("search_page", n_hits, SEARCH_PAGE_SIZE)
+        hits = cached.query("explorer_search", {**search_params, "limit": SEARCH_PAGE_SIZE,
+                                                "offset": (hit_page - 1) * SEARCH_PAGE_SIZE})
+        if hits.empty:
+            st.info("No step of the slice contains this phrase.")
+        else:
+            st.caption(f"{n_hits:,} steps match; page {hit_page} of {hit_pages}. "
+                       "Select a row to open that step here, or follow its link.")
+            base = links.page_base(st.context.url)
+            hit_links = [links.link(slice_, state, base=base, run=r, step=int(s), expand=[])
+                         for r, s in zip(hits["run"], hits["step"])]
+            lists.search_table(hits, hit_links, "search-table", open_step)
+        lists.pager("search_page", hit_pages)
+
+
+# --- The open run ----------------------------------------------------------------------------
+
+
+def rule_controls(run_sets: pd.DataFrame) -> tuple[str | None, tg.DecisionRule | None]:
+    """Prediction set and decision rule; returns the chosen set and rule (or None, None)."""
+    ids = run_sets["set_id"].tolist()
+    chosen = state.set_id if state.set_id in ids else None
+    if state.set_id and chosen is None:
+        known = cached.query("explorer_set", {"set": state.set_id})
+        if known.empty:
+            st.warning(f"The store holds no prediction set '{md(state.set_id)}'; no detector is drawn.")
+        else:
+            st.warning(f"Prediction set '{md(state.set_id)}' scores no step of this run; no detector is drawn.")
+    c1, c2, c3 = st.columns([4, 2, 2])
+    st.session_state["explorer_set"] = chosen
+    c1.selectbox("Prediction set (detector or judge)", [None] + ids, key="explorer_set", placeholder="none",
+                 format_func=lambda s: "none" if s is None else s, on_change=_from_widget, disabled=not ids,
+                 args=("explorer_set", "set_id"),
+                 help="Step-level prediction sets that score this run.")
+    if chosen is None:
+        if not ids:
+            c2.caption("No prediction set in the store scores this run.")
+        return None, None
+    row = run_sets.loc[run_sets["set_id"] == chosen].iloc[0]
+    st.session_state["explorer_threshold_default"] = float(row["max_score"])
+    rule = state.rule
+    mode = "top_k" if "top_k" in rule else "threshold"
+    st.session_state["explorer_rule"] = mode
+    c2.selectbox("Flag", ["top_k", "threshold"], key="explorer_rule", on_change=_rule_mode_changed,
+                 format_func={"top_k": "top-k steps of the run", "threshold": "steps scoring ≥ a cut"}.get)
+    if mode == "top_k":
+        st.session_state["explorer_rule_value"] = int(rule["top_k"])
+        c3.number_input("k", min_value=0, step=1, key="explorer_rule_value", on_change=_rule_changed,
+                        help="Flag the k steps the set ranks highest in this run.")
+        return chosen, tg.DecisionRule(top_k=int(rule["top_k"]))
+    st.session_state["explorer_rule_value"] = float(rule["threshold"])
+    c3.number_input("score cut", key="explorer_rule_value", on_change=_rule_changed, format="%.4g",
+                    help=f"Flag steps scoring at least this. Scores on this run: "
+                         f"{row['min_score']:.4g} to {row['max_score']:.4g}.")
+    return chosen, tg.DecisionRule(threshold=float(rule["threshold"]))
+
+
+def steps_frame(g) -> pd.DataFrame:
+    rows = []
+    for n, d in sorted(g.nodes(data=True)):
+        if d.get("kind") != "step":
+            continue
+        cell = d.get("outcome") or ("flagged" if d.get("flagged") else None)
+        scope = "run" if d.get("scope") == g.graph.get("run_id") else d.get("scope")
+        rows.append({"step": n, "truth": d["truth"] + (" ★" if d.get("decisive") else ""), "detector": cell,
+                     "chain role": d.get("role"), "action": d.get("action"), "agent": d.get("agent"), "scope": scope,
+                     "score": d.get("score"), "rank": d.get("rank"), "error": d.get("error_code")})
+    return pd.DataFrame(rows)
+
+
+def step_table(frame: pd.DataFrame, selected: int | None, run_id: str) -> None:
+    key = f"steps-{abs(hash((run_id, selected)))}"
+
+    def chosen() -> None:
+        picked = st.session_state[key]["selection"]["rows"]
+        if picked:
+            _update(step=int(frame.iloc[picked[0]]["step"]))
+
+    st.dataframe(frame, hide_index=True, key=key, on_select=chosen, selection_mode="single-row",
+                 selection_default={"selection": {"rows": [selected]}} if selected is not None else None,
+                 width="stretch", height=min(38 + 35 * len(frame), 560), placeholder="—",
+                 column_config={"step": st.column_config.NumberColumn("step", width="small"),
+                                "score": st.column_config.NumberColumn("score", format="%.4g")})
+
+
+def run_view(run: pd.Series) -> None:
+    run_id = str(run["run_id"])
+    n = int(run["n_steps"])
+    st.subheader("Run")
+    st.code(run_id, language=None)
+    facts = [f"corpus {md(run['corpus'])}"]
+    for col in ("backbone", "difficulty", "domain"):
+        if pd.notna(run.get(col)):
+            facts.append(f"{col} {md(run[col])}")
+    facts += [f"outcome **{md(run['outcome'])}**", f"{n} steps", f"{int(run['labeled_steps'])} labeled",
+              f"{int(run['anomalous_steps'])} anomalous", f"chain length {int(run['chain_length'])}",
+              f"{int(run['n_scopes'])} scope(s)"]
+    st.markdown(" · ".join(facts))
+    st.caption(f"Labels: {md(run['label_process'])}.")
+    in_slice = all(not v or str(run.get(c)) in [str(x) for x in v] for c, v in slice_.items())
+    if not in_slice:
+        st.caption("This run lies outside the sidebar slice (the link names it directly).")
+
+    selected = state.step
+    if selected is not None and not 0 <= selected < n:
+        st.warning(f"This run has {n} steps (0 to {n - 1}); the link's step {md(state.step_text)} is not one of them, "
+                   "so no step is open.")
+        selected = None
+
+    steps = cached.query("explorer_steps", {"run": run_id})
+    edges = cached.query("explorer_edges", {"run": run_id})
+    run_sets = cached.query("explorer_run_sets", {"run": run_id})
+    set_id, rule = rule_controls(run_sets)
+    scores = cached.query("explorer_scores", {"run": run_id, "set": set_id}) if set_id else None
+
+    g = tg.build(steps, edges, run_id)
+    tg.mark(g, scores, rule)
+    scopes = tg.scopes_in_order(g)
+    selected_scope = g.nodes[selected]["scope"] if selected is not None else None
+
+    o1, o2, o3 = st.columns([2, 3, 3])
+    st.session_state["explorer_color"] = state.color
+    o1.selectbox("Fill by", ["agent", "action"], key="explorer_color", on_change=_from_widget,
+                 args=("explorer_color", "color"))
+    has_context = any(d.get("kind") == tg.INFERRED_CONTEXT_KIND and d.get("provenance") == "inferred"
+                      for _, _, d in g.edges(data=True))
+    if has_context:
+        st.session_state["explorer_context"] = state.context
+        o2.toggle("Show inferred full-context edges", key="explorer_context", on_change=_from_widget,
+                  args=("explorer_context", "context"),
+                  help="Every step of this corpus saw the whole earlier history; those n(n-1)/2 edges are "
+                       "inferred, not recorded, and hide the hand-off chain, so they start hidden.")
+    collapsed: list[str] = []
+    if n > tg.COLLAPSE_ABOVE:
+        unknown = [s for s in state.expand if s not in scopes]
+        if unknown:
+            st.warning("This run has no scope " + ", ".join(f"'{md(s)}'" for s in unknown) + "; it stays collapsed.")
+        st.session_state["explorer_expand"] = [s for s in state.expand if s in scopes]
+        o3.multiselect("Open scopes", scopes, key="explorer_expand", on_change=_from_widget,
+                       args=("explorer_expand", "expand"),
+                       help=f"Runs over {tg.COLLAPSE_ABOVE} steps start with each scope collapsed to one node.")
+        keep = set(st.session_state["explorer_expand"]) | ({selected_scope} if selected_scope else set())
+        collapsed = tg.default_collapsed(g, keep_open=keep)
+        if collapsed:
+            st.caption(f"{len(collapsed)} of {len(scopes)} scopes are collapsed (over {tg.COLLAPSE_ABOVE} steps); "
+                       "open them above" + (", the open step's scope is shown." if selected_scope else "."))
+
+    if rule is not None:
+        c = tg.confusion(g)
+        st.caption(f"{rule.describe()}: TP {c['TP']} · FP {c['FP']} · FN {c['FN']} · TN {c['TN']}"
+                   + (f" · {c['flagged_unlabeled']} flagged step(s) unlabeled" if c["flagged_unlabeled"] else "")
+                   + ". Unlabeled steps are neither right nor wrong.")
+
+    lanes = tg.lane_count(tg.collapse(g, collapsed)) if collapsed else len(scopes)
+    height = int(min(max(260, 105 * lanes + 160), 720))
+    left, right = st.columns([3, 2])
+    with left:
+        page = trace_graph.cached_page(steps, edges, scores, rule.top_k if rule else None,
+                                       rule.threshold if rule else None, run_id, selected, state.color,
+                                       state.context, tuple(collapsed), height, rule is not None)
+        trace_graph.draw(page)
+    with right:
+        frame = steps_frame(g)
+        step_table(frame, selected, run_id)
+        options = [None] + list(range(n))
+        st.session_state["explorer_step"] = selected
+        st.selectbox("Step", options, key="explorer_step", on_change=_from_widget, args=("explorer_step", "step"), placeholder="none",
+                     format_func=lambda i: "none" if i is None else f"{i} · {frame.loc[i, 'action']} · {frame.loc[i, 'truth']}")
+
+    st.subheader("Step detail")
+    if selected is None:
+        st.info("Choose a step in the table or the selector to read it in full.")
+    else:
+        step_row = cached.query("explorer_step", {"run": run_id, "step": selected})
+        step_scores = cached.query("explorer_step_scores", {"run": run_id, "step": selected})
+        step_detail.draw(step_row.iloc[0].to_dict(), step_scores, key=f"detail-{selected}")
+
+    decisive = next((n_ for n_, d in g.nodes(data=True) if d.get("decisive")), None)
+    judges = cached.query("explorer_judges", {"run": run_id, "run_key": run.get("run_key"),
+                                              "legacy_key": run.get("legacy_key"), "corpus": run["corpus"]})
+    if not judges.empty:
+        st.subheader("Judges on this run")
+        judges_strip.draw(judges, n, decisive, key=f"judges-{abs(hash(run_id))}")
+
+
+if state.run:
+    found = cached.query("explorer_run", {"run": state.run})
+    if found.empty:
+        st.warning(f"The store holds no run with id '{md(state.run)}'; choose one in the run list above.")
+    else:
+        run_view(found.iloc[0])
+
+st.subheader("Link to this view")
+st.caption("Copy it with the button at its right; opened fresh, it shows exactly this view.")
+st.code(links.link(slice_, state, base=links.page_base(st.context.url)), language=None, wrap_lines=True)
