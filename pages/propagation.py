@@ -1,0 +1,287 @@
+"""Propagation: how one failed step leads to later failures (heatmaps per backbone, the chains
+behind a cell, a chain browser, recall by chain role, failure modes, silent vs loud)."""
+from __future__ import annotations
+
+import streamlit as st
+
+from components.shell import ensure_app_navigation
+
+ensure_app_navigation()
+
+from auditatlas import propagation as P
+from components import cached
+from components import propagation_view as view
+from components.charts import rate_heatmap
+from components.filters import describe
+from components.safe import md, plotly as esc
+from components.tables import table
+
+slice_ = st.session_state.get("slice", {})
+CHART_KEY = "propagation-heatmap"
+CELL_KEYS = ("cell_backbone", "src_action", "later_action")
+
+
+def q(query: P.Query):
+    return cached.query(*query)
+
+
+st.title("Propagation")
+st.caption("Within one scope (the same run and puzzle; the run for corpora without puzzles), does a failed step "
+           "come with later failures? A chain is the sorted failed steps of one scope when there are at least two: "
+           "the first is its origin, the last its down step, the rest mid (MAADBench Figures 4, 8 and 11).")
+
+sources = q(P.sources_query(slice_))
+corpora = P.corpora(sources, q(P.corpora_query(slice_)))
+if corpora.empty:
+    st.warning("This slice holds no runs. Widen the filters in the sidebar.")
+    st.stop()
+status = P.chain_status(corpora)
+chains_in_slice = int(corpora["chains"].sum())
+st.markdown(f"**{md(describe(slice_))}**: {int(corpora['runs'].sum()):,} runs, {int(corpora['steps'].sum()):,} steps, "
+            f"{int(corpora['failed_steps'].sum()):,} failed steps, {chains_in_slice:,} chains.")
+for corpus, reason in status.reasons.items():
+    st.caption(f"{md(corpus)} has no chains here: {md(reason)}.")
+known = cached.query("corpora")
+simulated = sorted(set(known.loc[known["kind"] == "simulated", "corpus"]) & set(corpora["corpus"]))
+if simulated:
+    st.caption(f"Simulated data ({md(', '.join(simulated))}): explore the tool with it, do not cite its numbers.")
+
+tabs = st.tabs(["Heatmap", "Chains", "Recall by role", "Failure modes"], key="tab", bind="query-params")
+
+
+def no_chains() -> None:
+    st.info("There are no propagation chains in this slice: no scope holds two or more failed steps "
+            "(see the reasons above), so there is no heatmap, chain or role to show. "
+            "Silent vs loud (below, on the Heatmap tab) and the Failure modes tab still apply.")
+
+
+# --- Heatmap, the chains behind a cell, silent vs loud -----------------------------------------
+
+
+def select_cell_from_chart() -> None:
+    """Chart click → the three cell selectors (they are bound to the URL, so the link follows)."""
+    cell = view.selected_cell(st.session_state.get(CHART_KEY))
+    if cell:
+        for key, value in zip(CELL_KEYS, cell):
+            st.session_state[key] = value
+        st.session_state["cell_page"] = 1
+
+
+def reset_cell_page() -> None:
+    st.session_state["cell_page"] = 1
+
+
+def heatmap_section() -> None:
+    cells = P.heatmap(sources, q(P.heatmap_query(slice_)), q(P.possible_query()))
+    st.subheader("Propagation heatmap per backbone (MAADBench Figure 4)")
+    st.caption("Cell = share of failed steps of the row's action followed, later in the same scope, by at least one "
+               "failed step of the column's action. n under a row = its failed source steps. \"–\": the action never "
+               "failed for that backbone. Grey: no scope in the store has the column's action after the row's, so "
+               "the pair cannot occur. Click a cell to list its chains.")
+    st.plotly_chart(view.heatmaps(cells), key=CHART_KEY, on_select=select_cell_from_chart,
+                    selection_mode="points", config={"displayModeBar": False})
+    legend = ", ".join(f"{P.action_label(a)} = {a}" for a in P.action_order(cells["src_action"])
+                       if P.action_label(a) != a)
+    if legend:
+        st.caption(md(legend))
+    with st.expander("Every cell with its counts"):
+        table(cells.assign(rate_pct=(100 * cells["rate"]).round(1)).drop(columns="rate"), "propagation-heatmap")
+    cell_section(cells)
+    silent_section()
+
+
+def cell_section(cells) -> None:
+    st.subheader("Chains behind a cell")
+    backbones = sorted(cells["backbone"].unique())
+    acts = P.action_order(cells["src_action"])
+    c1, c2, c3 = st.columns(3)
+    backbone = c1.selectbox("Backbone", backbones, index=None, key="cell_backbone", bind="query-params",
+                            on_change=reset_cell_page)
+    src = c2.selectbox("Failed source action", acts, index=None, key="src_action", bind="query-params",
+                       on_change=reset_cell_page)
+    later = c3.selectbox("Later failed action", acts, index=None, key="later_action", bind="query-params",
+                         on_change=reset_cell_page)
+    if not (backbone and src and later):
+        st.caption("Click a heatmap cell, or choose a backbone and both actions, to list the chains behind it.")
+        return
+    cell = cells[(cells["backbone"] == backbone) & (cells["src_action"] == src) & (cells["later_action"] == later)]
+    page = st.columns([1, 4])[0].number_input("Page", min_value=1, step=1, key="cell_page", bind="query-params")
+    rows, total, page = paged(lambda n: P.cell_chains_query(slice_, backbone, src, later, page=n), int(page))
+    if not cell.empty and int(cell["failed"].iloc[0]) > 0:
+        c = cell.iloc[0]
+        st.markdown(f"**{md(backbone)}**: {int(c.followed):,} of {int(c.failed):,} failed {md(src)} steps "
+                    f"({100 * c.rate:.1f}%) are followed by a failed {md(later)} step in their scope.")
+    if total == 0:
+        st.info("No chain behind this cell: no failed step of the source action is followed by a failed step of "
+                "the later action in this slice.")
+        return
+    st.caption(f"Page {int(page)} of {P.page_count(total)} ({total:,} source steps); each links to the trace "
+               "explorer at the source step.")
+    table(P.chain_table(rows, "source_step"), "cell-chains", column_config=_link_config())
+
+
+def silent_section() -> None:
+    st.subheader("Silent vs loud (MAADBench Table 4)")
+    counts = q(P.silent_query(slice_))
+    if counts.empty:
+        st.info("No failed step in this slice.")
+        return
+    st.caption("An anomaly is silent when its puzzle (or, without puzzles, its run) still succeeded; loud when it "
+               "failed. Formatting errors are counted apart. Cell: silent share of action failures, n = failures.")
+    by_action = P.silent_by_action(counts)
+    shown = by_action.assign(backbone=by_action["backbone"].map(esc),
+                             action=by_action["action"].map(lambda a: esc(P.action_label(a))))
+    left, right = st.columns([3, 2], gap="large")
+    with left:
+        st.plotly_chart(rate_heatmap(shown, "backbone", "action", "silent_pct", "action_failures",
+                                     col_order=[esc(P.action_label(a)) for a in P.action_order(counts["action"])],
+                                     colorscale="Blues"), key="silent-heatmap")
+    with right:
+        by_backbone = P.silent_by_backbone(counts)
+        table(by_backbone[["backbone", "action_failures", "silent_pct", "format_errors", "format_silent_pct",
+                           "anomalies_without_scope_outcome"]].round(1),
+              "silent-by-backbone", caption="Per backbone: silent % of action failures and of formatting errors")
+    with st.expander("Per backbone and action, with counts"):
+        table(by_action.round(1), "silent-by-action")
+
+
+def paged(query_for_page, page: int):
+    """Rows of ``page`` with the total before paging; a page past the end falls back to page 1."""
+    rows = q(query_for_page(page))
+    total = P.total_rows(rows)
+    if total == 0 and page > 1:
+        rows = q(query_for_page(1))
+        total = P.total_rows(rows)
+        if total:
+            st.warning(f"Page {page} is past the last page ({P.page_count(total)}); showing page 1.")
+        page = 1
+    return rows, total, page
+
+
+def _link_config() -> dict:
+    return {"explorer": st.column_config.LinkColumn("explorer", display_text="open step",
+                                                    help="The trace explorer at this step")}
+
+
+# --- Chain browser ----------------------------------------------------------------------------
+
+
+def chains_section() -> None:
+    lengths = q(P.chain_lengths_query(slice_))
+    st.subheader("Chain lengths per backbone")
+    st.caption("Over every chain of the slice (the browser's filters below do not apply); hover for counts.")
+    st.plotly_chart(view.length_distribution(lengths), key="chain-lengths")
+    st.subheader("Chain browser")
+    origins = P.action_order(lengths["origin_action"])
+    longest = int(lengths["length"].max())
+    c1, c2 = st.columns([2, 1])
+    chosen = c1.multiselect("Origin action", origins, key="origin", bind="query-params",
+                            on_change=lambda: st.session_state.update(chain_page=1))
+    if longest > 2:
+        low, high = c2.slider("Length", min_value=2, max_value=longest, value=(2, longest), key="length",
+                              bind="query-params", on_change=lambda: st.session_state.update(chain_page=1))
+    else:
+        low = high = 2
+        c2.caption("Every chain here has length 2.")
+    page = st.columns([1, 4])[0].number_input("Page", min_value=1, step=1, key="chain_page", bind="query-params")
+    rows, total, page = paged(lambda n: P.chains_query(slice_, chosen, low, high, page=n), int(page))
+    if total == 0:
+        st.info("No chain matches these filters.")
+        return
+    st.caption(f"Page {int(page)} of {P.page_count(total)} ({total:,} chains); each links to the trace explorer "
+               "at its origin step.")
+    table(P.chain_table(rows, "origin_step"), "chains", column_config=_link_config())
+
+
+# --- Recall by role -----------------------------------------------------------------------------
+
+
+def roles_section() -> None:
+    st.subheader("Recall by chain role (MAADBench Figures 8 and 11)")
+    sets = q(P.step_sets_query(slice_))
+    sets = sets[sets["corpus"].isin(status.chain_corpora)]
+    if sets.empty:
+        st.info("No step-level prediction set about the corpora with chains in this slice. Load one with "
+                "`auditatlas ingest predictions` or re-score a detector.")
+        return
+    c1, c2 = st.columns([1, 1])
+    mode = c1.segmented_control("Threshold", ["own labels", "top k%"], default="own labels", key="threshold",
+                                bind="query-params", required=True)
+    top_k = None
+    if mode == "top k%":
+        top_k = c2.number_input("k (% of the set's scored steps in the slice)", min_value=0.1, max_value=100.0,
+                                value=10.0, step=1.0, key="top_k", bind="query-params")
+    rows = q(P.role_recall_query(slice_, top_k))
+    per_set = P.role_recall(rows)
+    if per_set.empty:
+        st.info("The step-level sets here flag nothing on the anomalous steps of this slice"
+                + (" (they carry no labels of their own: try top k%)." if top_k is None else "."))
+        return
+    st.caption(("Flagged = the set's own label. " if top_k is None else
+                f"Flagged = score among the top {top_k:g}% of the set's scored steps in the slice (ties at the cut "
+                "all flagged). ")
+               + "Recall on a role = share of its anomalous steps flagged; in isolation = the same actions' recall "
+               "over all anomalies, weighted by the role's action mix; delta = role - isolation. Training rows "
+               "(split 'train') are left out.")
+    averages = P.role_averages(per_set, sets)
+    left, right = st.columns([2, 3], gap="large")
+    with left:
+        st.plotly_chart(view.role_recall_bars(averages), key="role-bars")
+    with right:
+        shown = averages.assign(role=averages["role"].map(lambda r: P.ROLE_NAMES[str(r)]))
+        table(_pct(shown, ["recall", "isolation_recall", "delta"]), "role-averages",
+              caption="Per role, mean over detectors in % (each detector's seeds averaged first)")
+    wide = per_set.pivot(index="set_id", columns="role", values=["recall", "delta"])
+    wide.columns = [f"{P.ROLE_NAMES[str(role)].lower()}_{metric}" for metric, role in wide.columns]
+    wide = wide.reset_index().merge(sets[["set_id", "method", "seed"]], on="set_id", how="left")
+    totals = per_set.groupby("set_id", as_index=False)[["scored_steps", "flagged_steps"]].first()
+    wide = wide.merge(totals, on="set_id")
+    ordered = ["set_id", "method", "seed"] + [f"{r}_{m}" for r in ("origin", "mid", "down") for m in ("recall", "delta")
+                                               if f"{r}_{m}" in wide.columns] + ["scored_steps", "flagged_steps"]
+    table(_pct(wide[ordered], [c for c in ordered if c.endswith(("_recall", "_delta"))]), "role-recall-per-set",
+          caption="Per prediction set (recall and delta in %)")
+    table(_pct(per_set.assign(role=per_set["role"].astype(str)), ["recall", "isolation_recall", "delta"]),
+          "role-recall-long", caption="Per set and role, with counts")
+
+
+def _pct(frame, columns):
+    out = frame.copy()
+    for c in columns:
+        out[c] = (100 * out[c].astype(float)).round(1)
+    return out
+
+
+# --- Failure modes ------------------------------------------------------------------------------
+
+
+def failure_modes_section() -> None:
+    st.subheader("MAST failure modes per backbone")
+    rows = q(P.failure_modes_query(slice_))
+    if rows.empty:
+        st.info("No failed step in this slice.")
+        return
+    modes = P.failure_modes(rows)
+    st.caption("Share of each backbone's failed steps per failure mode; FM-5 is error propagation (a failure after an "
+               "earlier failure in the same scope, the cascade). \"not recorded\": the trace gives no mode.")
+    st.plotly_chart(view.failure_mode_bars(modes), key="failure-modes")
+    table(modes.round(1), "failure-modes")
+    with st.expander("Error codes behind each failure mode"):
+        table(P.failure_mode_codes(rows), "failure-mode-codes")
+
+
+for name, tab in zip(["Heatmap", "Chains", "Recall by role", "Failure modes"], tabs):
+    if not tab.open:
+        continue
+    with tab:
+        if name == "Failure modes":
+            failure_modes_section()
+        elif not status.has_chains:
+            no_chains()
+            if name == "Heatmap":
+                silent_section()
+        elif name == "Heatmap":
+            heatmap_section()
+        elif name == "Chains":
+            chains_section()
+        else:
+            roles_section()

@@ -1,0 +1,30 @@
+-- Per corpus of the slice: runs and how its failed steps fall into scopes. A corpus forms
+-- chains only when some scope holds two or more failed steps; one whose runs carry a single
+-- decisive step (Who&When) or no step labels (tau-bench) cannot, and the page says so instead
+-- of drawing an empty map. Step counts and label sources come from propagation_sources
+-- (auditatlas.propagation.corpora joins the two), so the steps are scanned once.
+WITH @slice,
+run_counts AS (
+    SELECT corpus, count(*) AS runs FROM sliced_runs GROUP BY ALL
+),
+failures_per_scope AS (
+    SELECT corpus, run_id, scope, count(*) AS failed_steps
+    FROM sliced_steps
+    WHERE label = 1
+    GROUP BY ALL
+),
+chain_counts AS (
+    SELECT corpus,
+           count(*) AS scopes_with_failures,
+           count(*) FILTER (WHERE failed_steps >= 2) AS chains,
+           max(failed_steps) AS max_failures_in_scope
+    FROM failures_per_scope
+    GROUP BY ALL
+)
+SELECT r.corpus, r.runs,
+       coalesce(c.scopes_with_failures, 0) AS scopes_with_failures,
+       coalesce(c.chains, 0) AS chains,
+       coalesce(c.max_failures_in_scope, 0) AS max_failures_in_scope
+FROM run_counts r
+LEFT JOIN chain_counts c USING (corpus)
+ORDER BY r.corpus

@@ -1,0 +1,50 @@
+-- Recall by chain role with each set's own decision (pred_label = 1 flags a step); steps
+-- the set leaves without a label are not scored.
+-- MAADBench Figures 8 and 11. Roles follow auditatlas/chains.py: the failed steps of one
+-- scope, sorted, form a chain when there are at least two; the first is origin, the last
+-- down, the rest mid (role NULL: a failure alone in its scope). Only corpora with a chain
+-- in the slice, only step-level sets about them, and no training rows (split 'train').
+-- One row per (set, anomalous, role, action): steps the set scored and how many it flagged;
+-- summed over a set, the rows give its scored and flagged steps in the slice. One pass: the
+-- scored steps are left-joined to the anomalies (a join per output is about 25% slower).
+WITH @slice,
+failed AS (
+    SELECT corpus, run_id, step_idx, coalesce(action, '(none)') AS action,
+           count(*) OVER scope_window AS failures,
+           min(step_idx) OVER scope_window AS first_idx,
+           max(step_idx) OVER scope_window AS last_idx
+    FROM sliced_steps
+    WHERE label = 1
+    WINDOW scope_window AS (PARTITION BY run_id, scope)
+),
+chain_corpora AS (
+    SELECT DISTINCT corpus FROM failed WHERE failures >= 2
+),
+anomalies AS (
+    SELECT run_id, step_idx, action,
+           CASE WHEN failures < 2 THEN NULL
+                WHEN step_idx = first_idx THEN 'origin'
+                WHEN step_idx = last_idx THEN 'down'
+                ELSE 'mid' END AS role
+    FROM failed
+    WHERE corpus IN (SELECT corpus FROM chain_corpora)
+),
+sets AS (
+    SELECT set_id FROM prediction_sets
+    WHERE granularity = 'step' AND corpus IN (SELECT corpus FROM chain_corpora)
+),
+scored AS (
+    SELECT p.set_id, p.run_id, p.step_idx, p.pred_label = 1 AS flagged
+    FROM predictions p
+    WHERE p.set_id IN (SELECT set_id FROM sets)
+      AND p.step_idx IS NOT NULL
+      AND coalesce(p.split, 'all') <> 'train'
+      AND p.pred_label IS NOT NULL
+      AND p.run_id IN (SELECT run_id FROM sliced_runs)
+)
+SELECT s.set_id, a.run_id IS NOT NULL AS anomalous, a.role, a.action,
+       count(*) AS steps, count(*) FILTER (WHERE s.flagged) AS flagged
+FROM scored s
+LEFT JOIN anomalies a ON a.run_id = s.run_id AND a.step_idx = s.step_idx
+GROUP BY ALL
+ORDER BY ALL
