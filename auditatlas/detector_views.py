@@ -1,0 +1,548 @@
+"""Detector views: per-action AUROC grid, overall comparison, and cost beside accuracy.
+
+MAADBench Figures 6, 5 and 10 (definitions in specs/analyses.md), computed on whatever
+step-level prediction sets the store holds for one corpus: re-scored sets and released ones
+(imported CSVs, Who&When judge sets) alike, because a view never has a special path for
+"my" predictions.
+
+The heavy work (joining every prediction to its step, counting positives and negatives,
+the Mann-Whitney rank sum behind every ROC-AUC, thresholds and confusion counts) runs in
+DuckDB through the named queries ``grid_*`` and ``detector_*``; this module only combines
+the small per-set frames they return: means and standard deviations over seeds, undefined
+cells with their reason, the test against the random baseline, cost from provenance.
+
+A *detector* is a method with its feature set (and, for judges, protocol and model); its
+prediction sets are the seeds' replicates. No Streamlit here: callers pass ``query``, a
+function ``(name, params) -> DataFrame`` (``components.cached.query`` in the app,
+``queries.run`` bound to a store in tests and benchmarks).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+from urllib.parse import urlencode
+
+import numpy as np
+import pandas as pd
+
+from . import actions
+
+QueryFn = Callable[[str, Mapping[str, Any]], pd.DataFrame]
+
+ALL_BACKBONES = "(all backbones)"
+ALL_ACTIONS = "(all actions)"
+THRESHOLD_MODES = ("own", "top_k")
+DEFAULT_TOP_K = 10.0
+# A paired t-test on two seeds has one degree of freedom: its p-value says more about the
+# two draws than about the detector. Below three replicates we say the test is not possible.
+MIN_SEEDS_FOR_TEST = 3
+ALPHA = 0.05
+METRICS = ("auc", "f1", "accuracy", "balanced_accuracy", "silent_recall", "loud_recall")
+METRIC_LABELS = {
+    "auc": "ROC-AUC", "f1": "F1", "accuracy": "accuracy", "balanced_accuracy": "balanced accuracy",
+    "silent_recall": "recall on silent anomalies", "loud_recall": "recall on loud anomalies",
+}
+SUPERVISION_ORDER = ("unsupervised", "one-class", "semi-supervised", "supervised", "zero-shot", "none")
+
+
+# ----------------------------------------------------------------------------- small helpers
+
+def explorer_link(run_id: str, step_idx: int, set_id: str) -> str:
+    """The explorer page on one step, scored by one prediction set (ids URL-encoded)."""
+    return "/explorer?" + urlencode({"run": run_id, "step": int(step_idx), "set": set_id})
+
+
+def check_threshold(mode: str, top_k: float) -> tuple[str, float]:
+    """Validate the threshold choice; a user-supplied bad value is an error with one sentence."""
+    if mode not in THRESHOLD_MODES:
+        raise ValueError(f"threshold must be one of {', '.join(THRESHOLD_MODES)}, not {mode!r}.")
+    top_k = float(top_k)
+    if not (0 < top_k <= 100):
+        raise ValueError(f"top_k must be a percentage in (0, 100], not {top_k:g}.")
+    return mode, top_k
+
+
+def is_random(method: Any, family: Any = None) -> bool:
+    """The random baseline: the engine's 'random' detector, or a released 'random' set."""
+    return str(method or "").lower() == "random" or str(family or "").lower() == "random"
+
+
+def _finite(values: Sequence[float]) -> np.ndarray:
+    arr = np.asarray([v for v in values if v is not None], dtype=float)
+    return arr[np.isfinite(arr)]
+
+
+def mean_std(values: Sequence[float]) -> tuple[float, float, int]:
+    """Mean and sample standard deviation (ddof=1) of the defined values, and how many there are.
+
+    NaN when nothing is defined; the std is NaN with a single value (no spread to estimate).
+    """
+    arr = _finite(values)
+    if arr.size == 0:
+        return math.nan, math.nan, 0
+    std = float(np.std(arr, ddof=1)) if arr.size > 1 else math.nan
+    return float(arr.mean()), std, int(arr.size)
+
+
+def fmt_mean_std(mean: float, std: float, digits: int = 3) -> str:
+    if mean is None or not np.isfinite(mean):
+        return ""
+    if std is None or not np.isfinite(std):
+        return f"{mean:.{digits}f}"
+    return f"{mean:.{digits}f} ± {std:.{digits}f}"
+
+
+def span(values: pd.Series) -> str:
+    """'12' when every seed rests on the same count, '10–14' when the seeds' test sets differ."""
+    lo, hi = int(values.min()), int(values.max())
+    return f"{lo:,}" if lo == hi else f"{lo:,}–{hi:,}"
+
+
+# ----------------------------------------------------------------------------- prediction sets
+
+def prediction_sets(query: QueryFn, corpus: str) -> pd.DataFrame:
+    """Every prediction set about ``corpus`` with its detector, provenance and whether the
+    step-level views can show it (``shown``, or ``not_shown`` with the reason)."""
+    sets = query("detector_sets", {"corpus": corpus})
+    sets["is_random"] = [is_random(m, f) for m, f in zip(sets["method"], sets["family"])]
+    step = sets["granularity"] == "step"
+    has_test = sets["n_test_predictions"] > 0
+    sets["shown"] = step & has_test
+    sets["not_shown"] = np.where(
+        ~step, "granularity " + sets["granularity"].fillna("unknown").astype(str) + ": not a step score (see Boards)",
+        np.where(~has_test, "no test predictions (split test or all)", ""))
+    return sets
+
+
+def step_sets(sets: pd.DataFrame) -> pd.DataFrame:
+    return sets[sets["shown"]].reset_index(drop=True)
+
+
+def detectors(sets: pd.DataFrame) -> pd.DataFrame:
+    """One row per detector: family, supervision, source, its sets and seeds."""
+    rows = []
+    for name, group in sets.groupby("detector", sort=True):
+        seeds = sorted(int(s) for s in group["seed"].dropna().unique())
+        rows.append({
+            "detector": name,
+            "method": group["method"].iloc[0],
+            "family": _one(group["family"]),
+            "supervision": _one(group["supervision"]),
+            "source": _one(group["source"]),
+            "is_random": bool(group["is_random"].any()),
+            "n_sets": len(group),
+            "seeds": ", ".join(map(str, seeds)) if seeds else "—",
+            "set_ids": list(group["set_id"]),
+        })
+    frame = pd.DataFrame(rows, columns=["detector", "method", "family", "supervision", "source", "is_random",
+                                        "n_sets", "seeds", "set_ids"])
+    # Columns in the order a reader compares them: by supervision, then family and name; the
+    # random baseline last, where the eye ends.
+    order = {s: i for i, s in enumerate(SUPERVISION_ORDER)}
+    frame["_s"] = frame["supervision"].map(lambda s: order.get(s, len(order)))
+    return (frame.sort_values(["is_random", "_s", "family", "detector"]).drop(columns="_s").reset_index(drop=True))
+
+
+def _one(values: pd.Series) -> str:
+    distinct = sorted(str(v) for v in values.dropna().unique())
+    if not distinct:
+        return "(none)"
+    return distinct[0] if len(distinct) == 1 else "mixed: " + ", ".join(distinct)
+
+
+def random_baseline(dets: pd.DataFrame) -> str | None:
+    """The random detector the others are tested against: the one with most seeds."""
+    rnd = dets[dets["is_random"]]
+    if rnd.empty:
+        return None
+    return str(rnd.sort_values(["n_sets", "detector"], ascending=[False, True])["detector"].iloc[0])
+
+
+# ----------------------------------------------------------------------------- the AUROC grid
+
+def undefined_reason(n_pos: pd.Series, n_neg: pd.Series) -> str:
+    """Why no seed of a cell has a ROC-AUC (it needs at least one positive and one negative)."""
+    if len(n_pos) == 0 or (n_pos.sum() + n_neg.sum()) == 0:
+        return "no scored labeled test steps"
+    if (n_pos == 0).all():
+        return "no anomalies (positives) among the test steps"
+    if (n_neg == 0).all():
+        return "no normal steps (negatives) among the test steps"
+    return "every seed lacks positives or negatives"
+
+
+SHORT_REASONS = {
+    "no scored labeled test steps": "no test steps",
+    "no anomalies (positives) among the test steps": "no positives",
+    "no normal steps (negatives) among the test steps": "no negatives",
+    "every seed lacks positives or negatives": "no positives or negatives",
+}
+
+
+def short_reason(reason: str) -> str:
+    """The reason of an undefined cell in a few words (the long table keeps the sentence)."""
+    return SHORT_REASONS.get(reason, reason)
+
+
+def aggregate_cells(per_set: pd.DataFrame, sets: pd.DataFrame) -> pd.DataFrame:
+    """Per (backbone, action, detector): mean ± std of the per-set ROC-AUCs over seeds.
+
+    ``per_set`` is the ``grid_cells`` result. Counts are per seed (a range when the seeds'
+    test sets differ). A cell none of whose seeds is defined has ``auc_mean`` NaN and a
+    ``reason``; a partly defined cell averages the defined seeds and says how many were not.
+    """
+    cols = ["backbone", "action", "detector", "auc_mean", "auc_std", "n_seeds", "n_defined", "n_pos", "n_neg",
+            "n_pos_min", "n_neg_min", "reason"]
+    if per_set.empty:
+        return pd.DataFrame(columns=cols)
+    frame = per_set.merge(sets[["set_id", "detector"]], on="set_id", how="inner")
+    rows = []
+    for (backbone, action, detector), g in frame.groupby(["backbone", "action", "detector"], sort=False):
+        mean, std, n_defined = mean_std(g["auc"].tolist())
+        reason = ""
+        if n_defined == 0:
+            reason = undefined_reason(g["n_pos"], g["n_neg"])
+        elif n_defined < len(g):
+            reason = f"{len(g) - n_defined} of {len(g)} seeds undefined (no positives or no negatives); mean of the rest"
+        rows.append({
+            "backbone": backbone, "action": action, "detector": detector,
+            "auc_mean": mean, "auc_std": std, "n_seeds": len(g), "n_defined": n_defined,
+            "n_pos": span(g["n_pos"]), "n_neg": span(g["n_neg"]),
+            "n_pos_min": int(g["n_pos"].min()), "n_neg_min": int(g["n_neg"].min()),
+            "reason": reason,
+        })
+    return pd.DataFrame(rows, columns=cols)
+
+
+def grid_means(cells: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Bottom row (mean over actions, per detector) and right column (mean over detectors,
+    per action), each over the defined cells only, with how many cells it averages."""
+    defined = cells[np.isfinite(cells["auc_mean"].astype(float))]
+    by_detector = (defined.groupby(["backbone", "detector"], as_index=False)["auc_mean"]
+                   .agg(mean="mean", n_cells="count"))
+    by_action = (defined.groupby(["backbone", "action"], as_index=False)["auc_mean"]
+                 .agg(mean="mean", n_cells="count"))
+    return by_detector, by_action
+
+
+GRID_CELL_COLUMNS = ["set_id", "backbone", "action", "n_pos", "n_neg", "auc"]
+
+
+def grid_cells(query: QueryFn, slice_: Mapping[str, Any] | None, set_ids: Sequence[str], backbones: Sequence[str],
+               actions_: Sequence[str], by_backbone: bool, by_action: bool = True) -> pd.DataFrame:
+    """One ROC-AUC per (backbone, action, set): the ``grid_cells`` query.
+
+    ``backbones`` and ``actions_`` are the labels the cells may take (the query keys cells by
+    their positions in these lists); pooled labels replace them when a dimension is pooled.
+    """
+    backbones = sorted(set(backbones)) if by_backbone else [ALL_BACKBONES]
+    actions_ = sorted(set(actions_)) if by_action else [ALL_ACTIONS]
+    if not set_ids or not backbones or not actions_:
+        return pd.DataFrame(columns=GRID_CELL_COLUMNS)
+    return query("grid_cells", {"slice": dict(slice_ or {}), "set_ids": list(set_ids), "backbones": backbones,
+                                "actions": actions_, "by_backbone": by_backbone, "by_action": by_action})
+
+
+@dataclass
+class Grid:
+    """The per-action AUROC grid of one corpus, per backbone (or pooled)."""
+
+    corpus: str
+    by_backbone: bool
+    sets: pd.DataFrame  # the step-level sets behind it
+    detectors: pd.DataFrame
+    cells: pd.DataFrame  # long form, aggregate_cells
+    per_set: pd.DataFrame  # grid_cells result (one ROC-AUC per set and cell)
+    actions: pd.DataFrame  # grid_actions: success rate per action (the row labels)
+    detector_means: pd.DataFrame
+    action_means: pd.DataFrame
+    coverage: pd.DataFrame  # detector_coverage: labeled test steps and runs per set
+    notes: list[str] = field(default_factory=list)
+
+    def rests_on(self) -> str:
+        """'N labeled test steps of M runs' (a range when the sets' test splits differ)."""
+        if self.coverage.empty:
+            return "no labeled test steps"
+        return (f"{span(self.coverage['n_steps'])} labeled test steps ({span(self.coverage['n_pos'])} anomalies) "
+                f"of {span(self.coverage['n_runs'])} runs per prediction set")
+
+    @property
+    def backbones(self) -> list[str]:
+        return sorted(self.actions["backbone"].unique().tolist()) if not self.actions.empty else []
+
+
+def compute_grid(query: QueryFn, corpus: str, slice_: Mapping[str, Any] | None, by_backbone: bool,
+                 sets: pd.DataFrame | None = None) -> Grid:
+    sets = step_sets(prediction_sets(query, corpus)) if sets is None else sets
+    slice_ = dict(slice_ or {})
+    acts = query("grid_actions", {"slice": slice_, "target_corpus": corpus, "by_backbone": by_backbone})
+    acts["action_short"] = acts["action"].map(actions.short)
+    acts["order"] = acts["action"].map(lambda a: actions.sort_key(a)[0])
+    acts = acts.sort_values(["backbone", "order", "action"]).drop(columns="order").reset_index(drop=True)
+    per_set = grid_cells(query, slice_, list(sets["set_id"]), acts["backbone"].unique().tolist(),
+                         acts["action"].unique().tolist(), by_backbone)
+    cells = aggregate_cells(per_set, sets)
+    det_means, act_means = grid_means(cells)
+    coverage = (query("detector_coverage", {"slice": slice_, "set_ids": list(sets["set_id"])}) if len(sets)
+                else pd.DataFrame(columns=["set_id", "n_steps", "n_pos", "n_runs"]))
+    notes = []
+    unlabeled_only = acts[acts["labeled_steps"] == 0]
+    if len(unlabeled_only):
+        notes.append(f"{len(unlabeled_only)} action row(s) have no labeled steps in this slice; no ROC-AUC can rest on them.")
+    return Grid(corpus, by_backbone, sets, detectors(sets), cells, per_set, acts, det_means, act_means, coverage, notes)
+
+
+def action_label(action: str) -> str:
+    short = actions.short(action)
+    return action if short == action else f"{short} · {action}"
+
+
+def wide_grid(grid: Grid, backbone: str) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, str]]:
+    """The grid of one backbone as a table a person reads: rows = actions (with success rate),
+    columns = detectors, cells 'mean ± std · n+ / n−' or '— reason'; a bottom row of means per
+    detector and a right column of means per action.
+
+    Returns the text table, a numeric table of the same shape (for colouring) and the map from
+    column title to detector name.
+    """
+    acts = grid.actions[grid.actions["backbone"] == backbone]
+    cells = grid.cells[grid.cells["backbone"] == backbone].set_index(["action", "detector"])
+    det_means = grid.detector_means[grid.detector_means["backbone"] == backbone].set_index("detector")
+    act_means = grid.action_means[grid.action_means["backbone"] == backbone].set_index("action")
+    titles = {}
+    for _, d in grid.detectors.iterrows():
+        n = d["n_sets"]
+        titles[f"{d['detector']} ({n} set{'s' if n != 1 else ''})"] = d["detector"]
+    text_rows, num_rows = [], []
+    for _, a in acts.iterrows():
+        rate = a["success_rate"]
+        text = {"action": action_label(a["action"]),
+                "success rate": "" if pd.isna(rate) else f"{100 * rate:.1f}%",
+                "labeled steps": f"{int(a['labeled_steps']):,}"}
+        num = {"action": a["action"], "success rate": np.nan, "labeled steps": np.nan}
+        for title, det in titles.items():
+            key = (a["action"], det)
+            if key in cells.index:
+                c = cells.loc[key]
+                if np.isfinite(c["auc_mean"]):
+                    partial = f" ({c['n_defined']} of {c['n_seeds']} sets)" if c["n_defined"] < c["n_seeds"] else ""
+                    text[title] = f"{fmt_mean_std(c['auc_mean'], c['auc_std'])}{partial} · {c['n_pos']}+ / {c['n_neg']}−"
+                    num[title] = c["auc_mean"]
+                else:
+                    text[title] = f"— {short_reason(c['reason'])} ({c['n_pos']}+ / {c['n_neg']}−)"
+                    num[title] = np.nan
+            else:
+                text[title] = "— no scored test steps"
+                num[title] = np.nan
+        m = act_means["mean"].get(a["action"], np.nan)
+        n = int(act_means["n_cells"].get(a["action"], 0))
+        text["mean over detectors"] = f"{m:.3f} ({n} cell{'s' if n != 1 else ''})" if np.isfinite(m) else "— no defined cell"
+        num["mean over detectors"] = m
+        text_rows.append(text)
+        num_rows.append(num)
+    bottom = {"action": "mean over actions", "success rate": "", "labeled steps": ""}
+    bottom_num = {"action": ALL_ACTIONS, "success rate": np.nan, "labeled steps": np.nan}
+    for title, det in titles.items():
+        m = det_means["mean"].get(det, np.nan)
+        n = int(det_means["n_cells"].get(det, 0))
+        bottom[title] = f"{m:.3f} ({n} action{'s' if n != 1 else ''})" if np.isfinite(m) else "— no defined cell"
+        bottom_num[title] = m
+    bottom["mean over detectors"] = ""
+    bottom_num["mean over detectors"] = np.nan
+    text_rows.append(bottom)
+    num_rows.append(bottom_num)
+    columns = ["action", "success rate", "labeled steps", *titles, "mean over detectors"]
+    return pd.DataFrame(text_rows, columns=columns), pd.DataFrame(num_rows, columns=columns), titles
+
+
+def cell_errors(query: QueryFn, set_id: str, backbone: str, action: str, slice_: Mapping[str, Any] | None,
+                threshold: str = "own", top_k: float = DEFAULT_TOP_K, limit: int = 20) -> pd.DataFrame:
+    """A cell's highest-scored false positives and lowest-scored false negatives for one set,
+    each with its explorer link. ``threshold_used`` says how the set decided."""
+    threshold, top_k = check_threshold(threshold, top_k)
+    frame = query("grid_errors", {"slice": dict(slice_ or {}), "set_id": set_id, "cell_backbone": backbone,
+                                  "cell_action": action, "threshold": threshold, "top_k": top_k, "limit": int(limit)})
+    frame["explorer"] = [explorer_link(r, s, set_id) for r, s in zip(frame["run_id"], frame["step_idx"])]
+    frame["threshold_used"] = [threshold_text(own, cut, top_k) for own, cut in zip(frame["own_labels"], frame["cut"])]
+    return frame
+
+
+def threshold_text(own_labels: Any, cut: Any, top_k: float) -> str:
+    if bool(own_labels):
+        return "its own pred_label"
+    if cut is None or (isinstance(cut, float) and math.isnan(cut)):
+        return f"top {top_k:g}% (no steps)"
+    return f"top {top_k:g}% (score ≥ {cut:.4g})"
+
+
+# ----------------------------------------------------------------------------- overall comparison
+
+def _ratio(num: float, den: float) -> float:
+    return float(num) / float(den) if den else math.nan
+
+
+def per_set_metrics(overall: pd.DataFrame, sets: pd.DataFrame, top_k: float) -> pd.DataFrame:
+    """One row per set: ROC-AUC, F1, accuracy, balanced accuracy, silent and loud recall,
+    with the counts each rests on. A metric with nothing to divide by is NaN (undefined).
+
+    ``overall`` is the ``detector_overall`` result (counts, threshold and ROC-AUC per set).
+    """
+    frame = sets[["set_id", "detector", "seed", "family", "supervision", "source", "is_random"]].merge(
+        overall, on="set_id", how="left")
+    for col in ("n_pos", "n_neg", "tp", "fp", "tn", "fn", "silent_pos", "silent_tp", "loud_pos", "loud_tp",
+                "unknown_scope_pos", "n_steps", "n_runs"):
+        frame[col] = frame[col].fillna(0).astype(int)
+    tp, fp, tn, fn = frame["tp"], frame["fp"], frame["tn"], frame["fn"]
+    frame["f1"] = [_ratio(2 * a, 2 * a + b + c) for a, b, c in zip(tp, fp, fn)]
+    frame["accuracy"] = [_ratio(a + d, a + b + c + d) for a, b, c, d in zip(tp, fp, fn, tn)]
+    frame["balanced_accuracy"] = [(_ratio(a, a + c) + _ratio(d, d + b)) / 2 for a, b, c, d in zip(tp, fp, fn, tn)]
+    frame["silent_recall"] = [_ratio(a, b) for a, b in zip(frame["silent_tp"], frame["silent_pos"])]
+    frame["loud_recall"] = [_ratio(a, b) for a, b in zip(frame["loud_tp"], frame["loud_pos"])]
+    frame["threshold_used"] = [threshold_text(o, c, top_k) if n else "" for o, c, n
+                               in zip(frame["own_labels"], frame["cut"], frame["n_steps"])]
+    return frame
+
+
+def one_tailed_vs_random(det: Mapping[Any, float], rnd: Mapping[Any, float]) -> dict[str, Any]:
+    """Is the detector's ROC-AUC above random's, over seeds? One-tailed (alternative: greater).
+
+    Seeds shared with the random baseline pair the two (same seed, same split):
+    ``scipy.stats.ttest_rel`` on the paired per-seed ROC-AUCs. Without enough shared seeds but
+    enough replicates on both sides: ``scipy.stats.mannwhitneyu`` (exact, independent samples).
+    Otherwise the test is not possible, and the reason says why.
+    """
+    from scipy import stats
+
+    d = {k: v for k, v in det.items() if v is not None and np.isfinite(v)}
+    r = {k: v for k, v in rnd.items() if v is not None and np.isfinite(v)}
+    shared = sorted(k for k in set(d) & set(r) if k is not None and not (isinstance(k, float) and math.isnan(k)))
+    if len(shared) >= MIN_SEEDS_FOR_TEST:
+        a = np.array([d[k] for k in shared])
+        b = np.array([r[k] for k in shared])
+        if np.allclose(a - b, (a - b)[0]):
+            return {"test": "paired t-test (one-tailed)", "n": len(shared), "p": math.nan,
+                    "note": "undefined: the per-seed differences do not vary"}
+        res = stats.ttest_rel(a, b, alternative="greater")
+        return {"test": "paired t-test (one-tailed)", "n": len(shared), "p": float(res.pvalue), "note": ""}
+    if len(d) >= MIN_SEEDS_FOR_TEST and len(r) >= MIN_SEEDS_FOR_TEST:
+        res = stats.mannwhitneyu(list(d.values()), list(r.values()), alternative="greater", method="exact")
+        return {"test": "Mann-Whitney U (one-tailed)", "n": min(len(d), len(r)), "p": float(res.pvalue),
+                "note": f"seeds not paired with random ({len(shared)} shared)"}
+    return {"test": "", "n": len(d), "p": math.nan,
+            "note": f"not possible: {len(d)} defined seed(s) here, {len(r)} for random; needs {MIN_SEEDS_FOR_TEST} on each side"}
+
+
+def per_detector_metrics(per_set: pd.DataFrame, dets: pd.DataFrame, baseline: str | None) -> pd.DataFrame:
+    """Mean ± std over seeds of every metric per detector, the counts behind them, and the
+    one-tailed test of its ROC-AUC against the random baseline."""
+    rnd = {}
+    if baseline is not None:
+        b = per_set[per_set["detector"] == baseline]
+        rnd = dict(zip(_seed_keys(b), b["auc"]))
+    rows = []
+    for _, d in dets.iterrows():
+        g = per_set[per_set["detector"] == d["detector"]]
+        row: dict[str, Any] = {k: d[k] for k in ("detector", "family", "supervision", "source", "is_random", "n_sets", "seeds")}
+        for m in METRICS:
+            mean, std, n = mean_std(g[m].tolist())
+            row[f"{m}_mean"], row[f"{m}_std"], row[f"{m}_n"] = mean, std, n
+        row["test_steps"] = span(g["n_steps"]) if len(g) else "0"
+        row["test_runs"] = span(g["n_runs"]) if len(g) else "0"
+        row["positives"] = span(g["n_pos"]) if len(g) else "0"
+        row["negatives"] = span(g["n_neg"]) if len(g) else "0"
+        row["silent_anomalies"] = span(g["silent_pos"]) if len(g) else "0"
+        row["loud_anomalies"] = span(g["loud_pos"]) if len(g) else "0"
+        row["threshold"] = "; ".join(sorted(set(t for t in g["threshold_used"] if t)))
+        if baseline is None:
+            test = {"test": "", "n": 0, "p": math.nan, "note": "no random baseline in this corpus"}
+        elif d["detector"] == baseline:
+            test = {"test": "", "n": 0, "p": math.nan, "note": "the random baseline itself"}
+        else:
+            test = one_tailed_vs_random(dict(zip(_seed_keys(g), g["auc"])), rnd)
+        row["vs_random_test"], row["vs_random_n"], row["vs_random_p"], row["vs_random_note"] = (
+            test["test"], test["n"], test["p"], test["note"])
+        row["beats_random"] = bool(np.isfinite(test["p"]) and test["p"] < ALPHA)
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    if out.empty:
+        return out
+    order = {s: i for i, s in enumerate(SUPERVISION_ORDER)}
+    out["_s"] = out["supervision"].map(lambda s: order.get(s, len(order)))
+    return out.sort_values(["is_random", "_s", "supervision", "family", "auc_mean"],
+                           ascending=[False, True, True, True, False]).drop(columns="_s").reset_index(drop=True)
+
+
+def _seed_keys(frame: pd.DataFrame) -> list[Any]:
+    """Seeds as pairing keys. A set without a seed, or sharing its seed with another set of the
+    same detector (re-scored on two slices), pairs with nothing: it is keyed by its set id."""
+    seeds = frame["seed"].tolist()
+    counts = pd.Series([s for s in seeds if pd.notna(s)]).value_counts()
+    return [int(s) if pd.notna(s) and counts.get(s, 0) == 1 else f"set:{i}" for s, i in zip(seeds, frame["set_id"])]
+
+
+@dataclass
+class Overall:
+    corpus: str
+    threshold: str
+    top_k: float
+    sets: pd.DataFrame
+    per_set: pd.DataFrame
+    per_detector: pd.DataFrame
+    baseline: str | None
+    notes: list[str] = field(default_factory=list)
+
+
+def compute_overall(query: QueryFn, corpus: str, slice_: Mapping[str, Any] | None, threshold: str = "own",
+                    top_k: float = DEFAULT_TOP_K, sets: pd.DataFrame | None = None) -> Overall:
+    threshold, top_k = check_threshold(threshold, top_k)
+    sets = step_sets(prediction_sets(query, corpus)) if sets is None else sets
+    slice_ = dict(slice_ or {})
+    ids = list(sets["set_id"])
+    if ids:
+        counts = query("detector_overall", {"slice": slice_, "set_ids": ids, "threshold": threshold, "top_k": top_k})
+    else:
+        counts = pd.DataFrame(columns=["set_id", "own_labels", "cut", "auc"])
+    per_set = per_set_metrics(counts, sets, top_k)
+    dets = detectors(sets)
+    baseline = random_baseline(dets)
+    notes = []
+    if baseline is None and len(dets):
+        notes.append("No random prediction set for this corpus: there is no baseline to test against. Re-score with the "
+                     "'random' detector to add one (its expected ROC-AUC is 0.5, but a drawn one shows the spread).")
+    return Overall(corpus, threshold, top_k, sets, per_set, per_detector_metrics(per_set, dets, baseline), baseline, notes)
+
+
+# ----------------------------------------------------------------------------- cost beside accuracy
+
+def cost_table(overall: Overall) -> pd.DataFrame:
+    """Per detector: ROC-AUC beside fit + score time and peak memory (means over the sets that
+    record them). Blank with a reason where no set of the detector records its provenance."""
+    sets = overall.sets
+    rows = []
+    for _, d in overall.per_detector.iterrows():
+        g = sets[sets["detector"] == d["detector"]]
+        total = (g["fit_seconds"] + g["score_seconds"]).dropna()
+        mem = g["peak_memory_mb"].dropna()
+        reason = ""
+        if total.empty or mem.empty:
+            missing = " and ".join(w for w, empty in (("time", total.empty), ("memory", mem.empty)) if empty)
+            if (g["source"] == "release").all():
+                reason = f"released set: no {missing} recorded"
+            elif not g["params_ok"].all():
+                reason = f"no {missing}: params are not valid JSON"
+            else:
+                reason = f"no {missing} recorded in params"
+        rows.append({
+            "detector": d["detector"], "family": d["family"], "supervision": d["supervision"], "source": d["source"],
+            "auc_mean": d["auc_mean"], "auc_std": d["auc_std"],
+            "seconds_mean": float(total.mean()) if len(total) else math.nan,
+            "fit_seconds_mean": float(g["fit_seconds"].mean()) if g["fit_seconds"].notna().any() else math.nan,
+            "score_seconds_mean": float(g["score_seconds"].mean()) if g["score_seconds"].notna().any() else math.nan,
+            "peak_memory_mb_mean": float(mem.mean()) if len(mem) else math.nan,
+            "sets_with_provenance": int(min(len(total), len(mem))), "n_sets": int(d["n_sets"]),
+            "reason": reason,
+        })
+    return pd.DataFrame(rows, columns=["detector", "family", "supervision", "source", "auc_mean", "auc_std",
+                                       "seconds_mean", "fit_seconds_mean", "score_seconds_mean",
+                                       "peak_memory_mb_mean", "sets_with_provenance", "n_sets", "reason"])

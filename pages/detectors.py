@@ -1,0 +1,200 @@
+"""Detectors: per-action AUROC grid, overall comparison and cost, over every step-level
+prediction set of a corpus (re-scored and released alike), on the sidebar slice."""
+from __future__ import annotations
+
+import streamlit as st
+
+from components.shell import ensure_app_navigation
+
+ensure_app_navigation()
+
+from auditatlas import detector_views as dv
+from components import auroc_grid, cached
+from components.filters import describe
+from components.safe import md
+from components.tables import table
+
+slice_ = st.session_state.get("slice", {})
+# What the link asked for, read before the widgets on the page's first run in this session (a
+# link opened): a bound widget drops a value it does not offer, and a value the store does not
+# hold must be reported, never silently dropped. Later runs are the user's own choices.
+asked = ({} if st.session_state.get("detectors_link_read") else
+         {k: st.query_params.get(k) for k in ("detectors_corpus", "grid_backbone", "action", "detector", "set")})
+st.session_state["detectors_link_read"] = True
+
+
+def report_unknown(key: str, label: str, chosen) -> None:
+    if asked.get(key) not in (None, "") and asked[key] != chosen:
+        st.warning(f"The link asks for {label} **{md(asked[key])}**, which this view does not hold here; "
+                   f"showing **{md(chosen)}** instead.")
+
+
+st.title("Detectors")
+st.caption("Step-level prediction sets of one corpus, re-scored here or released (imported CSVs, judges), compared "
+           "on the labeled test steps of the sidebar slice (split test, or all for sets without a split). "
+           f"Slice: {md(describe(slice_))}.")
+
+corpora = cached.query("detector_corpora")
+if slice_.get("corpus"):
+    corpora = corpora[corpora["corpus"].isin(slice_["corpus"])]
+with_steps = corpora[corpora["step_sets"] > 0]
+if with_steps.empty:
+    st.info("No step-level prediction set in this slice's corpora. Fit detectors on the [Re-score](/rescore) page, "
+            "or import released predictions with `auditatlas ingest predictions FILE`.")
+    st.stop()
+
+top = st.columns([2, 2, 1])
+corpus = top[0].selectbox("Corpus", list(with_steps["corpus"]), key="detectors_corpus", bind="query-params",
+                          help="Corpora with step-level prediction sets (sets per corpus: " +
+                               ", ".join(f"{md(c)}: {n}" for c, n in zip(with_steps["corpus"], with_steps["step_sets"])) + ")")
+threshold = top[1].radio("Decision threshold", dv.THRESHOLD_MODES, key="threshold", bind="query-params",
+                         horizontal=True,
+                         help="own: a set's own pred_label where every scored step has one, else its top k%. "
+                              "top_k: every set flags its top k% of labeled test steps (ties at the cut all flagged).")
+top_k = top[2].number_input("top k (%)", min_value=0.5, max_value=100.0, value=dv.DEFAULT_TOP_K, step=1.0,
+                            key="top_k", bind="query-params")
+report_unknown("detectors_corpus", "corpus", corpus)
+
+sets_all = dv.prediction_sets(cached.query, corpus)
+sets = dv.step_sets(sets_all)
+if sets.empty:
+    st.info(f"The prediction sets of **{md(corpus)}** hold no step-level test predictions. See the list below.")
+    table(auroc_grid.sets_frame(sets_all), f"detector-sets-{corpus}")
+    st.stop()
+hidden = sets_all[~sets_all["shown"]]
+if len(hidden):
+    st.caption(f"{len(hidden)} prediction set(s) of this corpus do not fit these step-level views "
+               "(run-level, or no test predictions); the Prediction sets tab lists them with the reason.")
+
+TABS = ["AUROC grid", "Overall", "Cost", "Prediction sets"]
+tabs = st.tabs(TABS, key="tab", bind="query-params")
+
+
+def grid_tab() -> None:
+    st.subheader("Per-action ROC-AUC (MAADBench Figure 6)")
+    with st.spinner("Scoring the grid…"):
+        grid = dv.compute_grid(cached.query, corpus, slice_, by_backbone=True, sets=sets)
+    if grid.actions.empty:
+        st.warning("This slice holds no steps of this corpus. Widen the filters in the sidebar.")
+        return
+    st.markdown(f"**{len(grid.detectors)} detector(s)** from {len(sets)} prediction set(s); rests on "
+                f"{grid.rests_on()}.")
+    st.caption("Cell: ROC-AUC of the detector's step scores against step labels, on the labeled test steps of that "
+               "action, mean ± sample std over its sets (seeds), with positives (+) and negatives (−) per set. "
+               "A cell without positives or without negatives is undefined: grey, with the reason, never 0.5.")
+    for note in grid.notes:
+        st.caption(note)
+    backbones = grid.backbones
+    st.plotly_chart(auroc_grid.heatmaps(grid, backbones), key="grid-heatmaps")
+
+    facet = st.selectbox("Table and errors for backbone", [*backbones, dv.ALL_BACKBONES], key="grid_backbone",
+                         bind="query-params", help="'(all backbones)' pools the backbones of the slice into one grid.")
+    report_unknown("grid_backbone", "backbone", facet)
+    shown = grid if facet != dv.ALL_BACKBONES else dv.compute_grid(cached.query, corpus, slice_, by_backbone=False, sets=sets)
+    text, num, titles = dv.wide_grid(shown, facet)
+    actions = list(num["action"].iloc[:-1])
+    detectors = list(grid.detectors["detector"])
+
+    def pick_cell() -> None:
+        # A click on a detector cell chooses its action and detector below (the bottom row:
+        # all actions); callbacks run before the script, so the selectors show the choice.
+        cell = auroc_grid.selected_cell(grid_key)
+        if cell is None:
+            return
+        row, col = cell
+        if col in titles and 0 <= row < len(num):
+            st.session_state["detector"] = titles[col]
+            st.session_state["action"] = num["action"].iloc[row]
+
+    grid_key = f"grid-{corpus}-{facet}"
+    st.caption("Click a detector's cell to list its errors below (the bottom row: over all actions).")
+    auroc_grid.grid_table(text, num, grid_key, on_select=pick_cell)
+    table(auroc_grid.long_cells(shown), f"grid-long-{corpus}", caption="The same grid, one row per cell (for download).",
+          placeholder="—")
+
+    st.subheader("Errors behind a cell")
+    c1, c2, c3 = st.columns([2, 3, 3])
+    action = c1.selectbox("Action", [dv.ALL_ACTIONS, *actions], key="action", bind="query-params",
+)
+    detector = c2.selectbox("Detector", detectors, key="detector", bind="query-params")
+    own_sets = list(sets.loc[sets["detector"] == detector, "set_id"])
+    set_id = c3.selectbox("Prediction set (seed)", own_sets, key="set", bind="query-params")
+    report_unknown("action", "action", action)
+    report_unknown("detector", "detector", detector)
+    report_unknown("set", "prediction set", set_id)
+    errors = dv.cell_errors(cached.query, set_id, facet, action, slice_, threshold, top_k)
+    if errors.empty:
+        st.info("No false positive and no false negative in this cell for this set at its threshold.")
+        return
+    st.markdown(f"Threshold: **{md(errors['threshold_used'].iloc[0])}**, over all labeled test steps of the set in "
+                "the slice (not only this cell's). Each link opens the step in the explorer, scored by this set.")
+    for kind, order in (("false positive", "highest-scored first"), ("false negative", "lowest-scored first")):
+        part = errors[errors["kind"] == kind]
+        total = int(part["n_in_cell"].iloc[0]) if len(part) else 0
+        st.markdown(f"**{kind.capitalize()}s** ({order}): {len(part)} of {total:,} shown.")
+        if len(part):
+            auroc_grid.errors_table(errors, kind, f"errors-{kind.split()[1]}")
+
+
+def overall_tab() -> None:
+    st.subheader("Overall comparison (MAADBench Figure 5)")
+    with st.spinner("Scoring the detectors…"):
+        overall = dv.compute_overall(cached.query, corpus, slice_, threshold, top_k, sets=sets)
+    per = overall.per_detector
+    if overall.per_set["n_steps"].sum() == 0:
+        st.warning("No labeled test step of this slice is scored by these sets. Widen the filters in the sidebar.")
+        return
+    rested = overall.per_set
+    st.markdown(f"Rests on {dv.span(rested['n_steps'])} labeled test steps of {dv.span(rested['n_runs'])} runs "
+                f"per prediction set ({len(rested)} sets, {len(per)} detectors).")
+    st.caption("Per detector, over the labeled test steps of the slice: mean ± sample std over its sets (seeds). "
+               "F1, accuracy and balanced accuracy need a decision: each set's own pred_label, or its top k% "
+               "(the threshold column says which). Grouped by supervision, then family. Undefined values are blank.")
+    if overall.baseline is None:
+        st.warning(overall.notes[0])
+    else:
+        st.caption(f"Random baseline: **{md(overall.baseline)}**. Test against it: one-tailed (is the ROC-AUC above "
+                   f"random's?) paired t-test (scipy.stats.ttest_rel) over shared seeds when there are at least "
+                   f"{dv.MIN_SEEDS_FOR_TEST}, else Mann-Whitney U over unpaired seeds, else not possible (said per row).")
+    metric = st.selectbox("Chart", list(dv.METRICS), format_func=lambda m: dv.METRIC_LABELS[m], key="metric",
+                          bind="query-params")
+    st.plotly_chart(auroc_grid.overall_chart(per, metric), key="overall-chart")
+    table(auroc_grid.overall_frame(per), f"overall-{corpus}", placeholder="")
+    st.markdown("**Silent and loud anomalies, detected apart**")
+    st.caption("Silent: label 1 in a scope (puzzle, or run) that still succeeded, so the outcome does not reveal it; "
+               "loud: the scope failed. Recall of each at the threshold above; counts in the table "
+               "(silent / loud anomalies). Blank where the slice has none of that kind.")
+    st.plotly_chart(auroc_grid.silent_loud_chart(per), key="silent-loud-chart")
+    with st.expander(f"Per prediction set ({len(overall.per_set)})"):
+        table(auroc_grid.per_set_frame(overall.per_set), f"overall-sets-{corpus}", placeholder="")
+
+
+def cost_tab() -> None:
+    st.subheader("Cost beside accuracy (MAADBench Figure 10)")
+    overall = dv.compute_overall(cached.query, corpus, slice_, threshold, top_k, sets=sets)
+    if overall.per_set["n_steps"].sum() == 0:
+        st.warning("No labeled test step of this slice is scored by these sets. Widen the filters in the sidebar.")
+        return
+    cost = dv.cost_table(overall)
+    recorded = cost["reason"] == ""
+    st.caption("ROC-AUC (mean over seeds) against the fit + score wall time and the peak memory the detector's job "
+               "grew by, as recorded in each set's provenance (params). Released sets record none: blank, with the reason.")
+    if recorded.any():
+        st.plotly_chart(auroc_grid.cost_chart(cost[recorded]), key="cost-chart")
+    else:
+        st.info("No prediction set of this corpus records its cost (released sets do not); re-score a detector to see one.")
+    table(auroc_grid.cost_frame(cost), f"cost-{corpus}", placeholder="")
+
+
+def sets_tab() -> None:
+    st.subheader("Prediction sets")
+    st.caption("Every set about this corpus. Released sets (imported CSVs, judges) appear in the views wherever their "
+               "granularity fits; run-level sets are compared on the Boards page (POST detection).")
+    table(auroc_grid.sets_frame(sets_all), f"detector-sets-{corpus}")
+
+
+for name, tab, draw in zip(TABS, tabs, (grid_tab, overall_tab, cost_tab, sets_tab)):
+    if not tab.open:
+        continue
+    with tab:
+        draw()

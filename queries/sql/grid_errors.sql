@@ -1,0 +1,62 @@
+-- The errors behind one cell of the AUROC grid, for one prediction set: its highest-scored
+-- false positives and lowest-scored false negatives among the labeled test steps of that
+-- backbone and action ('(all backbones)' / '(all actions)' pool them) in the shared slice.
+--
+-- The threshold is the set's, over all its labeled, scored test steps in the slice (not only
+-- this cell's), exactly as in detector_overall.sql: its own pred_label when $threshold = 'own'
+-- and every such step carries one, else its top $top_k percent (n - high_rank < k; ties at the
+-- cut flagged). n_in_cell counts all the cell's false positives (negatives), not only those listed.
+WITH @slice,
+scored AS (
+    SELECT p.set_id, s.run_id, s.step_idx, s.step_id, s.agent,
+           coalesce(s.backbone, '(none)') AS backbone, coalesce(s.action, '(none)') AS action,
+           s.label, s.scope_success, p.score, p.pred_label
+    FROM predictions p
+    JOIN sliced_steps s ON s.run_id = p.run_id AND s.step_idx = p.step_idx
+    WHERE p.set_id = $set_id
+      AND p.step_idx IS NOT NULL
+      AND p.split IN ('test', 'all')
+      AND s.label IS NOT NULL
+      AND p.score IS NOT NULL AND NOT isnan(p.score)
+),
+ranked AS (
+    SELECT *,
+           count(*) OVER by_score AS high_rank,
+           count(*) OVER (by_score ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS n,
+           count(pred_label) OVER (by_score ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS n_decided
+    FROM scored
+    WINDOW by_score AS (ORDER BY score)
+),
+decided AS (
+    SELECT *,
+           ($threshold = 'own' AND n_decided = n) AS own_labels,
+           CASE WHEN $threshold = 'own' AND n_decided = n THEN coalesce(pred_label = 1, false)
+                ELSE n - high_rank < greatest(ceil($top_k / 100.0 * n), 1) END AS flag
+    FROM ranked
+),
+with_cut AS (
+    SELECT *,
+           CASE WHEN own_labels THEN NULL ELSE min(score) FILTER (WHERE flag) OVER () END AS cut
+    FROM decided
+),
+cell AS (
+    SELECT * FROM with_cut
+    WHERE ($cell_backbone = '(all backbones)' OR backbone = $cell_backbone)
+      AND ($cell_action = '(all actions)' OR action = $cell_action)
+),
+errors AS (
+    SELECT 'false positive' AS kind, *,
+           row_number() OVER (ORDER BY score DESC, run_id, step_idx) AS position,
+           count(*) OVER () AS n_in_cell
+    FROM cell WHERE label = 0 AND flag
+    UNION ALL
+    SELECT 'false negative' AS kind, *,
+           row_number() OVER (ORDER BY score ASC, run_id, step_idx) AS position,
+           count(*) OVER () AS n_in_cell
+    FROM cell WHERE label = 1 AND NOT flag
+)
+SELECT kind, position, n_in_cell, set_id, run_id, step_idx, step_id, agent, backbone, action,
+       label, scope_success, score, pred_label, own_labels, cut
+FROM errors
+WHERE position <= $limit
+ORDER BY kind DESC, position

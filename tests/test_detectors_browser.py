@@ -1,0 +1,112 @@
+"""Real headless Chromium on the Detectors page, over a copy of the app store with a few
+prediction sets written into it: the grid renders (heatmaps and the table), choosing a grid
+cell lists its errors and puts the choice in the URL, a shared link restores it, the other
+tabs render, no exception reaches the user, and no request leaves localhost."""
+from __future__ import annotations
+
+import shutil
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+from browser_support import chromium, exceptions_on, new_page, streamlit_server, wait_idle
+from test_detectors_app import write_sets
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def server(app_store, tmp_path_factory):
+    root = tmp_path_factory.mktemp("detectors-browser") / "store"
+    shutil.copytree(app_store, root)
+    write_sets(root)
+    with streamlit_server(root) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with chromium() as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory):
+    return tmp_path_factory.mktemp("detectors-screenshots")
+
+
+def test_grid_renders_offline(server, browser, shots):
+    outside: list[str] = []
+    page = new_page(browser, outside)
+    page.goto(server + "/detectors")
+    wait_idle(page, "Click a detector")
+    body = page.inner_text("body")
+    assert "Per-action ROC-AUC" in body and "3 detector(s)" in body
+    # Heatmaps side by side, one per backbone of the simulated corpus (Plotly loads lazily).
+    page.locator(".js-plotly-plot").first.wait_for(timeout=60_000)
+    for backbone in ("Claude Opus 4.8", "GPT-4.1", "GPT-5.4"):
+        assert page.locator(".js-plotly-plot").first.get_by_text(backbone).count() >= 1
+    assert page.locator("[class*='st-key-table-grid-']").count() == 1
+    page.screenshot(path=str(shots / "detectors-grid.png"), full_page=True)
+    assert not exceptions_on(page)
+    assert not outside, f"requests left localhost: {outside}"
+
+
+def test_choosing_a_cell_lists_its_errors(server, browser, shots):
+    outside: list[str] = []
+    page = new_page(browser, outside)
+    page.goto(server + "/detectors")
+    wait_idle(page, "Click a detector")
+    grid = page.locator("[class*='st-key-table-grid-']").first
+    grid.scroll_into_view_if_needed()
+    box = grid.bounding_box()
+    # Third data row (SOLVE_CLUE), first column; then five cells right: the 'random' column
+    # (action, success rate, labeled steps, iforest · basic, xgboost, random).
+    page.mouse.click(box["x"] + 30, box["y"] + 35 + 35 * 2 + 17)
+    for _ in range(5):
+        page.keyboard.press("ArrowRight")
+        page.wait_for_timeout(200)
+    page.wait_for_function("() => window.location.search.includes('detector=random')", timeout=60_000)
+    wait_idle(page, "False positives")
+    query = parse_qs(urlparse(page.url).query)
+    assert query["detector"] == ["random"] and query["action"] == ["SOLVE_CLUE"]
+    # The list of false positives (its CSV button carries the key; the table itself does not).
+    assert page.locator(".st-key-csv-errors-positive").count() == 1
+    assert "open step" in page.inner_text("body") or page.locator("[data-testid='stDataFrame']").count() >= 4
+    page.screenshot(path=str(shots / "detectors-errors.png"), full_page=True)
+    # The first false positive's link opens that step in the explorer, scored by this set.
+    page.locator(".st-key-csv-errors-positive").first.scroll_into_view_if_needed()
+    button = page.locator(".st-key-csv-errors-positive").first.bounding_box()
+    tables = [b for b in (f.bounding_box() for f in page.locator("[data-testid='stDataFrame']").all())
+              if b and b["y"] < button["y"]]
+    errors_box = max(tables, key=lambda b: b["y"])
+    with page.context.expect_page(timeout=30_000) as opened:
+        page.mouse.click(errors_box["x"] + 90, errors_box["y"] + 35 + 17)  # select the link cell
+        page.wait_for_timeout(500)
+        page.mouse.click(errors_box["x"] + 90, errors_box["y"] + 35 + 17)  # follow it
+    explorer = opened.value
+    target = urlparse(explorer.url)
+    assert target.path == "/explorer"
+    params = parse_qs(target.query)
+    assert params["set"][0].startswith("test:random:") and params["run"][0].startswith("maadbench-sim:")
+    assert params["step"][0].isdigit()
+    explorer.close()
+    assert not exceptions_on(page)
+    assert not outside, f"requests left localhost: {outside}"
+
+
+def test_shared_link_and_other_tabs(server, browser, shots):
+    outside: list[str] = []
+    page = new_page(browser, outside)
+    page.goto(server + "/detectors?tab=Overall&threshold=top_k&top_k=15&backbone=GPT-4.1")
+    wait_idle(page, "Random baseline")
+    body = page.inner_text("body")
+    assert "Random baseline: random" in body
+    assert "paired t-test (one-tailed)" in body or "paired t" in body
+    page.screenshot(path=str(shots / "detectors-overall.png"), full_page=True)
+    page.goto(server + "/detectors?tab=Cost")
+    wait_idle(page, "fit + score wall time")
+    assert page.locator("[class*='st-key-csv-cost-']").count() == 1
+    page.screenshot(path=str(shots / "detectors-cost.png"), full_page=True)
+    assert not exceptions_on(page)
+    assert not outside, f"requests left localhost: {outside}"
