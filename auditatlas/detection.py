@@ -4,21 +4,24 @@ POST detection scores each finished run and reads ROC-AUC against the run outcom
 positive). LIVE asks the same at trace prefixes of 25/50/75/100% of the steps; "time to
 detection" (t2d) is the earliest prefix whose ROC-AUC reaches 0.70 (specs/catchbench.md).
 
-Entrants, named as on the published board:
+Entrants, named as on the published board, come from the detector registry
+(``auditatlas.detectors.registry``: each entry declares the board entrants it provides, with
+their run feature family and board position), so this module holds no entrant list:
 
-- ``random``: one uniform score per run, ``numpy.random.RandomState(0)``, drawn once per
-  population, so it is the same at every prefix (as on the published LIVE board).
-- ``size (flat)``, ``auditable (size+deps)``, ``full``: supervised, on the feature families
-  of auditatlas.features. Learner: standardize + class-balanced logistic regression
-  (liblinear), the learner of auditable's ``run.lr_*`` detectors (GRADE's failure-detection
-  study). Scores are out-of-fold probabilities of 5-fold stratified CV, averaged over seeds
-  0..4 (``cv_scores``): every run is scored by models that never saw it. These
-  seed-averaged scores are what paired tests (DeLong) need; the published board's displayed
-  cells average the per-seed AUCs instead, which ``cv_seed_scores`` (one row per seed) gives.
-- ``pyod-flatten (ECOD)`` (POST) / ``pyod (ECOD)`` (LIVE): unsupervised ECOD on the size
-  columns, fitted on the population itself (transductive, no labels).
-- ``dep-span (online)`` (LIVE only): mean per-step dependency span over the prefix, the
-  running score of auditable's ``online.dep_span`` read at the prefix end.
+- ``random`` (registry ``random``): one uniform score per run, ``numpy.random.RandomState(0)``,
+  drawn once per population, so it is the same at every prefix (as on the published LIVE board).
+- ``size (flat)``, ``auditable (size+deps)``, ``full`` (registry ``logreg``): supervised, on
+  the feature families of auditatlas.features. Learner: standardize + class-balanced logistic
+  regression (liblinear), the learner of auditable's ``run.lr_*`` detectors (GRADE's
+  failure-detection study). Scores are out-of-fold probabilities of 5-fold stratified CV,
+  averaged over seeds 0..4 (``cv_scores``): every run is scored by models that never saw it.
+  These seed-averaged scores are what paired tests (DeLong) need; the published board's
+  displayed cells average the per-seed AUCs instead, which ``cv_seed_scores`` (one row per
+  seed) gives.
+- ``pyod-flatten (ECOD)`` (POST) / ``pyod (ECOD)`` (LIVE) (registry ``ecod``): unsupervised
+  ECOD on the size columns, fitted on the population itself (transductive, no labels).
+- ``dep-span (online)`` (LIVE only, registry ``dep-span``): mean per-step dependency span over
+  the prefix, the running score of auditable's ``online.dep_span`` read at the prefix end.
 - every prediction set of the corpus in the ``predictions`` view, named by its set_id: a run
   scores the highest score of its steps inside the prefix; run-level sets are used as they
   are on POST only. On LIVE they are off by default, because a step score computed after
@@ -36,10 +39,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
+from .detectors import registry as detector_registry
 from .errors import UndefinedMetric
 from .features import RunFeatures, prefix_features
 
@@ -49,16 +53,9 @@ CV_FOLDS = 5
 T2D_THRESHOLD = 0.70
 LIVE_FRACTIONS: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0)
 
-# Board name -> feature family of auditatlas.features.FAMILIES.
-SUPERVISED: dict[str, str] = {
-    "size (flat)": "size",
-    "auditable (size+deps)": "size+deps",
-    "full": "full",
-}
-ECOD_NAME = {"post": "pyod-flatten (ECOD)", "live": "pyod (ECOD)"}
-DEP_SPAN = "dep-span (online)"
-POST_ENTRANTS: tuple[str, ...] = ("random", "size (flat)", "pyod-flatten (ECOD)", "auditable (size+deps)", "full")
-LIVE_ENTRANTS: tuple[str, ...] = ("random", "size (flat)", "auditable (size+deps)", "full", "pyod (ECOD)", DEP_SPAN)
+# The boards' entrant names, in board order, as the detector registry declares them.
+POST_ENTRANTS: tuple[str, ...] = detector_registry.board_entrant_names("post")
+LIVE_ENTRANTS: tuple[str, ...] = detector_registry.board_entrant_names("live")
 
 
 class Entrant(NamedTuple):
@@ -87,13 +84,11 @@ class LiveTrajectory:
 
 # ------------------------------------------------------------------------------- scorers
 
-def _learner():
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
-
-    # Class-balanced so the fit does not lean on the base rate, which differs between corpora.
-    return make_pipeline(StandardScaler(), LogisticRegression(solver="liblinear", class_weight="balanced"))
+def _learner(seed: int = 0):
+    """The supervised entrants' learner: the registry's ``logreg`` (standardize + class-balanced
+    liblinear logistic regression; balanced so the fit does not lean on the base rate, which
+    differs between corpora)."""
+    return detector_registry.get("logreg").make(seed)
 
 
 def _require_cv(y: np.ndarray, folds: int, where: str = "this slice") -> None:
@@ -112,12 +107,14 @@ def _require_cv(y: np.ndarray, folds: int, where: str = "this slice") -> None:
 
 
 def cv_seed_scores(
-    X: np.ndarray, y: Sequence[int], seeds: Iterable[int] = CV_SEEDS, folds: int = CV_FOLDS
+    X: np.ndarray, y: Sequence[int], seeds: Iterable[int] = CV_SEEDS, folds: int = CV_FOLDS,
+    learner: Callable[[int], Any] = _learner,
 ) -> np.ndarray:
     """Out-of-fold failure probabilities, one row per seed: shape (n_seeds, n_runs).
 
     For seed s the runs are split by StratifiedKFold(folds, shuffle=True, random_state=s);
-    each run's score comes from the model fitted on the other folds.
+    each run's score comes from ``learner(s)`` fitted on the other folds (a registry
+    estimator: ``decision_function`` is its probability of failure).
     """
     from sklearn.model_selection import StratifiedKFold
 
@@ -128,41 +125,52 @@ def cv_seed_scores(
     for seed in seeds:
         oof = np.full(len(y), np.nan)
         for train, test in StratifiedKFold(folds, shuffle=True, random_state=seed).split(X, y):
-            model = _learner().fit(X[train], y[train])
-            oof[test] = model.predict_proba(X[test])[:, 1]
+            model = learner(seed).fit(X[train], y[train])
+            oof[test] = model.decision_function(X[test])
         rows.append(oof)
     return np.vstack(rows)
 
 
 def cv_scores(
-    X: np.ndarray, y: Sequence[int], seeds: Iterable[int] = CV_SEEDS, folds: int = CV_FOLDS
+    X: np.ndarray, y: Sequence[int], seeds: Iterable[int] = CV_SEEDS, folds: int = CV_FOLDS,
+    learner: Callable[[int], Any] = _learner,
 ) -> np.ndarray:
     """5-fold stratified CV averaged over 5 seeds: the seed-mean out-of-fold probability.
 
     Averaging probabilities (not decision values) keeps every seed on the same scale.
     """
-    return cv_seed_scores(X, y, seeds, folds).mean(axis=0)
+    return cv_seed_scores(X, y, seeds, folds, learner).mean(axis=0)
 
 
-def ecod_scores(X: np.ndarray) -> np.ndarray:
-    """ECOD outlier scores (pyod ``decision_scores_``) of the rows of X, fitted on X itself.
+def transductive_scores(detector: detector_registry.Detector, X: np.ndarray, seed: int = RANDOM_SEED) -> np.ndarray:
+    """Scores of an unsupervised registry detector fitted on the rows of X themselves.
 
-    Constant columns are dropped first: their empirical tails are 1 for every run, so they
-    add nothing to any score, and pyod warns about their undefined skewness. With no varying
-    column every run scores 0.
+    The fitted rows' own scores (pyod ``decision_scores_``) are read, not a second pass of
+    ``decision_function`` (ECOD would then count every row twice in its tails). Constant
+    columns are dropped first: their empirical tails are 1 for every run, so they add nothing
+    to any score, and pyod warns about their undefined skewness. With no varying column a
+    detector that reads features scores every run 0.
     """
-    from pyod.models.ecod import ECOD
-
     X = np.asarray(X, dtype=float)
+    estimator = detector.make(seed)
+    if not detector.reads_features:
+        return np.asarray(estimator.fit(X).decision_scores_, dtype=float)
     varying = X[:, np.ptp(X, axis=0) > 0] if X.size else X
     if varying.shape[1] == 0 or varying.shape[0] < 2:
         return np.zeros(X.shape[0])
-    return np.asarray(ECOD().fit(varying).decision_scores_, dtype=float)
+    fitted = estimator.fit(varying)
+    scores = getattr(fitted, "decision_scores_", None)
+    return np.asarray(scores if scores is not None else fitted.decision_function(varying), dtype=float)
+
+
+def ecod_scores(X: np.ndarray) -> np.ndarray:
+    """ECOD outlier scores (pyod ``decision_scores_``) of the rows of X, fitted on X itself."""
+    return transductive_scores(detector_registry.get("ecod"), X)
 
 
 def random_scores(n: int, seed: int = RANDOM_SEED) -> np.ndarray:
     """n uniform scores from numpy.random.RandomState(seed): the board's floor."""
-    return np.random.RandomState(seed).rand(n)
+    return transductive_scores(detector_registry.get("random"), np.empty((n, 0)), seed)
 
 
 def roc_auc(y: Sequence[int], scores: Sequence[float]) -> float:
@@ -185,21 +193,27 @@ def feature_entrants(
     folds: int = CV_FOLDS,
     where: str = "this slice",
 ) -> dict[str, Entrant]:
-    """The feature-based entrants of one board ("post" or "live") on precomputed features."""
-    if board not in ECOD_NAME:
+    """The feature-based entrants of one board ("post" or "live") on precomputed features.
+
+    One entrant per registry board entrant, in board order: supervised detectors are scored
+    out-of-fold (``cv_scores``), the others fitted on the population itself.
+    """
+    if board not in detector_registry.BOARDS:
         raise ValueError(f"board must be 'post' or 'live', got {board!r}.")
     y = features.y
     _require_cv(y, folds, where)
     seeds = tuple(seeds)
     ids = features.run_ids
-    out: dict[str, Entrant] = {"random": Entrant(ids, y, random_scores(len(ids)))}
-    for name, family in SUPERVISED.items():
-        out[name] = Entrant(ids, y, cv_scores(features.matrix(family), y, seeds, folds))
-    out[ECOD_NAME[board]] = Entrant(ids, y, ecod_scores(features.matrix("size")))
-    if board == "live":
-        out[DEP_SPAN] = Entrant(ids, y, features.table["mean_span"].to_numpy(dtype=float))
-    order = POST_ENTRANTS if board == "post" else LIVE_ENTRANTS
-    return {name: out[name] for name in order}
+    out: dict[str, Entrant] = {}
+    for entrant, detector in detector_registry.board_entrants(board):
+        X = (features.matrix(entrant.features) if isinstance(entrant.features, str)
+             else features.table.loc[:, list(entrant.features)].to_numpy(dtype=float))
+        if detector.supervision == "supervised":
+            scores = cv_scores(X, y, seeds, folds, learner=detector.make)
+        else:
+            scores = transductive_scores(detector, X)
+        out[entrant.name] = Entrant(ids, y, scores)
+    return out
 
 
 def prediction_set_entrants(

@@ -8,8 +8,11 @@ from components.shell import ensure_app_navigation
 
 ensure_app_navigation()
 
+from auditatlas.boards import PILLARS
+from auditatlas.boards import registry as board_registry
 from auditatlas.errors import AtlasError
 from components import board_view, cached
+from components.safe import md
 from components.tables import table
 
 slice_ = st.session_state.get("slice", {})
@@ -20,7 +23,10 @@ st.caption("Every number is regenerated from predictions in the store. Entrants 
            "unresolved band.")
 
 available = cached.board_corpora()
-TABS = [("PRE", ["pre"]), ("LIVE", ["live"]), ("POST", ["post-localization", "post-detection"])]
+# One tab per pillar, its boards in registry order: a board added to the registry shows up here.
+BOARDS = board_registry()
+TABS = [(pillar, [b.name for b in BOARDS.values() if b.task.pillar == pillar]) for pillar in PILLARS]
+TABS = [(pillar, names) for pillar, names in TABS if names]
 STATE = {"PRE": "before a run: the declared configuration", "LIVE": "on a growing prefix of the trace",
          "POST": "after a run: the finished trace"}
 # Bound to the URL (?tab=LIVE) so a link opens the same tab; only the open tab is computed.
@@ -28,8 +34,9 @@ tabs = st.tabs([pillar for pillar, _ in TABS], key="tab", bind="query-params")
 
 
 def board_section(name: str) -> None:
-    if name == "pre":
-        st.caption("The sidebar slice filters runs; PRE scores declared configurations, so it does not apply here.")
+    board = BOARDS[name]
+    if not board.allows_slice:
+        st.caption(f"The sidebar slice filters runs; this board scores {board.item_kind}, so it does not apply here.")
     elif any(slice_.values()):
         st.caption("Scored on the sidebar slice only.")
     corpora = available.get(name, [])
@@ -37,15 +44,21 @@ def board_section(name: str) -> None:
         st.info(f"The store holds no corpus the **{name}** board can score. Load one with `auditatlas ingest`.")
         return
     corpus = st.selectbox("Corpus", corpora, key=f"board_{name}_corpus", bind="query-params")
-    with st.spinner(f"Scoring {name} on {corpus}…"):
+    with st.spinner(f"Scoring {name} on {md(corpus)}…"):
         try:
             result, cells = cached.board(name, corpus, slice_)
         except AtlasError as exc:
-            st.warning(str(exc))
+            st.warning(md(str(exc)))
             return
     board_view.draw(result, cells, key=f"{name}-{corpus}")
-    if name == "live":
+    if board.task.pillar == "LIVE":
         board_view.live_chart(result)
+
+
+def _heading(board) -> str:
+    """The board's title without its pillar (the tab says it): "LIVE streaming" -> "Streaming"."""
+    title = board.title.removeprefix(board.task.pillar).strip()
+    return title[:1].upper() + title[1:] if title else board.name
 
 
 for (pillar, names), tab in zip(TABS, tabs):
@@ -54,8 +67,7 @@ for (pillar, names), tab in zip(TABS, tabs):
     with tab:
         st.caption(f"{pillar}: {STATE[pillar]}.")
         for name in names:
-            st.subheader({"pre": "Over-privilege", "live": "Streaming early warning", "post-localization": "Localization",
-                          "post-detection": "Detection"}[name])
+            st.subheader(_heading(BOARDS[name]))
             board_section(name)
 
 missing = cached.missing_blocks()

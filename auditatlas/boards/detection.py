@@ -1,7 +1,8 @@
 """POST detection and LIVE boards: can a run's failure be told from its trace (or a prefix)?
 
 Entrants and scoring live in ``auditatlas.detection`` (feature families, 5x5 CV, ECOD, and
-run-level aggregates of step prediction sets); this module turns them into boards: ROC-AUC
+run-level aggregates of step prediction sets), whose entrants and their roles come from the
+detector registry (``auditatlas.detectors.registry``); this module turns them into boards: ROC-AUC
 rows, the random floor, the item count, and paired DeLong contrasts in declared families.
 """
 from __future__ import annotations
@@ -13,6 +14,7 @@ import numpy as np
 import queries
 
 from .. import detection
+from ..detectors.registry import board_roles
 from ..errors import UndefinedMetric
 from ..stats import Contrast, delong_paired
 from . import Board, BoardResult, EntrantScore, Family, Task, contrasts_for
@@ -36,11 +38,8 @@ TESTS = {"delong": _delong}
 
 
 def _role(name: str) -> str:
-    if name == "random":
-        return "floor"
-    if name == "size (flat)":
-        return "baseline"
-    return "entrant" if name in detection.POST_ENTRANTS or name in detection.LIVE_ENTRANTS else "extra"
+    """The role the detector registry gives a board entrant; stored prediction sets are extras."""
+    return board_roles().get(name, "extra")
 
 
 def _row(name: str, entrant: detection.Entrant, metrics: dict) -> EntrantScore:

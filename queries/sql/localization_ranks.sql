@@ -9,4 +9,6 @@ FROM prediction_sets ps
 JOIN predictions p USING (set_id)
 JOIN items i ON p.run_id = i.run_id AND p.step_idx = i.truth_idx
 WHERE ps.corpus = $corpus AND ps.granularity = 'step'
+  -- A score on a run the detector was fitted on is not a localization (as in run_prefix_predictions).
+  AND coalesce(p.split, 'all') <> 'train'
 ORDER BY ps.set_id, p.run_id

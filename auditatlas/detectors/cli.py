@@ -1,0 +1,195 @@
+"""The ``score`` and ``cross-backbone`` subcommands of ``auditatlas`` (wired in auditatlas/cli.py).
+
+Both run their jobs through Dask: a local cluster of processes (``--workers``, default 2) or
+the cluster at ``--scheduler ADDRESS``. Progress goes to stderr, results to stdout.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from queries import SLICE_COLUMNS as SLICE_KEYS
+
+COMMANDS = ("score", "cross-backbone", "detectors")
+
+
+def add_parsers(sub: Any) -> None:
+    """Add the detector subcommands to the ``auditatlas`` subparsers."""
+    from .features import DEFAULT_FEATURE_SET, FEATURE_SETS
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--detector", action="append", required=True, metavar="NAME",
+                       help="registry detector (repeatable; 'all' = every one): see `auditatlas detectors`")
+        p.add_argument("--slice", action="append", default=[], metavar="KEY=VALUE",
+                       help=f"restrict to runs with KEY=VALUE (repeatable; keys: {', '.join(SLICE_KEYS)})")
+        p.add_argument("--seeds", type=_positive_int, default=1, metavar="N", help="seeds 0..N-1 (default 1)")
+        p.add_argument("--feature-set", default=DEFAULT_FEATURE_SET, choices=sorted(FEATURE_SETS), metavar="NAME",
+                       help=f"one of: {', '.join(FEATURE_SETS)} (default {DEFAULT_FEATURE_SET})")
+        p.add_argument("--scheduler", metavar="ADDRESS", help="an existing Dask scheduler (tcp://host:8786); "
+                       "default: a local cluster of processes")
+        p.add_argument("--workers", type=_positive_int, default=2, metavar="N",
+                       help="local cluster size when no --scheduler is given (default 2)")
+
+    score = sub.add_parser("score", help="fit and score registry detectors on a slice; write prediction sets")
+    common(score)
+    cross = sub.add_parser("cross-backbone", help="ROC-AUC of detectors trained on one backbone, tested on another")
+    common(cross)
+    cross.add_argument("--corpus", help="corpus of the slice to use (default: the first one with labels)")
+    cross.add_argument("--json", action="store_true")
+    sub.add_parser("detectors", help="list the detector registry")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def parse_slice(items: list[str]) -> dict[str, list]:
+    """``["backbone=GPT-4.1", "difficulty=easy", "difficulty=hard"]`` -> the shared slice dict."""
+    from ..errors import AtlasError
+
+    out: dict[str, list] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key or not value:
+            raise AtlasError(f"--slice '{item}' is not KEY=VALUE.")
+        if key not in SLICE_KEYS:
+            raise AtlasError(f"--slice key '{key}' is not a slice column; use one of: {', '.join(SLICE_KEYS)}.")
+        if key == "temperature":
+            try:
+                value = float(value)
+            except ValueError:
+                raise AtlasError(f"--slice temperature={value!r} is not a number.") from None
+        out.setdefault(key, []).append(value)
+    return out
+
+
+def _detectors(names: list[str]) -> list[str]:
+    from .registry import engine_detectors
+
+    out: list[str] = []
+    for name in names:
+        out.extend(engine_detectors() if name == "all" else [name])
+    return list(dict.fromkeys(out))
+
+
+class ProgressBar:
+    """A one-line bar on a terminal; on a pipe or file, one line per tenth (logs stay short)."""
+
+    def __init__(self, stream: TextIO = sys.stderr) -> None:
+        self.stream = stream
+        self.tty = stream.isatty()
+        self.last_tenth = -1
+        self.began = time.perf_counter()
+
+    def __call__(self, fraction: float, message: str) -> None:
+        fraction = min(max(float(fraction), 0.0), 1.0)
+        elapsed = time.perf_counter() - self.began
+        if self.tty:
+            width = shutil.get_terminal_size((100, 20)).columns
+            filled = int(round(fraction * 30))
+            line = f"[{'#' * filled}{'-' * (30 - filled)}] {fraction:4.0%} {elapsed:5.1f}s {message}"
+            self.stream.write("\r" + line[: width - 1].ljust(width - 1))
+            self.stream.flush()
+        else:
+            tenth = int(fraction * 10)
+            if tenth > self.last_tenth:
+                self.last_tenth = tenth
+                self.stream.write(f"[{fraction:4.0%}] {elapsed:5.1f}s {message}\n")
+                self.stream.flush()
+
+    def close(self) -> None:
+        if self.tty:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def run(args: argparse.Namespace, root: Path) -> int:
+    """Handle one of ``COMMANDS`` (or ``detectors``); returns the exit code."""
+    if args.command == "detectors":
+        return _list()
+    from ..cluster import client_session
+
+    from .engine import check_request
+
+    slice_ = parse_slice(args.slice)
+    detectors = _detectors(args.detector)
+    # Say what is wrong with the request before paying for a cluster.
+    check_request(root, detectors, slice_, args.feature_set)
+    bar = ProgressBar()
+    try:
+        bar(0.0, "starting the Dask cluster" if not args.scheduler else f"connecting to {args.scheduler}")
+        with client_session(args.scheduler, n_workers=args.workers) as client:
+            if args.command == "score":
+                return _score(root, detectors, slice_, args, client, bar)
+            return _cross(root, detectors, slice_, args, client, bar)
+    finally:
+        bar.close()
+
+
+def _list() -> int:
+    from .registry import DETECTORS
+
+    for d in DETECTORS:
+        where = "engine" if d.engine else "board only"
+        cap = f", max_train {d.max_train:,}" if d.max_train else ""
+        print(f"{d.name:<14} {d.supervision:<13} {d.family:<9} {d.title} ({where}{cap})")
+    return 0
+
+
+def _score(root: Path, detectors: list[str], slice_: dict, args: argparse.Namespace, client, bar: ProgressBar) -> int:
+    from .engine import score
+
+    result = score(root, detectors, slice_, args.seeds, args.feature_set, client=client, progress=bar)
+    bar.close()
+    bar.tty = False  # the summary follows on its own lines
+    for note in result.notes:
+        print(f"note: {note}", file=sys.stderr)
+    for summary in result.sets:
+        print(summary.line())
+    if result.source is None:
+        print("error: no prediction set could be fitted; nothing was written.", file=sys.stderr)
+        return 1
+    print(f"wrote {len(result.sets)} prediction set(s) into source '{result.source}' of {root} "
+          f"in {result.seconds:.1f} s")
+    return 0
+
+
+def _cross(root: Path, detectors: list[str], slice_: dict, args: argparse.Namespace, client, bar: ProgressBar) -> int:
+    import numpy as np
+
+    from .cross import cross_backbone, require_defined, result_json
+
+    result = cross_backbone(root, detectors, slice_, args.seeds, args.feature_set, corpus=args.corpus,
+                            client=client, progress=bar)
+    require_defined(result)
+    bar.close()
+    bar.tty = False
+    for note in result.notes:
+        print(f"note: {note}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(result_json(result), indent=2))
+        return 0
+    print(f"cross-backbone ROC-AUC on {result.corpus} [{result.feature_set}], seeds {result.seeds}: "
+          "rows = trained on, columns = tested on (blank: undefined)")
+    for m in result.matrices:
+        width = max(len(b) for b in m.backbones) + 2
+        print(f"\n{m.detector}")
+        print(" " * width + "".join(f"{b[:12]:>14}" for b in m.backbones))
+        for i, a in enumerate(m.backbones):
+            cells = "".join(f"{'':>14}" if np.isnan(v) else f"{v:>14.3f}" for v in m.mean[i])
+            print(f"{a:<{width}}{cells}")
+        for note in m.notes:
+            print(f"  note: {note}")
+    return 0

@@ -1,0 +1,173 @@
+"""Step features for the detector engine: named feature sets computed in DuckDB from the store.
+
+A feature set is a name recorded on every prediction set it produced:
+
+- ``structural``: position (step index, fraction of the run, run length), action and agent
+  one-hots, log tokens in / out, log duration, confidence (each with a has-value flag, since
+  a corpus without token counts must not read as "zero tokens"), tool call, and dependency
+  in / out degree and span from ``edges`` (``queries/sql/step_features.sql``);
+- ``structural+text``: the above plus hashed word 1-2-grams of the step text
+  (scikit-learn ``HashingVectorizer``, L2-normalised, ``TEXT_IN_FEATURES`` columns for the
+  prompt and ``TEXT_OUT_FEATURES`` for the output): bounded width whatever the vocabulary.
+
+What leaves DuckDB is numbers only (integer run positions and category codes, float
+columns), and the matrix is float32: a million steps by 40 columns is 160 MB, which a Dask
+worker can hold and receive. Run ids, backbones and grouping keys stay per run.
+
+Features of different corpora mean different things (their actions and agents differ), so
+features are computed, and detectors fitted, one corpus at a time.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import numpy as np
+import pandas as pd
+
+from ..errors import AtlasError
+
+NUMERIC_COLUMNS: tuple[str, ...] = (
+    "step_index", "position_frac", "run_steps",
+    "log_tokens_in", "log_tokens_out", "has_tokens", "log_duration", "has_duration",
+    "confidence", "has_confidence", "is_tool",
+    "dep_in", "dep_out", "span_in_max", "span_in_mean", "span_out_max",
+)
+TEXT_IN_FEATURES = 16
+TEXT_OUT_FEATURES = 32
+TEXT_CHUNK_RUNS = 20_000  # runs per text query: bounds the text held in memory at once
+
+FEATURE_SETS: dict[str, str] = {
+    "structural": "position, action and agent one-hots, tokens, duration, confidence, tool call, dependency degree and span",
+    "structural+text": "structural plus hashed word 1-2-grams of the step prompt and output",
+}
+DEFAULT_FEATURE_SET = "structural"
+
+Progress = Callable[[float, str], None]
+
+
+@dataclass
+class StepFeatures:
+    """The feature matrix of one corpus's steps in a slice, rows in (run, step) order.
+
+    Per step: ``run_pos`` (row of ``runs``), ``step_idx``, ``label`` (NaN = unlabeled) and the
+    row of ``X``. Per run: ``runs`` (run_id, corpus, backbone, task_id, room_id, difficulty,
+    n_steps), in run_id order.
+    """
+
+    corpus: str
+    feature_set: str
+    runs: pd.DataFrame
+    run_pos: np.ndarray  # int32, one per step
+    step_idx: np.ndarray  # int64
+    label: np.ndarray  # float64: 1, 0 or NaN
+    action: np.ndarray  # int32 code into `actions` (-1 = none)
+    X: np.ndarray  # float32 (steps x columns)
+    columns: list[str]
+    actions: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.step_idx)
+
+    @property
+    def labeled(self) -> np.ndarray:
+        return ~np.isnan(self.label)
+
+    def run_ids(self) -> np.ndarray:
+        return self.runs["run_id"].to_numpy(dtype=object)
+
+
+def check_feature_set(name: str) -> str:
+    if name not in FEATURE_SETS:
+        raise AtlasError(f"unknown feature set '{name}'; choose one of: {', '.join(FEATURE_SETS)}.")
+    return name
+
+
+def step_features(
+    root: str | Path | None,
+    corpus: str,
+    slice: Mapping[str, Any] | None = None,
+    feature_set: str = DEFAULT_FEATURE_SET,
+    progress: Progress | None = None,
+) -> StepFeatures:
+    """Features of every step of ``corpus`` in ``slice`` (the slice's corpus filter is replaced)."""
+    from queries import run
+
+    check_feature_set(feature_set)
+    report = progress or (lambda fraction, message: None)
+    sliced = {**dict(slice or {}), "corpus": [corpus]}
+    runs = run("step_feature_runs", {"slice": sliced}, root=root)
+    vocab = run("step_feature_vocab", {"slice": sliced}, root=root)
+    actions = vocab.loc[vocab["kind"] == "action", "value"].astype(str).tolist()
+    agents = vocab.loc[vocab["kind"] == "agent", "value"].astype(str).tolist()
+    report(0.2, f"reading step features of {len(runs):,} runs")
+    steps = run("step_features", {"slice": sliced, "actions": actions, "agents": agents}, root=root)
+    if len(runs) and int(runs["n_steps"].sum()) != len(steps):
+        raise AtlasError("the store changed while step features were read; run the re-score again.")
+
+    run_pos = steps["run_pos"].to_numpy(dtype=np.int32)
+    step_idx = steps["step_idx"].to_numpy(dtype=np.int64)
+    order = np.lexsort((step_idx, run_pos))  # (run, step) order: the text chunks come the same way
+    numeric = steps.loc[:, list(NUMERIC_COLUMNS)].to_numpy(dtype=np.float32)[order]
+    action_code = steps["action_code"].to_numpy(dtype=np.int32)[order]
+    agent_code = steps["agent_code"].to_numpy(dtype=np.int32)[order]
+    label = steps["label"].to_numpy(dtype=np.float64)[order]
+    del steps
+    blocks = [numeric, _one_hot(action_code, len(actions)), _one_hot(agent_code, len(agents))]
+    columns = list(NUMERIC_COLUMNS) + [f"action={a}" for a in actions] + [f"agent={a}" for a in agents]
+    if feature_set == "structural+text":
+        report(0.5, "hashing step text")
+        text_block, text_columns = _text_features(root, sliced, len(runs), len(order), report)
+        blocks.append(text_block)
+        columns += text_columns
+    report(0.9, "features ready")
+    return StepFeatures(
+        corpus=corpus,
+        feature_set=feature_set,
+        runs=runs,
+        run_pos=run_pos[order],
+        step_idx=step_idx[order],
+        label=label,
+        action=action_code - 1,
+        X=np.hstack(blocks).astype(np.float32, copy=False),
+        columns=columns,
+        actions=actions,
+    )
+
+
+def _one_hot(codes: np.ndarray, width: int) -> np.ndarray:
+    """1-based codes (0 = none) to a (rows x width) 0/1 block."""
+    out = np.zeros((len(codes), width), dtype=np.float32)
+    rows = np.flatnonzero(codes > 0)
+    out[rows, codes[rows] - 1] = 1.0
+    return out
+
+
+def _vectorizer(n_features: int):
+    from sklearn.feature_extraction.text import HashingVectorizer
+
+    return HashingVectorizer(n_features=n_features, ngram_range=(1, 2), alternate_sign=False, norm="l2",
+                             dtype=np.float32)
+
+
+def _text_features(root, sliced: Mapping[str, Any], n_runs: int, n_steps: int,
+                   report: Progress) -> tuple[np.ndarray, list[str]]:
+    """Hashed n-grams of text_in and text_out, read TEXT_CHUNK_RUNS runs at a time."""
+    from queries import run
+
+    block = np.zeros((n_steps, TEXT_IN_FEATURES + TEXT_OUT_FEATURES), dtype=np.float32)
+    hash_in, hash_out = _vectorizer(TEXT_IN_FEATURES), _vectorizer(TEXT_OUT_FEATURES)
+    row = 0
+    for lo in range(0, max(n_runs, 1), TEXT_CHUNK_RUNS):
+        texts = run("step_texts", {"slice": sliced, "lo": lo, "hi": lo + TEXT_CHUNK_RUNS}, root=root)
+        n = len(texts)
+        if n:
+            block[row:row + n, :TEXT_IN_FEATURES] = hash_in.transform(texts["text_in"]).toarray()
+            block[row:row + n, TEXT_IN_FEATURES:] = hash_out.transform(texts["text_out"]).toarray()
+        row += n
+        report(0.5 + 0.4 * min(1.0, (lo + TEXT_CHUNK_RUNS) / max(n_runs, 1)), f"hashed the text of {row:,} steps")
+    if row != n_steps:
+        raise AtlasError("the store changed while step text was read; run the re-score again.")
+    columns = [f"text_in#{i}" for i in range(TEXT_IN_FEATURES)] + [f"text_out#{i}" for i in range(TEXT_OUT_FEATURES)]
+    return block, columns

@@ -1,0 +1,333 @@
+"""The detector registry: one entry per detector, scikit-learn/PyOD estimator style.
+
+An entry is data: a name (what the CLI, the page and ``prediction_sets.method`` say), a family
+(``baseline`` for the random floor, ``tabular`` for detectors on feature vectors; graph and LLM
+detectors would bring their own), a supervision mode, and a factory ``seed -> estimator``. Every
+estimator the factories return has one interface, so the engine and the boards never ask what
+kind of detector they hold:
+
+- ``fit(X, y=None)``; parameters live in ``__init__`` (``get_params`` is the provenance);
+- ``decision_function(X)``: higher = more anomalous (PyOD's convention; a supervised
+  classifier's is its probability of the anomalous class, see :class:`ProbabilityDetector`);
+- ``predict(X)``: the estimator's own 0/1 decision (PyOD: the contamination threshold on its
+  training scores; a classifier: its class prediction).
+
+Supervision modes say which rows a detector is fitted on (engine.py):
+``unsupervised`` on every training step, labels unseen; ``one-class`` on the normal training
+steps only; ``supervised`` on the labeled training steps with their labels. Unlabeled steps
+(label null) are scored but never used as a label.
+
+Adding a detector is one ``Detector(...)`` line in ``DETECTORS``. An entry may also declare the
+run-level board entrants it provides (``boards``): the POST detection and LIVE boards build
+their entrant lists from here (``board_entrants``), so no entrant list is written twice.
+
+PyOD is imported inside the factories: importing the registry stays cheap.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+from sklearn.base import BaseEstimator, clone
+
+SUPERVISIONS: tuple[str, ...] = ("unsupervised", "one-class", "supervised")
+FAMILIES: tuple[str, ...] = ("baseline", "tabular")
+BOARDS: tuple[str, ...] = ("post", "live")
+
+# PyOD's default share of outliers; the threshold behind every unsupervised pred_label.
+CONTAMINATION = 0.1
+
+
+# ------------------------------------------------------------------------------- estimators
+
+class RandomDetector(BaseEstimator):
+    """Uniform random scores: the floor every detector is read against.
+
+    ``decision_function`` draws ``numpy.random.RandomState(random_state).rand(len(X))`` afresh
+    on each call, so a population scored in one call gets the same numbers every time (the
+    boards' ``random`` entrant is exactly this with ``random_state=0``). ``decision_scores_``
+    holds the draw for the fitted rows, as PyOD detectors do.
+    """
+
+    def __init__(self, contamination: float = CONTAMINATION, random_state: int | None = None) -> None:
+        self.contamination = contamination
+        self.random_state = random_state
+
+    def fit(self, X, y=None) -> "RandomDetector":
+        self.decision_scores_ = self.decision_function(X)
+        # Uniform scores: the (1 - contamination) quantile is known without looking at them.
+        self.threshold_ = 1.0 - float(self.contamination)
+        self.labels_ = (self.decision_scores_ > self.threshold_).astype(np.int8)
+        return self
+
+    def decision_function(self, X) -> np.ndarray:
+        return np.random.RandomState(self.random_state).rand(len(X))
+
+    def predict(self, X) -> np.ndarray:
+        return (self.decision_function(X) > 1.0 - float(self.contamination)).astype(np.int8)
+
+
+class ColumnScore(BaseEstimator):
+    """A score read straight off one feature column (a hand-made detector, no learning).
+
+    Used for the LIVE board's ``dep-span (online)``: a run's mean dependency span.
+    """
+
+    def __init__(self, column: int = 0) -> None:
+        self.column = column
+
+    def fit(self, X, y=None) -> "ColumnScore":
+        self.decision_scores_ = self.decision_function(X)
+        return self
+
+    def decision_function(self, X) -> np.ndarray:
+        return np.asarray(X, dtype=float)[:, self.column]
+
+
+class ProbabilityDetector(BaseEstimator):
+    """A binary classifier as a detector: ``decision_function`` = P(anomaly).
+
+    Probabilities (not raw margins) keep every seed and every classifier on one scale, so
+    seed-averaged scores mean something. ``predict`` is the classifier's own decision.
+    """
+
+    def __init__(self, classifier=None) -> None:
+        self.classifier = classifier
+
+    def fit(self, X, y):
+        self.classifier_ = clone(self.classifier).fit(X, y)
+        classes = list(self.classifier_.classes_)
+        if 1 not in classes:
+            raise ValueError("a supervised detector needs anomalous (label 1) training rows.")
+        self.positive_ = classes.index(1)
+        return self
+
+    def predict_proba(self, X) -> np.ndarray:
+        return self.classifier_.predict_proba(X)
+
+    def decision_function(self, X) -> np.ndarray:
+        return self.classifier_.predict_proba(X)[:, self.positive_]
+
+    def predict(self, X) -> np.ndarray:
+        return np.asarray(self.classifier_.predict(X)).astype(np.int8)
+
+
+# ------------------------------------------------------------------------------- factories
+
+def _random(seed: int):
+    return RandomDetector(contamination=CONTAMINATION, random_state=seed)
+
+
+def _column(seed: int):
+    return ColumnScore(column=0)
+
+
+def _iforest(seed: int):
+    from pyod.models.iforest import IForest
+
+    return IForest(n_estimators=100, contamination=CONTAMINATION, random_state=seed)
+
+
+def _knn(seed: int):
+    from pyod.models.knn import KNN
+
+    return KNN(n_neighbors=5, method="largest", contamination=CONTAMINATION)
+
+
+def _lof(seed: int):
+    from pyod.models.lof import LOF
+
+    return LOF(n_neighbors=20, contamination=CONTAMINATION)
+
+
+def _ecod(seed: int):
+    from pyod.models.ecod import ECOD
+
+    return ECOD(contamination=CONTAMINATION)
+
+
+def _copod(seed: int):
+    from pyod.models.copod import COPOD
+
+    return COPOD(contamination=CONTAMINATION)
+
+
+def _hbos(seed: int):
+    from pyod.models.hbos import HBOS
+
+    return HBOS(n_bins=10, contamination=CONTAMINATION)
+
+
+def _ocsvm(seed: int):
+    from pyod.models.ocsvm import OCSVM
+
+    return OCSVM(kernel="rbf", nu=0.1, gamma="auto", contamination=CONTAMINATION)
+
+
+def _logreg(seed: int):
+    """Standardize + class-balanced liblinear logistic regression.
+
+    The learner of auditable's ``run.lr_*`` run detectors, hence of the boards' supervised
+    entrants (``tests/test_detection.py`` checks it equals auditable's); liblinear's primal
+    solver is deterministic, so the seed changes nothing here.
+    """
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    return ProbabilityDetector(
+        make_pipeline(StandardScaler(), LogisticRegression(solver="liblinear", class_weight="balanced"))
+    )
+
+
+def _random_forest(seed: int):
+    from sklearn.ensemble import RandomForestClassifier
+
+    # Each tree on a bootstrap half of the rows: half the cost, the forest as good.
+    return ProbabilityDetector(RandomForestClassifier(
+        n_estimators=100, min_samples_leaf=2, max_samples=0.5, class_weight="balanced", n_jobs=1, random_state=seed))
+
+
+def _hist_gb(seed: int):
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    return ProbabilityDetector(HistGradientBoostingClassifier(
+        max_iter=100, class_weight="balanced", early_stopping=False, random_state=seed))
+
+
+# ------------------------------------------------------------------------------- entries
+
+@dataclass(frozen=True)
+class BoardEntrant:
+    """A run-level entrant this detector provides to a board, on run features.
+
+    ``features`` is a family of ``auditatlas.features.FAMILIES`` or a tuple of run feature
+    columns; ``position`` orders the board's entrants (the published board's order); ``role``
+    is the board row's role (``floor``, ``baseline`` or ``entrant``).
+    """
+
+    board: str  # post | live
+    name: str  # the entrant's name on the published board
+    features: str | tuple[str, ...]
+    position: int
+    role: str = "entrant"
+
+
+@dataclass(frozen=True)
+class Detector:
+    """One registry entry. ``make(seed)`` returns a fresh, unfitted estimator.
+
+    ``max_train`` caps the rows the engine fits on (a seeded subsample, recorded on every
+    prediction set; see ``SMALL_FIT`` / ``LARGE_FIT``); the boards' run-level fits ignore it
+    (a corpus has at most thousands of runs). ``scale``
+    asks the engine to standardize features on the training rows first (distance- and
+    kernel-based detectors; the rest are scale-free or scale themselves). ``engine=False``
+    keeps an entry out of step scoring (a board-only entrant).
+    """
+
+    name: str
+    title: str
+    family: str
+    supervision: str
+    factory: Callable[[int], Any]
+    max_train: int | None = None
+    scale: bool = False
+    reads_features: bool = True
+    engine: bool = True
+    boards: tuple[BoardEntrant, ...] = ()
+
+    def make(self, seed: int = 0) -> Any:
+        return self.factory(int(seed))
+
+    @property
+    def estimator_class(self) -> str:
+        est = self.make(0)
+        inner = getattr(est, "classifier", None)
+        cls = type(inner if inner is not None else est)
+        return f"{cls.__module__}.{cls.__qualname__}"
+
+
+SIZE, SIZE_DEPS, FULL = "size (flat)", "auditable (size+deps)", "full"
+
+# Training-row caps (a seeded subsample, recorded on every prediction set). Neighbour and
+# kernel detectors cost O(n_train) per scored step, so 2,000 rows. The rest are capped at
+# 200,000: past that a model on ~40 columns learns nothing new, while liblinear's logistic
+# regression takes 25 s on 740k rows (4 s on 200k), PyOD's IForest scores all its training
+# rows inside fit, and ECOD/COPOD re-rank the training rows with every scored batch.
+SMALL_FIT = 2_000
+LARGE_FIT = 200_000
+
+DETECTORS: tuple[Detector, ...] = (
+    Detector("random", "Random", "baseline", "unsupervised", _random, reads_features=False,
+             boards=(BoardEntrant("post", "random", "size", 0, "floor"), BoardEntrant("live", "random", "size", 0, "floor"))),
+    Detector("iforest", "Isolation Forest (PyOD)", "tabular", "unsupervised", _iforest, max_train=LARGE_FIT),
+    Detector("knn", "KNN (PyOD)", "tabular", "unsupervised", _knn, max_train=SMALL_FIT, scale=True),
+    Detector("lof", "LOF (PyOD)", "tabular", "unsupervised", _lof, max_train=SMALL_FIT, scale=True),
+    Detector("ecod", "ECOD (PyOD)", "tabular", "unsupervised", _ecod, max_train=LARGE_FIT,
+             boards=(BoardEntrant("post", "pyod-flatten (ECOD)", "size", 2), BoardEntrant("live", "pyod (ECOD)", "size", 4))),
+    Detector("copod", "COPOD (PyOD)", "tabular", "unsupervised", _copod, max_train=LARGE_FIT),
+    Detector("hbos", "HBOS (PyOD)", "tabular", "unsupervised", _hbos),
+    Detector("ocsvm", "One-class SVM (PyOD)", "tabular", "one-class", _ocsvm, max_train=SMALL_FIT, scale=True),
+    Detector("logreg", "Logistic regression", "tabular", "supervised", _logreg, max_train=LARGE_FIT,
+             boards=(BoardEntrant("post", SIZE, "size", 1, "baseline"), BoardEntrant("post", SIZE_DEPS, "size+deps", 3),
+                     BoardEntrant("post", FULL, "full", 4), BoardEntrant("live", SIZE, "size", 1, "baseline"),
+                     BoardEntrant("live", SIZE_DEPS, "size+deps", 2), BoardEntrant("live", FULL, "full", 3))),
+    Detector("random-forest", "Random forest", "tabular", "supervised", _random_forest, max_train=LARGE_FIT),
+    Detector("hist-gb", "Histogram gradient boosting", "tabular", "supervised", _hist_gb, max_train=LARGE_FIT),
+    Detector("dep-span", "Mean dependency span", "tabular", "unsupervised", _column, engine=False,
+             boards=(BoardEntrant("live", "dep-span (online)", ("mean_span",), 5),)),
+)
+
+
+def _check(entries: tuple[Detector, ...]) -> None:
+    names = [d.name for d in entries]
+    if len(set(names)) != len(names):
+        raise ValueError(f"duplicate detector names in the registry: {names}")
+    for d in entries:
+        if d.supervision not in SUPERVISIONS or d.family not in FAMILIES:
+            raise ValueError(f"detector '{d.name}': unknown supervision or family")
+    for board in BOARDS:
+        positions = [e.position for d in entries for e in d.boards if e.board == board]
+        if sorted(positions) != list(range(len(positions))):
+            raise ValueError(f"board '{board}': entrant positions must be 0..n-1, got {sorted(positions)}")
+
+
+_check(DETECTORS)
+
+
+def registry() -> dict[str, Detector]:
+    """Every detector by name, in registry order."""
+    return {d.name: d for d in DETECTORS}
+
+
+def engine_detectors() -> list[str]:
+    """Names of the detectors the step engine can score (all but board-only entries)."""
+    return [d.name for d in DETECTORS if d.engine]
+
+
+def get(name: str) -> Detector:
+    """The entry called ``name``; AtlasError with the valid names otherwise."""
+    from ..errors import AtlasError
+
+    entries = registry()
+    if name not in entries:
+        raise AtlasError(f"unknown detector '{name}'; choose from: {', '.join(engine_detectors())}.")
+    return entries[name]
+
+
+def board_entrants(board: str) -> list[tuple[BoardEntrant, Detector]]:
+    """The registry's entrants of run-level board ``board`` ("post" or "live"), in board order."""
+    if board not in BOARDS:
+        raise ValueError(f"board must be one of {BOARDS}, got {board!r}.")
+    found = [(e, d) for d in DETECTORS for e in d.boards if e.board == board]
+    return sorted(found, key=lambda pair: pair[0].position)
+
+
+def board_entrant_names(board: str) -> tuple[str, ...]:
+    return tuple(e.name for e, _ in board_entrants(board))
+
+
+def board_roles() -> dict[str, str]:
+    """Board entrant name -> its role, over every board."""
+    return {e.name: e.role for d in DETECTORS for e in d.boards}

@@ -1,0 +1,11 @@
+-- Step text of the runs at positions [$lo, $hi) of step_feature_runs.sql, for the hashed
+-- n-gram text features (read in chunks of runs so no call holds a whole corpus's text).
+WITH @slice,
+run_keys AS (
+    SELECT run_id, (row_number() OVER (ORDER BY run_id) - 1)::INTEGER AS run_pos
+    FROM sliced_runs
+)
+SELECT k.run_pos, s.step_idx, coalesce(s.text_in, '') AS text_in, coalesce(s.text_out, '') AS text_out
+FROM steps s JOIN run_keys k ON s.run_id = k.run_id
+WHERE k.run_pos >= $lo AND k.run_pos < $hi
+ORDER BY k.run_pos, s.step_idx
