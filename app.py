@@ -59,5 +59,9 @@ pages = [
     # The default page lives at "/" (Streamlit gives it no other path): link to the Overview as "/?...".
     st.Page("pages/overview.py", title="Overview", default=True),
     st.Page("pages/boards.py", title="Boards", url_path="boards"),
+    st.Page("pages/explorer.py", title="Explorer", url_path="explorer"),
+    st.Page("pages/propagation.py", title="Propagation", url_path="propagation"),
+    st.Page("pages/detectors.py", title="Detectors", url_path="detectors"),
+    st.Page("pages/rescore.py", title="Re-score", url_path="rescore"),
 ]
 st.navigation(pages).run()

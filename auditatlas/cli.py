@@ -41,6 +41,12 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--rooms", type=_positive_int, default=1500)
     demo.add_argument("--seed", type=_seed, default=0, help="a whole number >= 0 (default 0)")
     demo.add_argument("--no-catchbench", action="store_true", help="only the simulated corpus")
+    demo.add_argument("--no-panel", action="store_true",
+                      help="skip the standard detector panel (skipped anyway above "
+                           f"{PANEL_MAX_ROOMS:,} rooms: 55 fits on millions of steps take hours)")
+    demo.add_argument("--scheduler", metavar="ADDRESS", help="simulate and convert on the Dask cluster at ADDRESS")
+    demo.add_argument("--workers", type=_count, metavar="N",
+                      help="local worker processes (0: this process only; default: one per core for large corpora)")
 
     remove = sub.add_parser("remove", help="drop one source from the store (see `info` for the names)")
     remove.add_argument("source", metavar="SOURCE")
@@ -70,6 +76,11 @@ def _seed(text: str) -> int:
     return value
 
 
+# The default store scores every registry detector with 5 seeds; above this size that panel
+# would take far longer than the corpus itself (run `auditatlas score` on a slice instead).
+PANEL_MAX_ROOMS = 20_000
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -81,6 +92,8 @@ def _positive_int(text: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from .detectors import cli as detectors_cli
+
     args = _parser().parse_args(argv)
     from .store import store_dir
 
@@ -92,14 +105,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "remove":
             return _remove(root, args.source)
         if args.command == "demo":
-            return _demo(root, args.rooms, args.seed, not args.no_catchbench)
+            return _demo(root, args.rooms, args.seed, not args.no_catchbench,
+                         panel=not args.no_panel and args.rooms <= PANEL_MAX_ROOMS,
+                         scheduler=args.scheduler, workers=args.workers)
         if args.command == "info":
             return _info(root, args.json)
         if args.command == "board":
             return _board(root, args.name, args.corpus, args.json)
-        if args.command in ("score", "cross-backbone", "detectors"):
-            from .detectors import cli as detectors_cli
-
+        if args.command in detectors_cli.COMMANDS:
             return detectors_cli.run(args, root)
     except IngestFailed as exc:
         for problem in exc.problems:
@@ -173,16 +186,18 @@ def _ingest(fmt: str, path: str | None, root: Path, method: str | None = None, s
     return 0
 
 
-def _demo(root: Path, rooms: int, seed: int, with_catchbench: bool) -> int:
+def _demo(root: Path, rooms: int, seed: int, with_catchbench: bool, panel: bool = True,
+          scheduler: str | None = None, workers: int | None = None) -> int:
     from .ingest import demo
 
     def progress(fraction: float, message: str) -> None:
-        print(f"[{fraction:4.0%}] {message}", file=sys.stderr)
+        print(f"[{fraction:4.0%}] {message}", file=sys.stderr, flush=True)
 
+    parallel = {"scheduler": scheduler, "workers": workers, "notify": _say}
     if with_catchbench:
-        counts = demo.build_default_store(root, rooms=rooms, seed=seed, progress=progress)
+        counts = demo.build_default_store(root, rooms=rooms, seed=seed, progress=progress, panel=panel, **parallel)
     else:
-        counts = demo.build_demo(root, rooms=rooms, seed=seed, progress=progress)
+        counts = demo.build_demo(root, rooms=rooms, seed=seed, progress=progress, **parallel)
     print(f"built the simulated default corpus in {root}: {json.dumps(counts, sort_keys=True)}")
     return 0
 

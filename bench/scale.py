@@ -4,6 +4,7 @@ pandas, on one store, in one process (so the ratios hold on a shared machine).
 
     .venv/bin/python bench/scale.py ingest --rooms 100000 [--workers 0 2] [--files] [--out DIR]
     .venv/bin/python bench/scale.py queries --store STORE [--pandas] [--out DIR]
+    .venv/bin/python bench/scale.py demo --rooms 1000000 --store /tmp/store1m [--workers N]
 
 ``ingest`` builds the simulated corpus into a fresh store (``--files``: first writes the JSON
 files and ingests the folder, the path a real release takes) and reports steps/s and the peak
@@ -281,6 +282,44 @@ def bench_queries(store: Path, with_pandas: bool, out: Path) -> list[dict]:
     return rows
 
 
+def bench_demo(rooms: int, store: Path, workers: int | None, out: Path) -> dict:
+    """``auditatlas demo --rooms N`` as a user runs it, timed, with the process tree's peak RSS."""
+    import subprocess
+
+    import psutil
+
+    if store.exists():
+        shutil.rmtree(store)
+    cmd = [sys.executable, "-m", "auditatlas.cli", "--store", str(store), "demo", "--rooms", str(rooms)]
+    if workers is not None:
+        cmd += ["--workers", str(workers)]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    root = psutil.Process(proc.pid)
+    peak = 0
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
+    reader.start()
+    while proc.poll() is None:
+        total = 0
+        for p in [root, *root.children(recursive=True)]:
+            try:
+                total += p.memory_info().rss
+            except Exception:  # noqa: BLE001
+                pass
+        peak = max(peak, total)
+        time.sleep(0.2)
+    reader.join(5)
+    seconds = time.perf_counter() - t0
+    row = {"rooms": rooms, "workers": workers, "exit": proc.returncode, "seconds": round(seconds, 1),
+           "peak_tree_rss_mb": round(peak / 2**20), "store_mb": round(_size_mb(store), 1),
+           "last_lines": [line.rstrip()[:300] for line in lines[-4:]], "machine": machine()}
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"demo-{rooms}.json").write_text(json.dumps(row, indent=2))
+    print(json.dumps(row, indent=2))
+    return row
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="what", required=True)
@@ -289,6 +328,11 @@ def main() -> None:
     ing.add_argument("--workers", type=int, nargs="+", default=[0, 2])
     ing.add_argument("--files", action="store_true")
     ing.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "scale")
+    dm = sub.add_parser("demo")
+    dm.add_argument("--rooms", type=int, default=1_000_000)
+    dm.add_argument("--store", type=Path, required=True)
+    dm.add_argument("--workers", type=int)
+    dm.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "scale")
     q = sub.add_parser("queries")
     q.add_argument("--store", type=Path, required=True)
     q.add_argument("--pandas", action="store_true")
@@ -296,6 +340,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.what == "ingest":
         bench_ingest(args.rooms, args.workers, args.files, args.out)
+    elif args.what == "demo":
+        bench_demo(args.rooms, args.store, args.workers, args.out)
     else:
         bench_queries(args.store, args.pandas, args.out)
 

@@ -97,13 +97,31 @@ def ingest(
         plan.meta = {**meta, **plan.meta}
         outcome = run_plan(plan, store, client=client, scheduler=scheduler, workers=workers, progress=progress,
                            wait=wait, notify=notify)
-        return Batch(source=plan.source, tables={}, notes=outcome.notes, meta=plan.meta), outcome.entry
+        notes = outcome.notes + stale_notes(store, plan.source)
+        return Batch(source=plan.source, tables={}, notes=notes, meta=plan.meta), outcome.entry
     if scheduler or workers:
         raise AtlasError(f"format '{fmt}' is read in one pass; --scheduler and --workers apply to maadbench.")
     batch = module.read(Path(path) if path is not None else None, context, **options)
     entry = store_mod.write_source(store, batch.source, batch.tables, meta={**meta, **batch.meta},
                                    wait=wait, notify=notify)
+    batch.notes.extend(stale_notes(store, batch.source))
     return batch, entry
+
+
+def stale_notes(store: str | Path, source: str) -> list[str]:
+    """What a re-ingest of ``source`` invalidates: re-scored sets computed from its old data.
+
+    They stay in the store (re-scoring never replaces another source, and an ingest never
+    deletes one), but their features and splits were read from runs that have just changed.
+    """
+    from ..detectors.engine import stale_prediction_sets
+
+    stale = stale_prediction_sets(store, source)
+    if not stale:
+        return []
+    shown = ", ".join(stale[:5]) + (f" and {len(stale) - 5} more" if len(stale) > 5 else "")
+    return [f"{len(stale)} re-scored prediction set(s) were computed from the previous data of source '{source}' "
+            f"and are now stale: {shown}. Re-run `auditatlas score`, or drop them with `auditatlas remove`."]
 
 
 def _lookup(root: Path) -> Callable[[str, list | None], Any]:

@@ -175,42 +175,22 @@ def read(
     kind: str = "real",
     source: str | None = None,
 ) -> Batch:
-    """Read a MAADBench trace file or folder (recursively) into the schema.
+    """Read a MAADBench trace file or folder (recursively) into the schema, in one batch.
 
-    ``corpus``/``kind``/``source`` let the demo simulator write its rooms as a separate,
-    clearly simulated corpus through the very same reader.
+    ``corpus``/``kind``/``source`` name the corpus and store source. ``ingest`` streams through
+    :func:`plan` instead; this one-batch form is the reference the streaming path is tested
+    against, and what callers that want the tables in hand use.
     """
     del context  # this format needs nothing from the store
     files = _trace_files(path)
 
-    out = _Output()
-    problems: list[InputError] = []
-    for file, rel in files:
-        _read_file(file, rel, corpus, out, problems)
-    if problems:
-        raise IngestFailed(problems)
-
-    n_runs = len(out.runs)
-    labels = out.steps.column("label")
-    n_unlabeled = sum(1 for v in labels if v is None)
-    notes = [f"{n_runs} runs and {len(labels)} steps read from {len(files)} file(s)."]
-    if n_unlabeled:
-        notes.append(f"{n_unlabeled} step(s) carry no verifier status and no schema errors; kept unlabeled.")
-    if out.inferred_parents:
-        notes.append(
-            f"{out.inferred_parents} tool call(s) had no usable parent_action_id; linked to the "
-            "next APPLY_DELTA of their puzzle (provenance 'inferred')."
-        )
-    if out.dropped_parents:
-        notes.append(f"{out.dropped_parents} tool call(s) had no later APPLY_DELTA to link to.")
-
-    tables = {
-        "corpora": [corpus_row(corpus, kind)],
-        "runs": out.runs.to_arrow("runs"),
-        "steps": out.steps.to_arrow("steps"),
-        "edges": out.edges.to_arrow("edges"),
-    }
-    meta = {"corpus": corpus, "kind": kind, "files": len(files), "runs": n_runs, "steps": len(labels)}
+    chunk = convert_files([(str(f), rel) for f, rel in files], corpus)
+    if chunk.problems:
+        raise IngestFailed(chunk.problems)
+    tables = {"corpora": [corpus_row(corpus, kind)], **chunk.tables}
+    counts = chunk.counters
+    notes = summary_notes(counts)
+    meta = {"corpus": corpus, "kind": kind, "files": len(files), "runs": counts["runs"], "steps": counts["steps"]}
     return Batch(source=source or DEFAULT_SOURCE, tables=tables, notes=notes, meta=meta)
 
 

@@ -1,0 +1,56 @@
+"""A reader in a real browser while the source it reads is re-ingested again and again.
+
+Before retirement, the old folder was deleted under queries still reading it and about one
+page load in thirty showed a DuckDB traceback.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from browser_support import REPO, chromium, exceptions_on, new_page, streamlit_server, wait_idle
+from conftest import WHOWHEN
+
+pytestmark = pytest.mark.browser
+
+REINGEST = """
+import sys
+from auditatlas.ingest import ingest
+for _ in range(int(sys.argv[3])):
+    ingest(sys.argv[1], sys.argv[2], sys.argv[4])
+"""
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    from auditatlas.ingest.demo import build_demo
+
+    root = tmp_path_factory.mktemp("reader-store")
+    build_demo(root, rooms=300, seed=1)
+    return root
+
+
+def test_pages_stay_whole_while_a_source_is_replaced(store, tmp_path):
+    from auditatlas import simulator
+
+    folder = tmp_path / "rooms"
+    simulator.simulate(folder, rooms=200, seed=9)
+    writer = subprocess.Popen([sys.executable, "-c", REINGEST, "maadbench", str(folder), "6", str(store)], cwd=REPO,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    outside: list[str] = []
+    loads = 0
+    with streamlit_server(store) as url, chromium() as browser:
+        page = new_page(browser, outside)
+        while writer.poll() is None or loads < 4:
+            page.goto(url + "/")
+            wait_idle(page, "Action success rate per backbone")
+            assert exceptions_on(page) == []
+            assert page.get_by_text("cannot be read", exact=False).count() == 0
+            loads += 1
+            if loads > 40:
+                break
+    assert writer.wait(120) == 0, writer.stderr.read().decode()
+    assert loads >= 4
+    assert not outside
