@@ -387,6 +387,9 @@ def _with_ranks(predictions: pa.Table) -> pa.Table:
     return conform("predictions", ranked)
 
 
+BUCKETED = "b"  # the label prefix of parts written by bucket (merged at commit)
+
+
 def part_label(seq: int, bucket: str | None = None) -> str:
     """A part's name: parts list in label order, which is the store's row order.
 
@@ -434,7 +437,7 @@ def write_prepared(folder: str | Path, tables: Mapping[str, pa.Table], seq: int,
             write_part(folder, name, part_label(seq), table)
             written[name] = {"rows": table.num_rows, "first": _key(table, name, 0), "last": _key(table, name, -1)}
             continue
-        _write_bucketed(Path(folder) / name / f"part-{part_label(seq, 'b')}.parquet", name,
+        _write_bucketed(Path(folder) / name / f"part-{part_label(seq, BUCKETED)}.parquet", name,
                         table.sort_by([("run_id", "ascending")] + [(k, "ascending") for k in SORT_KEYS[name][1:]]),
                         bucket_of)
         written[name] = {"rows": table.num_rows, "bucketed": True}
@@ -594,8 +597,8 @@ def _resort(folder: Path, name: str, bucket_of: Callable[[str], str] | None) -> 
     """
     parts = sorted((folder / name).glob("part-*.parquet"))
     keys = [(k, "ascending") for k in SORT_KEYS[name]]
-    plain = [p for p in parts if not p.stem.endswith("~b")]
-    bucketed = [p for p in parts if p.stem.endswith("~b")]
+    bucketed = [p for p in parts if p.stem.startswith("part-" + part_label(0, BUCKETED)[:-6])]
+    plain = [p for p in parts if p not in bucketed]
     pending: list[pa.Table] = []
     seq = 0
 

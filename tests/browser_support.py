@@ -2,6 +2,10 @@
 
 Debian's chromium (``make test`` installs it when missing); never a browser download. Every
 request is recorded, and one that leaves localhost is a failure: offline means offline.
+Screenshots go to a temporary folder, never inside the repository tree.
+
+A test module that wants one app server on the session's demo store and one browser imports the
+module-scoped fixtures: ``from browser_support import browser, server  # noqa: F401 (fixtures)``.
 """
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from contextlib import contextmanager
@@ -21,6 +26,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+SHOTS = Path(tempfile.gettempdir()) / "auditatlas-browser"
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "[::1]", "::1"}
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
@@ -84,8 +90,9 @@ def chromium() -> Iterator:
             browser.close()
 
 
-def new_page(browser, outside: list[str], width: int = 1400, height: int = 1800):
-    """A page that appends every request leaving localhost to ``outside``."""
+def new_page(browser, outside: list[str], width: int = 1400, height: int = 1800, dialogs: list[str] | None = None):
+    """A page that appends every request leaving localhost to ``outside`` (and, when ``dialogs``
+    is given, the message of every dialog, which it dismisses)."""
     page = browser.new_page(viewport={"width": width, "height": height})
 
     def record(request):
@@ -95,12 +102,20 @@ def new_page(browser, outside: list[str], width: int = 1400, height: int = 1800)
             outside.append(request.url)
 
     page.on("request", record)
+    if dialogs is not None:
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     return page
 
 
-def wait_idle(page, text: str, timeout: float = 180_000) -> None:
-    """Wait for ``text``, then until the page stops changing (no skeleton or spinner, stable text)."""
+def wait_idle(page, text: str, timeout: float = 180_000, busy_text: str | None = None) -> None:
+    """Wait for ``text``, then until the page stops changing (no skeleton or spinner, stable text).
+
+    ``busy_text`` (e.g. "Scoring ", the boards' spinner text) marks a page still at work: wait
+    for it to be gone too, before the stability check."""
     page.get_by_text(text, exact=False).first.wait_for(timeout=timeout)
+    if busy_text is not None:
+        page.wait_for_function("busy => !document.body.innerText.includes(busy)", arg=busy_text,
+                               timeout=timeout, polling=500)
     page.wait_for_function(
         """() => new Promise(resolve => {
             const size = () => document.body.innerText.length;
@@ -116,3 +131,38 @@ def exceptions_on(page) -> list[str]:
     """Texts of Streamlit exception boxes on the page (a traceback shown to the user)."""
     boxes = page.locator('[data-testid="stException"]')
     return [boxes.nth(i).inner_text() for i in range(boxes.count())]
+
+
+def graph_frame(page, timeout: float = 60_000):
+    """The frame holding the explorer's run graph, once vis-network has drawn it."""
+    deadline = time.time() + timeout / 1000
+    while time.time() < deadline:
+        for frame in page.frames:
+            try:
+                if frame.evaluate("() => !!(window.traceNetwork && window.vis)"):
+                    return frame
+            except Exception:  # noqa: BLE001 - a frame may be navigating
+                pass
+        page.wait_for_timeout(300)
+    raise AssertionError("the run graph was not drawn")
+
+
+def shots_dir(name: str = "") -> Path:
+    """The screenshot folder ``name`` under tempdir/auditatlas-browser (created), outside the repo."""
+    folder = SHOTS / name
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def server(app_store) -> Iterator[str]:
+    """One app server per test module, on the session's demo store (tests/conftest.py)."""
+    with streamlit_server(app_store) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator:
+    """One headless Debian chromium per test module."""
+    with chromium() as b:
+        yield b

@@ -58,14 +58,18 @@ def write_sets(root: Path) -> dict[str, list[str]]:
 
 @pytest.fixture(scope="module")
 def detector_store(app_store, tmp_path_factory) -> tuple[Path, dict]:
-    from auditatlas.store import read_manifest, remove_source
-
     root = tmp_path_factory.mktemp("detectors-store") / "store"
     shutil.copytree(app_store, root)
-    # The default store's standard panel is left out, so the page shows exactly the sets below.
+    without_panel(root)
+    return root, write_sets(root)
+
+
+def without_panel(root: Path) -> None:
+    """Drop the default store's standard panel, so the page shows exactly the sets written here."""
+    from auditatlas.store import read_manifest, remove_source
+
     for source in [s for s in read_manifest(root)["sources"] if s.startswith("rescore-")]:
         remove_source(root, source)
-    return root, write_sets(root)
 
 
 def _texts(at) -> str:

@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from browser_support import chromium, exceptions_on, new_page, streamlit_server, wait_idle
-from test_detectors_app import write_sets
+from test_detectors_app import without_panel, write_sets
 
 pytestmark = pytest.mark.browser
 
@@ -19,6 +19,7 @@ pytestmark = pytest.mark.browser
 def server(app_store, tmp_path_factory):
     root = tmp_path_factory.mktemp("detectors-browser") / "store"
     shutil.copytree(app_store, root)
+    without_panel(root)
     write_sets(root)
     with streamlit_server(root) as url:
         yield url

@@ -20,7 +20,7 @@ from urllib.parse import quote
 import pytest
 
 from conftest import REPO
-from test_explorer_browser import chromium, graph_frame, open_page, require_chromium, serve, wait_idle, _shot
+from browser_support import chromium, graph_frame, new_page, require_chromium, shots_dir, streamlit_server, wait_idle
 
 pytestmark = pytest.mark.browser
 
@@ -86,12 +86,16 @@ def build_payload_store(root: Path, folder: Path) -> str:
     ingest("maadbench", folder, root)
     con = queries.connect(root)
     rows = con.execute("SELECT run_id, step_idx FROM steps ORDER BY run_id, step_idx").fetchall()
+    # Two sets: an LLM judge (the explorer's judges' strip shows family 'llm' only) and a
+    # detector whose family is itself a payload (the Detectors page groups by family).
+    sets = [(SET_ID, "llm"), (SET_ID + "-detector", PAYLOAD)]
     write_source(root, "predictions-payload", {
-        "prediction_sets": [{"set_id": SET_ID, "corpus": "maadbench", "method": PAYLOAD, "family": PAYLOAD,
+        "prediction_sets": [{"set_id": set_id, "corpus": "maadbench", "method": PAYLOAD, "family": family,
                              "supervision": "none", "granularity": "step", "protocol": f"{A_LINK} protocol",
-                             "model": f"{IMG} model", "source": "release", "source_file": FILE_PAYLOAD}],
-        "predictions": [{"set_id": SET_ID, "corpus": "maadbench", "run_id": r, "step_idx": s,
-                         "score": float((s * 7) % 5), "split": "all"} for r, s in rows],
+                             "model": f"{IMG} model", "source": "release", "source_file": FILE_PAYLOAD}
+                            for set_id, family in sets],
+        "predictions": [{"set_id": set_id, "corpus": "maadbench", "run_id": r, "step_idx": s,
+                         "score": float((s * 7) % 5), "split": "all"} for set_id, _ in sets for r, s in rows],
     })
     return rows[0][0]
 
@@ -149,11 +153,11 @@ def _check(page, outside: list[str], dialogs: list[str], where: str) -> list[str
 def test_every_page_keeps_payloads_as_text(payload_store):
     root, run_id = payload_store
     problems: list[str] = []
-    with serve(root) as server, chromium() as browser:
+    with streamlit_server(root) as server, chromium() as browser:
         for path in app_pages():
             outside: list[str] = []
             dialogs: list[str] = []
-            page = open_page(browser, outside, dialogs)
+            page = new_page(browser, outside, width=1500, height=2600, dialogs=dialogs)
             if path == "/":
                 # Also select the payload backbone, so the slice sentence names it.
                 page.goto(f"{server}/?backbone={quote(BACKBONE, safe='')}")
@@ -183,7 +187,7 @@ def test_every_page_keeps_payloads_as_text(payload_store):
                         page.wait_for_url(f"**tab={tab}**", timeout=60_000)
                         wait_idle(page, "Slice")
             page.wait_for_timeout(1500)
-            page.screenshot(path=str(_shot(f"untrusted-{path.strip('/') or 'overview'}.png")), full_page=True)
+            page.screenshot(path=str(shots_dir() / f"untrusted-{path.strip('/') or 'overview'}.png"), full_page=True)
             problems += _check(page, outside, dialogs, path)
             page.close()
     assert not problems, "\n".join(problems)
