@@ -36,6 +36,7 @@ class _Database:
         self.con.execute("SET parquet_metadata_cache = true")
         self.lock = threading.Lock()
         self.stamp: float | None = None
+        self.local = threading.local()
 
     def _manifest_stamp(self) -> float:
         try:
@@ -57,20 +58,33 @@ class _Database:
         self.refresh()
         return self.con.cursor()
 
+    def thread_cursor(self) -> duckdb.DuckDBPyConnection:
+        """This thread's own cursor, kept between calls: making one costs about as much as a
+        small query (a Streamlit session is one thread, so each session keeps its own)."""
+        self.refresh()
+        cur = getattr(self.local, "cursor", None)
+        if cur is None:
+            cur = self.local.cursor = self.con.cursor()
+        return cur
+
 
 _DATABASES: dict[str, _Database] = {}
 _DATABASES_LOCK = threading.Lock()
 
 
-def connect(root: str | Path | None = None) -> duckdb.DuckDBPyConnection:
-    """A cursor on the store's views (store_dir() when root is None)."""
+def _database(root: str | Path | None) -> _Database:
     root = Path(store_dir(root)).resolve()
     key = str(root)
     with _DATABASES_LOCK:
         db = _DATABASES.get(key)
         if db is None:
             db = _DATABASES[key] = _Database(root)
-    return db.cursor()
+    return db
+
+
+def connect(root: str | Path | None = None) -> duckdb.DuckDBPyConnection:
+    """A new cursor on the store's views (store_dir() when root is None); the caller closes it."""
+    return _database(root).cursor()
 
 
 def _empty_select(table: str) -> str:
@@ -102,7 +116,9 @@ def _create_views(con: duckdb.DuckDBPyConnection, root: Path) -> None:
         if files:
             # File paths come from our own manifest, not from users; quoting guards odd folders.
             listing = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
-            select = f"SELECT * FROM read_parquet([{listing}], union_by_name = true)"
+            # Every part is written in the one schema (store.conform), so no union by name:
+            # it makes DuckDB reconcile the schemas of every file on every scan.
+            select = f"SELECT * FROM read_parquet([{listing}])"
         else:
             select = _empty_select(table)
         con.execute(f"CREATE OR REPLACE VIEW {physical} AS {select}")
@@ -137,8 +153,14 @@ def _sql(name: str, active: tuple[str, ...] = ()) -> str:
 
 
 def _slice_ctes(active: tuple[str, ...]) -> str:
+    """``active`` names the filtered columns; a name ending in ``=`` is bound to one value."""
+    def predicate(alias: str, col: str) -> str:
+        if col.endswith("="):
+            return f"{alias}.{col[:-1]} = ${col[:-1]}"
+        return f"{alias}.{col} = ANY(${col})"
+
     def where(alias: str) -> str:
-        return " AND ".join(f"{alias}.{col} = ANY(${col})" for col in active) or "true"
+        return " AND ".join(predicate(alias, col) for col in active) or "true"
 
     return (f"sliced_runs AS (SELECT * FROM runs r WHERE {where('r')}),\n"
             f"sliced_steps AS (SELECT * FROM steps s WHERE {where('s')})")
@@ -150,7 +172,10 @@ def _prepare(name: str, params: Mapping[str, Any] | None) -> tuple[str, dict[str
     if "@slice" not in _raw(name):
         return _sql(name), bound
     chosen = {col: values for col, values in slice_params(bound.pop("slice", None)).items() if values}
-    return _sql(name, tuple(chosen)), {**chosen, **bound}
+    # One value: a scalar equality, which DuckDB turns into a constant filter on the scan.
+    active = tuple(col + "=" if len(values) == 1 else col for col, values in chosen.items())
+    values = {col: vals[0] if len(vals) == 1 else vals for col, vals in chosen.items()}
+    return _sql(name, active), {**values, **bound}
 
 
 def run(name: str, params: Mapping[str, Any] | None = None, root: str | Path | None = None):
@@ -159,11 +184,7 @@ def run(name: str, params: Mapping[str, Any] | None = None, root: str | Path | N
     Queries over the shared slice take it as ``params["slice"]`` (see slice_params).
     """
     sql, bound = _prepare(name, params)
-    cur = connect(root)
-    try:
-        return cur.execute(sql, bound).df()
-    finally:
-        cur.close()
+    return _database(root).thread_cursor().execute(sql, bound).df()
 
 
 def slice_params(slice_: Mapping[str, Any] | None) -> dict[str, Any]:
