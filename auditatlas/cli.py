@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from .cli_types import count, positive_int
 from .errors import AtlasError, IngestFailed
 
 
@@ -32,20 +33,20 @@ def _parser() -> argparse.ArgumentParser:
     ingest.add_argument("--seed", type=int, help="predictions only: the seed (default: from a seed_<n> folder)")
     ingest.add_argument("--scheduler", metavar="ADDRESS",
                         help="run the conversion on the Dask cluster at ADDRESS (the store must be on a shared file system)")
-    ingest.add_argument("--workers", type=_count, metavar="N",
+    ingest.add_argument("--workers", type=count, metavar="N",
                         help="local worker processes (0: this process only; default: one per core for large releases)")
     ingest.add_argument("--no-wait", action="store_true",
                         help="fail at once (exit 1) instead of waiting when another writer holds the store")
 
     demo = sub.add_parser("demo", help="build the embedded default corpus (simulated MAADBench) and the CatchBench release")
-    demo.add_argument("--rooms", type=_positive_int, default=1500)
-    demo.add_argument("--seed", type=_seed, default=0, help="a whole number >= 0 (default 0)")
+    demo.add_argument("--rooms", type=positive_int, default=1500)
+    demo.add_argument("--seed", type=count, default=0, help="a whole number >= 0 (default 0)")
     demo.add_argument("--no-catchbench", action="store_true", help="only the simulated corpus")
     demo.add_argument("--no-panel", action="store_true",
                       help="skip the standard detector panel (skipped anyway above "
                            f"{PANEL_MAX_ROOMS:,} rooms: 55 fits on millions of steps take hours)")
     demo.add_argument("--scheduler", metavar="ADDRESS", help="simulate and convert on the Dask cluster at ADDRESS")
-    demo.add_argument("--workers", type=_count, metavar="N",
+    demo.add_argument("--workers", type=count, metavar="N",
                       help="local worker processes (0: this process only; default: one per core for large corpora)")
 
     remove = sub.add_parser("remove", help="drop one source from the store (see `info` for the names)")
@@ -65,15 +66,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _seed(text: str) -> int:
-    """The simulator's seed: numpy seeds its generators only from whole numbers >= 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 0, not {value}")
-    return value
 
 
 # The default store scores every registry detector with 5 seeds; above this size that panel
@@ -81,14 +73,6 @@ def _seed(text: str) -> int:
 PANEL_MAX_ROOMS = 20_000
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -139,14 +123,6 @@ def _remove(root: Path, source: str) -> int:
     return 0
 
 
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 0, not {value}")
-    return value
 
 
 class _ProgressLine:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from queries import SLICE_COLUMNS as SLICE_KEYS
+from ..cli_types import positive_int
 
 COMMANDS = ("score", "cross-backbone", "detectors")
 
@@ -27,12 +28,12 @@ def add_parsers(sub: Any) -> None:
                        help="registry detector (repeatable; 'all' = every one): see `auditatlas detectors`")
         p.add_argument("--slice", action="append", default=[], metavar="KEY=VALUE",
                        help=f"restrict to runs with KEY=VALUE (repeatable; keys: {', '.join(SLICE_KEYS)})")
-        p.add_argument("--seeds", type=_positive_int, default=1, metavar="N", help="seeds 0..N-1 (default 1)")
+        p.add_argument("--seeds", type=positive_int, default=1, metavar="N", help="seeds 0..N-1 (default 1)")
         p.add_argument("--feature-set", default=DEFAULT_FEATURE_SET, choices=sorted(FEATURE_SETS), metavar="NAME",
                        help=f"one of: {', '.join(FEATURE_SETS)} (default {DEFAULT_FEATURE_SET})")
         p.add_argument("--scheduler", metavar="ADDRESS", help="an existing Dask scheduler (tcp://host:8786); "
                        "default: a local cluster of processes")
-        p.add_argument("--workers", type=_positive_int, default=2, metavar="N",
+        p.add_argument("--workers", type=positive_int, default=2, metavar="N",
                        help="local cluster size when no --scheduler is given (default 2)")
 
     score = sub.add_parser("score", help="fit and score registry detectors on a slice; write prediction sets")
@@ -44,14 +45,6 @@ def add_parsers(sub: Any) -> None:
     sub.add_parser("detectors", help="list the detector registry")
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
 
 
 def parse_slice(items: list[str]) -> dict[str, list]:

@@ -1,0 +1,25 @@
+"""Argument types shared by every subcommand: a bad number is one sentence from argparse."""
+from __future__ import annotations
+
+import argparse
+from typing import Callable
+
+
+def whole_number(minimum: int) -> Callable[[str], int]:
+    """An argparse type accepting whole numbers >= ``minimum``."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(
+                f"must be at least {minimum}" if minimum > 0 else f"must be a whole number >= {minimum}, not {value}")
+        return value
+
+    parse.__name__ = f"whole number >= {minimum}"
+    return parse
+
+
+positive_int = whole_number(1)  # counts of things that must exist: rooms, seeds, workers
+count = whole_number(0)  # seeds, worker counts where 0 means "this process only"
