@@ -7,7 +7,7 @@ from components import cached
 from components.filters import slice_sidebar
 from components.safe import md
 from auditatlas.errors import StoreError
-from auditatlas.store import is_empty, store_lock
+from auditatlas.store import is_empty
 
 # No page_icon: a material-symbol favicon is fetched from fonts.gstatic.com (offline means offline).
 st.set_page_config(page_title="Audit Atlas", layout="wide")
@@ -21,17 +21,16 @@ def ensure_store() -> None:
     root = cached.store_root()
     if not is_empty(root):
         return
-    from auditatlas.ingest.demo import build_default_store
+    from auditatlas.ingest.demo import ensure_default_store
 
-    with st.status("First launch: building the embedded default corpus (simulated MAADBench + CatchBench release)…", expanded=True) as status:
+    with st.status("First launch: building the embedded default corpus (simulated MAADBench, the CatchBench "
+                   "release and a standard detector panel)…", expanded=True) as status:
         bar = st.progress(0.0)
 
         def progress(fraction: float, message: str) -> None:
-            bar.progress(min(max(fraction, 0.0), 1.0), text=message)
+            bar.progress(min(max(fraction, 0.0), 1.0), text=md(message))
 
-        with store_lock(root, notify=lambda message: st.write(md(message))):
-            if is_empty(root):
-                build_default_store(root, progress=progress)
+        ensure_default_store(root, progress=progress, notify=lambda message: st.write(md(message)))
         status.update(label="Default corpus ready.", state="complete", expanded=False)
     st.cache_data.clear()
 

@@ -245,3 +245,30 @@ def test_no_wait_raises_store_busy_inside_one_process_too(tmp_path):
     finally:
         release.set()
         t.join()
+
+
+FIRST_LAUNCH = """
+import sys
+from auditatlas.ingest import demo
+built = demo.ensure_default_store(sys.argv[1])
+print("built" if built else "found")
+"""
+
+
+def test_concurrent_first_launches_build_the_default_store_once(tmp_path, monkeypatch):
+    """Three first visitors on an empty store: one builds, the others wait and find it."""
+    from auditatlas.ingest import demo
+
+    root = tmp_path / "store"
+    procs = [subprocess.Popen([sys.executable, "-c", FIRST_LAUNCH, str(root)], cwd=REPO,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    outputs = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err
+        outputs.append(out.strip())
+    assert sorted(outputs) == ["built", "found", "found"]
+    manifest = store.read_manifest(root)
+    assert manifest["retired"] == []  # nothing was built twice and replaced
+    assert "demo" in manifest["sources"] and "catchbench" in manifest["sources"]
+    assert demo.ensure_default_store(root) is False

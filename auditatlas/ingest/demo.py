@@ -56,6 +56,24 @@ def build_default_store(store: Path, rooms: int = DEFAULT_ROOMS, seed: int = 0,
         return _build_default(store, rooms, seed, report, panel, scheduler, workers, notify)
 
 
+def ensure_default_store(store: Path, progress: Progress | None = None,
+                         notify: Callable[[str], None] | None = None) -> bool:
+    """Build the default store if ``store`` is empty; returns whether this call built it.
+
+    The emptiness check and the build happen under the store lock, so several first visitors
+    (threads of one app, or processes) build it once: the others wait, then find it built.
+    """
+    from ..store import is_empty, store_lock
+
+    if not is_empty(store):
+        return False
+    with store_lock(store, notify=notify):
+        if not is_empty(store):
+            return False
+        build_default_store(store, progress=progress, notify=notify)
+        return True
+
+
 def _build_default(store: Path, rooms: int, seed: int, report: Progress, panel: bool, scheduler: str | None,
                    workers: int | None, notify: Callable[[str], None] | None) -> dict:
     share = 0.45 if panel else 0.85
