@@ -79,11 +79,23 @@ def run_plan(plan: Plan, store: str | Path, *, client: Any = None, scheduler: st
     else in this process when ``workers == 0`` or the plan is small; else on a local cluster of
     ``workers`` processes (default: one per core).
     """
-    if client is None and (scheduler or workers or (workers is None and len(plan.chunks) >= AUTO_PARALLEL_CHUNKS)):
-        from ..cluster import DEFAULT_WORKERS, client_session
+    own_cluster = client is None and bool(
+        scheduler or workers or (workers is None and len(plan.chunks) >= AUTO_PARALLEL_CHUNKS))
+    if own_cluster:
+        from ..cluster import DEFAULT_WORKERS, get_client
 
-        with client_session(scheduler, n_workers=workers or DEFAULT_WORKERS) as session:
-            return run_plan(plan, store, client=session, progress=progress, wait=wait, notify=notify)
+        client = get_client(scheduler, n_workers=workers or DEFAULT_WORKERS)
+    try:
+        return _run(plan, store, client, progress, wait, notify, close=client.close if own_cluster else None)
+    finally:
+        if own_cluster:
+            client.close()
+
+
+def _run(plan: Plan, store: str | Path, client: Any, progress: Progress | None, wait: bool,
+         notify: Callable[[str], None] | None, close: Callable[[], None] | None) -> Outcome:
+    """``run_plan`` once the client is chosen; ``close`` releases a cluster made for this plan
+    as soon as the last chunk is in, so its workers' memory is gone before the merge."""
     began = time.perf_counter()
     sizes = list(plan.sizes) if plan.sizes is not None else [_size(c) for c in plan.chunks]
     total = sum(sizes)
@@ -109,6 +121,8 @@ def run_plan(plan: Plan, store: str | Path, *, client: Any = None, scheduler: st
                 elapsed = time.perf_counter() - began
                 progress({"done": done, "total": total, "units": plan.units, "steps": counters.get("steps", 0),
                           "elapsed": elapsed, "problems": len(problems)})
+        if close is not None:
+            close()
         if problems:
             raise IngestFailed(problems)
         entry = writer.commit({**plan.meta, **{k: v for k, v in counters.items() if k in ("runs", "steps", "files")}})
