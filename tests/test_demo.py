@@ -20,19 +20,9 @@ from auditatlas.ingest import demo
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"  # not needed: all simulated
 
-# Paper Table 3, action success rate (%) per backbone (names as the importer shows them).
-TABLE3 = {
-    "Claude Opus 4.8": {"SELECT_PUZZLE": 94.8, "OBSERVE_CLUE": 99.8, "SOLVE_CLUE": 80.4, "OBSERVE_ITEM": 97.8,
-                        "UNIT_TOOL_CALL": 73.1, "APPLY_DELTA": 75.8, "OBSERVE_PUZZLE": 98.9},
-    "Claude Sonnet 4.6": {"SELECT_PUZZLE": 97.1, "OBSERVE_CLUE": 97.5, "SOLVE_CLUE": 80.5, "OBSERVE_ITEM": 95.4,
-                          "UNIT_TOOL_CALL": 64.9, "APPLY_DELTA": 60.1, "OBSERVE_PUZZLE": 100.0},
-    "DeepSeek-R1": {"SELECT_PUZZLE": 100.0, "OBSERVE_CLUE": 46.2, "SOLVE_CLUE": 63.0, "OBSERVE_ITEM": 73.3,
-                    "UNIT_TOOL_CALL": 60.8, "APPLY_DELTA": 64.1, "OBSERVE_PUZZLE": 97.0},
-    "GPT-4.1": {"SELECT_PUZZLE": 70.9, "OBSERVE_CLUE": 97.2, "SOLVE_CLUE": 71.3, "OBSERVE_ITEM": 94.3,
-                "UNIT_TOOL_CALL": 63.2, "APPLY_DELTA": 41.5, "OBSERVE_PUZZLE": 98.4},
-    "GPT-5.4": {"SELECT_PUZZLE": 65.6, "OBSERVE_CLUE": 98.3, "SOLVE_CLUE": 78.7, "OBSERVE_ITEM": 93.5,
-                "UNIT_TOOL_CALL": 67.0, "APPLY_DELTA": 53.3, "OBSERVE_PUZZLE": 99.9},
-}
+# Paper Table 3, action success rate (%) per backbone.
+from paper_tables import TABLE3  # noqa: E402
+
 # Paper Table 2, overall room success: the order the simulated backbones must keep.
 TABLE2_ORDER = ["Claude Opus 4.8", "DeepSeek-R1", "Claude Sonnet 4.6", "GPT-5.4", "GPT-4.1"]
 MODELS = {"claude-opus-4-8", "claude-sonnet-4-6", "deepseek-reasoner", "gpt-4.1", "gpt-5.4"}
