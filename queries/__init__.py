@@ -10,6 +10,7 @@ an ingest or a re-score shows up without a restart.
 """
 from __future__ import annotations
 
+import re
 import threading
 from functools import lru_cache
 from pathlib import Path
@@ -149,7 +150,12 @@ def _sql(name: str, active: tuple[str, ...] = ()) -> str:
     text = _raw(name)
     if "@slice" in text:
         text = text.replace("@slice", _slice_ctes(active))
-    return text
+    # ``@name`` (other than @slice) includes the shared fragment sql/_name.sql, so a predicate
+    # several queries apply (the run list's filters) is written once.
+    return _FRAGMENT.sub(lambda m: _raw("_" + m.group(1)).strip(), text)
+
+
+_FRAGMENT = re.compile(r"@([a-z][a-z_]*)")
 
 
 def _slice_ctes(active: tuple[str, ...]) -> str:

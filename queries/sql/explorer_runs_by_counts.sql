@@ -29,13 +29,7 @@ listed AS (
            coalesce(p.chain_length, 0) AS chain_length
     FROM sliced_runs r
     LEFT JOIN per_run p USING (run_id)
-    WHERE ($run_q = '' OR r.run_id ILIKE $run_pattern ESCAPE '\')
-      AND (len($f_corpus) = 0 OR list_contains($f_corpus, r.corpus))
-      AND (len($f_backbone) = 0 OR list_contains($f_backbone, r.backbone))
-      AND (len($f_difficulty) = 0 OR list_contains($f_difficulty, r.difficulty))
-      AND (len($f_outcome) = 0 OR list_contains($f_outcome, r.outcome))
-      AND ($min_steps IS NULL OR r.n_steps >= $min_steps)
-      AND ($max_steps IS NULL OR r.n_steps <= $max_steps)
+    WHERE @run_filters
 ),
 filtered AS (
     SELECT * FROM listed
