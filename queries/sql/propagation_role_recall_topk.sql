@@ -11,31 +11,7 @@
 -- summed over a set, the rows give its scored and flagged steps in the slice. One pass: the
 -- scored steps are left-joined to the anomalies (a join per output is about 25% slower).
 WITH @slice,
-failed AS (
-    SELECT corpus, run_id, step_idx, coalesce(action, '(none)') AS action,
-           count(*) OVER scope_window AS failures,
-           min(step_idx) OVER scope_window AS first_idx,
-           max(step_idx) OVER scope_window AS last_idx
-    FROM sliced_steps
-    WHERE label = 1
-    WINDOW scope_window AS (PARTITION BY run_id, scope)
-),
-chain_corpora AS (
-    SELECT DISTINCT corpus FROM failed WHERE failures >= 2
-),
-anomalies AS (
-    SELECT run_id, step_idx, action,
-           CASE WHEN failures < 2 THEN NULL
-                WHEN step_idx = first_idx THEN 'origin'
-                WHEN step_idx = last_idx THEN 'down'
-                ELSE 'mid' END AS role
-    FROM failed
-    WHERE corpus IN (SELECT corpus FROM chain_corpora)
-),
-sets AS (
-    SELECT set_id FROM prediction_sets
-    WHERE granularity = 'step' AND corpus IN (SELECT corpus FROM chain_corpora)
-),
+@chain_anomalies,
 scored AS (
     SELECT p.set_id, p.run_id, p.step_idx, p.score
     FROM predictions p
