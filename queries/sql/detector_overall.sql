@@ -14,13 +14,7 @@
 WITH @slice,
 scored AS (
     SELECT list_position($set_ids, p.set_id) AS set_pos, s.run_id, s.label, s.scope_success, p.score, p.pred_label
-    FROM predictions p
-    JOIN sliced_steps s ON s.run_id = p.run_id AND s.step_idx = p.step_idx
-    WHERE p.set_id = ANY($set_ids)
-      AND p.step_idx IS NOT NULL
-      AND p.split IN ('test', 'all')
-      AND s.label IS NOT NULL
-      AND p.score IS NOT NULL AND NOT isnan(p.score)
+    @scored_test_steps
 ),
 ranked AS (
     SELECT set_pos, run_id, label, scope_success, score, pred_label,

@@ -24,13 +24,7 @@ scored AS (
            coalesce(list_position($actions,
                CASE WHEN $by_action THEN coalesce(s.action, '(none)') ELSE '(all actions)' END), 0) AS action_pos,
            s.label, p.score
-    FROM predictions p
-    JOIN sliced_steps s ON s.run_id = p.run_id AND s.step_idx = p.step_idx
-    WHERE p.set_id = ANY($set_ids)
-      AND p.step_idx IS NOT NULL
-      AND p.split IN ('test', 'all')
-      AND s.label IS NOT NULL
-      AND p.score IS NOT NULL AND NOT isnan(p.score)
+    @scored_test_steps
 ),
 ranked AS (
     SELECT set_pos, backbone_pos, action_pos, label,
