@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from app_support import page_texts
 from conftest import REPO
 
 PAGES = ["pages/overview.py", "pages/boards.py"]
@@ -17,10 +18,7 @@ def app(app_store, monkeypatch):
     return at
 
 
-def _texts(at) -> str:
-    parts = [m.value for m in at.markdown] + [t.value for t in at.title] + [s.value for s in at.subheader]
-    parts += [c.value for c in at.caption] + [i.value for i in at.info] + [w.value for w in at.warning]
-    return "\n".join(str(p) for p in parts)
+_texts = page_texts
 
 
 def _plain(markdown: str) -> str:

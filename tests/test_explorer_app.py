@@ -13,6 +13,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from app_support import page_texts
 from conftest import REPO, WHOWHEN
 
 JUDGES = Path(__import__("catchbench").__file__).resolve().parent / "data" / "llm_judge"
@@ -36,10 +37,7 @@ def _open(app: AppTest, **params) -> AppTest:
     return app
 
 
-def _texts(at) -> str:
-    parts = [m.value for m in at.markdown] + [t.value for t in at.title] + [s.value for s in at.subheader]
-    parts += [c.value for c in at.caption] + [i.value for i in at.info] + [w.value for w in at.warning]
-    return "\n".join(str(p) for p in parts)
+_texts = page_texts
 
 
 def _link(at) -> str:

@@ -6,28 +6,18 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from app_support import page_texts, open_page
 from conftest import REPO
 
 PAGE = "pages/propagation.py"
 
 
-def _texts(at) -> str:
-    parts = [m.value for m in at.markdown] + [t.value for t in at.title] + [s.value for s in at.subheader]
-    parts += [c.value for c in at.caption] + [i.value for i in at.info] + [w.value for w in at.warning]
-    return "\n".join(str(p) for p in parts)
+_texts = page_texts
+
 
 
 def _open(store, monkeypatch, **params) -> AppTest:
-    monkeypatch.setenv("AUDITATLAS_STORE", str(store))
-    monkeypatch.chdir(REPO)
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=180)
-    at.run()
-    at.switch_page(PAGE)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.run()
-    assert not at.exception, at.exception
-    return at
+    return open_page(store, monkeypatch, PAGE, timeout=180, **params)
 
 
 @pytest.fixture(scope="module")
