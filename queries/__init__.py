@@ -38,6 +38,10 @@ class _Database:
         self.lock = threading.Lock()
         self.stamp: float | None = None
         self.local = threading.local()
+        # Whether test_scores is the materialised table for this store version (see
+        # ensure_test_scores); reset whenever the views are rebuilt.
+        self.test_scores_ready = False
+        self.materialisations = 0
 
     def _manifest_stamp(self) -> float:
         try:
@@ -53,7 +57,29 @@ class _Database:
             if stamp == self.stamp:
                 return
             _create_views(self.con, self.root)
+            self.test_scores_ready = False
             self.stamp = stamp
+
+    def ensure_test_scores(self) -> None:
+        """Make ``test_scores`` a table for this store version, on first use.
+
+        The detector views rank every scored test step of the chosen sets; joining them to
+        their steps on each call is most of a grid's time on a large store (0.6 s of 0.8 s CPU
+        at 100,000 rooms and 9 sets). The join is kept once per store version instead, with
+        its string columns as ENUMs (about 40 bytes a row instead of about 290), unless the
+        store holds more than MATERIALISE_MAX_PREDICTIONS predictions: then the live join
+        stays, so memory never grows with the corpus.
+        """
+        self.refresh()
+        if self.test_scores_ready:
+            return
+        with self.lock:
+            if self.test_scores_ready:
+                return
+            if _stored_predictions(self.root) <= MATERIALISE_MAX_PREDICTIONS:
+                self.materialisations += 1
+                _materialise_test_scores(self.con, f"ts{self.materialisations}")
+            self.test_scores_ready = True
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
         self.refresh()
@@ -127,6 +153,47 @@ def _create_views(con: duckdb.DuckDBPyConnection, root: Path) -> None:
     # one row per judged step), not in a view every query recomputes.
     con.execute(f"CREATE OR REPLACE TABLE predictions_resolved AS {_sql('resolve_rankings')}")
     con.execute(f"CREATE OR REPLACE VIEW predictions AS {_sql('view_predictions')}")
+    # The live join; _Database.ensure_test_scores swaps in a table on first use.
+    con.execute(f"CREATE OR REPLACE VIEW test_scores AS {_sql('test_scores')}")
+    _drop_materialised(con, keep="")
+
+
+# Above this many stored predictions the detector views join live instead of keeping
+# test_scores in memory (at about 40 bytes per test row, 20% test: about 160 MB).
+MATERIALISE_MAX_PREDICTIONS = 20_000_000
+# The text columns of test_scores kept as ENUMs when materialised.
+_ENUM_COLUMNS = ("set_id", "corpus", "run_id", "action", "backbone", "difficulty", "domain", "outcome")
+
+
+def _stored_predictions(root: Path) -> int:
+    manifest = read_manifest(root)
+    return sum(int((src.get("rows") or {}).get("predictions") or 0) for src in manifest.get("sources", {}).values())
+
+
+def _materialise_test_scores(con: duckdb.DuckDBPyConnection, tag: str) -> None:
+    """test_scores as table ``{tag}_test_scores``; the view then reads it (same columns)."""
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {tag}_join AS SELECT * FROM ({_sql('test_scores')})")
+    for col in _ENUM_COLUMNS:
+        con.execute(f"CREATE TYPE {tag}_{col} AS ENUM "
+                    f"(SELECT DISTINCT {col} FROM {tag}_join WHERE {col} IS NOT NULL ORDER BY 1)")
+    cols = ", ".join(f"CAST({c} AS {tag}_{c}) AS {c}" if c in _ENUM_COLUMNS else c
+                     for c in (d[0] for d in con.execute(f"SELECT * FROM {tag}_join LIMIT 0").description))
+    con.execute(f"CREATE TABLE {tag}_test_scores AS SELECT {cols} FROM {tag}_join")
+    con.execute(f"DROP TABLE {tag}_join")
+    con.execute(f"CREATE OR REPLACE VIEW test_scores AS SELECT * FROM {tag}_test_scores")
+    _drop_materialised(con, keep=tag)
+
+
+def _drop_materialised(con: duckdb.DuckDBPyConnection, keep: str) -> None:
+    """Drop the test_scores tables (and their ENUM types) of earlier store versions."""
+    tables = con.execute("SELECT table_name FROM duckdb_tables() WHERE table_name LIKE 'ts%\\_test\\_scores' ESCAPE '\\'").fetchall()
+    for (table,) in tables:
+        tag = table[: -len("_test_scores")]
+        if tag == keep:
+            continue
+        con.execute(f"DROP TABLE IF EXISTS {table}")
+        for col in _ENUM_COLUMNS:
+            con.execute(f"DROP TYPE IF EXISTS {tag}_{col}")
 
 
 @lru_cache(maxsize=None)
@@ -148,6 +215,10 @@ def _sql(name: str, active: tuple[str, ...] = ()) -> str:
     own column names only; the values are always bound.
     """
     text = _raw(name)
+    # ``@in_slice(x.run_id)``: the run is in the slice. With no filter that is every run, and
+    # the text says ``true``: DuckDB does not fold ``run_id IN (all runs)`` away, and the
+    # semi-join over every run costs about 100 ms of CPU on a 100,000-room store.
+    text = _IN_SLICE.sub(lambda m: f"{m.group(1)} IN (SELECT run_id FROM sliced_runs)" if active else "true", text)
     if "@slice" in text:
         text = text.replace("@slice", _slice_ctes(active))
     # ``@name`` (other than @slice) includes the shared fragment sql/_name.sql, so a predicate
@@ -156,6 +227,7 @@ def _sql(name: str, active: tuple[str, ...] = ()) -> str:
 
 
 _FRAGMENT = re.compile(r"@([a-z][a-z_]*)")
+_IN_SLICE = re.compile(r"@in_slice\(([a-z_][a-z_0-9]*\.run_id)\)")
 
 
 def _slice_ctes(active: tuple[str, ...]) -> str:
@@ -168,8 +240,10 @@ def _slice_ctes(active: tuple[str, ...]) -> str:
     def where(alias: str) -> str:
         return " AND ".join(predicate(alias, col) for col in active) or "true"
 
+    # A CTE no query reads costs nothing: DuckDB plans only the ones referenced.
     return (f"sliced_runs AS (SELECT * FROM runs r WHERE {where('r')}),\n"
-            f"sliced_steps AS (SELECT * FROM steps s WHERE {where('s')})")
+            f"sliced_steps AS (SELECT * FROM steps s WHERE {where('s')}),\n"
+            f"sliced_test_scores AS (SELECT * FROM test_scores t WHERE {where('t')})")
 
 
 def _prepare(name: str, params: Mapping[str, Any] | None) -> tuple[str, dict[str, Any]]:
@@ -190,7 +264,11 @@ def run(name: str, params: Mapping[str, Any] | None = None, root: str | Path | N
     Queries over the shared slice take it as ``params["slice"]`` (see slice_params).
     """
     sql, bound = _prepare(name, params)
-    return _database(root).thread_cursor().execute(sql, bound).df()
+    db = _database(root)
+    # Every slice query defines the sliced_test_scores CTE; only the detector views read it.
+    if "FROM sliced_test_scores" in sql:
+        db.ensure_test_scores()
+    return db.thread_cursor().execute(sql, bound).df()
 
 
 def slice_params(slice_: Mapping[str, Any] | None) -> dict[str, Any]:

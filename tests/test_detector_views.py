@@ -439,3 +439,60 @@ def test_partly_defined_cell_averages_the_defined_seeds():
     assert cell.auc_mean == 0.8 and math.isnan(cell.auc_std)
     assert (cell.n_seeds, cell.n_defined, cell.n_pos, cell.n_neg) == (2, 1, "0–2", "3–4")
     assert cell.reason.startswith("1 of 2 seeds undefined")
+
+
+# ----------------------------------------------------------------------------- test_scores table
+
+def _views_on(root: Path, by_backbone: bool, slice_=None):
+    cells = _cells(root, by_backbone=by_backbone, slice_=slice_).sort_values(["set_id", "backbone", "action"])
+    q = _query(root)
+    ids = ["det:s0", "det:s1", "csv:xgb", "judge:m"]
+    coverage = q("detector_coverage", {"slice": slice_ or {}, "set_ids": ids})
+    overall = q("detector_overall", {"slice": slice_ or {}, "set_ids": ids, "threshold": "top_k", "top_k": 30.0})
+    return cells.reset_index(drop=True), coverage, overall
+
+
+def test_materialised_test_scores_answer_like_the_live_join(toy, monkeypatch, tmp_path):
+    """The grid, coverage and overall read test_scores as an in-memory table with ENUM columns;
+    over the cap they read the live join. Both must give the same rows."""
+    live_root = tmp_path / "live"
+    write_source(live_root, "fixture", _toy_tables())
+    queries._database(toy).ensure_test_scores()  # the table, whichever test runs first
+    monkeypatch.setattr(queries, "MATERIALISE_MAX_PREDICTIONS", 0)
+    for slice_ in (None, {"backbone": ["A"]}, {"outcome": ["success"], "backbone": ["A", "B"]}):
+        for by_backbone in (True, False):
+            live = _views_on(live_root, by_backbone, slice_)
+            table = _views_on(toy, by_backbone, slice_)
+            for a, b in zip(live, table):
+                pd.testing.assert_frame_equal(a, b)
+    live_tables = queries.connect(live_root).sql("SELECT table_name FROM duckdb_tables()").fetchall()
+    assert not [t for (t,) in live_tables if t.endswith("_test_scores")]
+    toy_tables = queries.connect(toy).sql("SELECT table_name FROM duckdb_tables()").fetchall()
+    assert [t for (t,) in toy_tables if t.endswith("_test_scores")]
+
+
+def test_slice_value_missing_from_the_table_gives_empty_views(toy):
+    # 'C' is no backbone of the store: the ENUM column never holds it, and the answer is empty.
+    cells, coverage, overall = _views_on(toy, True, {"backbone": ["C"]})
+    assert cells.empty and coverage.empty and overall.empty
+    cells, coverage, _ = _views_on(toy, True, {"backbone": ["C", "B"]})
+    assert set(cells.backbone) == {"B"} and (coverage.n_runs == 1).all()
+
+
+def test_new_store_version_rebuilds_test_scores(tmp_path):
+    root = tmp_path / "store"
+    write_source(root, "fixture", _toy_tables())
+    q = _query(root)
+    before = q("detector_coverage", {"slice": {}, "set_ids": ["det:s0", "extra:s"]})
+    assert list(before.set_id) == ["det:s0"]
+    extra = {"prediction_sets": [{"set_id": "extra:s", "corpus": CORPUS, "method": "extra", "granularity": "step",
+                                  "source": "rescore"}],
+             "predictions": [{"set_id": "extra:s", "corpus": CORPUS, "run_id": "toy:r3", "step_idx": i,
+                              "score": float(i), "split": "test"} for i in range(3)]}
+    write_source(root, "extra", extra)
+    after = q("detector_coverage", {"slice": {}, "set_ids": ["det:s0", "extra:s"]})
+    # r3's steps 0 and 1 are labeled (step 2 is not): two scored test steps of one run.
+    assert after[after.set_id == "extra:s"][["n_steps", "n_pos", "n_runs"]].values.tolist() == [[2, 0, 1]]
+    tables = [t for (t,) in queries.connect(root).sql("SELECT table_name FROM duckdb_tables()").fetchall()
+              if t.endswith("_test_scores")]
+    assert len(tables) == 1  # the first version's table (and its ENUM types) were dropped

@@ -13,7 +13,7 @@
 -- high_rank(s) = cume_dist x n counts the steps scoring at most s.
 WITH @slice,
 scored AS (
-    SELECT list_position($set_ids, p.set_id) AS set_pos, s.run_id, s.label, s.scope_success, p.score, p.pred_label
+    SELECT list_position($set_ids, t.set_id::VARCHAR) AS set_pos, t.run_id::VARCHAR AS run_id, t.label, t.scope_success, t.score, t.pred_label
     @scored_test_steps
 ),
 ranked AS (

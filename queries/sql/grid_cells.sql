@@ -18,12 +18,12 @@
 -- never 0.5).
 WITH @slice,
 scored AS (
-    SELECT list_position($set_ids, p.set_id) AS set_pos,
+    SELECT list_position($set_ids, t.set_id::VARCHAR) AS set_pos,
            coalesce(list_position($backbones,
-               CASE WHEN $by_backbone THEN coalesce(s.backbone, '(none)') ELSE '(all backbones)' END), 0) AS backbone_pos,
+               CASE WHEN $by_backbone THEN coalesce(t.backbone::VARCHAR, '(none)') ELSE '(all backbones)' END), 0) AS backbone_pos,
            coalesce(list_position($actions,
-               CASE WHEN $by_action THEN coalesce(s.action, '(none)') ELSE '(all actions)' END), 0) AS action_pos,
-           s.label, p.score
+               CASE WHEN $by_action THEN coalesce(t.action::VARCHAR, '(none)') ELSE '(all actions)' END), 0) AS action_pos,
+           t.label, t.score
     @scored_test_steps
 ),
 ranked AS (

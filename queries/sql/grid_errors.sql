@@ -8,16 +8,11 @@
 -- cut flagged). n_in_cell counts all the cell's false positives (negatives), not only those listed.
 WITH @slice,
 scored AS (
-    SELECT p.set_id, s.run_id, s.step_idx, s.step_id, s.agent,
-           coalesce(s.backbone, '(none)') AS backbone, coalesce(s.action, '(none)') AS action,
-           s.label, s.scope_success, p.score, p.pred_label
-    FROM predictions p
-    JOIN sliced_steps s ON s.run_id = p.run_id AND s.step_idx = p.step_idx
-    WHERE p.set_id = $set_id
-      AND p.step_idx IS NOT NULL
-      AND p.split IN ('test', 'all')
-      AND s.label IS NOT NULL
-      AND p.score IS NOT NULL AND NOT isnan(p.score)
+    SELECT t.set_id::VARCHAR AS set_id, t.run_id::VARCHAR AS run_id, t.step_idx,
+           coalesce(t.backbone::VARCHAR, '(none)') AS backbone, coalesce(t.action::VARCHAR, '(none)') AS action,
+           t.label, t.scope_success, t.score, t.pred_label
+    FROM sliced_test_scores t
+    WHERE t.set_id = $set_id
 ),
 ranked AS (
     SELECT *,
@@ -55,8 +50,10 @@ errors AS (
            count(*) OVER () AS n_in_cell
     FROM cell WHERE label = 1 AND NOT flag
 )
-SELECT kind, position, n_in_cell, set_id, run_id, step_idx, step_id, agent, backbone, action,
-       label, scope_success, score, pred_label, own_labels, cut
-FROM errors
-WHERE position <= $limit
-ORDER BY kind DESC, position
+-- The step's id and agent are read for the listed rows only (test_scores does not carry them).
+SELECT e.kind, e.position, e.n_in_cell, e.set_id, e.run_id, e.step_idx, st.step_id, st.agent, e.backbone, e.action,
+       e.label, e.scope_success, e.score, e.pred_label, e.own_labels, e.cut
+FROM errors e
+JOIN steps st ON st.run_id = e.run_id AND st.step_idx = e.step_idx
+WHERE e.position <= $limit
+ORDER BY e.kind DESC, e.position

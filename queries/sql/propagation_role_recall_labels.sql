@@ -16,7 +16,7 @@ scored AS (
       AND p.step_idx IS NOT NULL
       AND coalesce(p.split, 'all') <> 'train'
       AND p.pred_label IS NOT NULL
-      AND p.run_id IN (SELECT run_id FROM sliced_runs)
+      AND @in_slice(p.run_id)
 )
 SELECT s.set_id, a.run_id IS NOT NULL AS anomalous, a.role, a.action,
        count(*) AS steps, count(*) FILTER (WHERE s.flagged) AS flagged

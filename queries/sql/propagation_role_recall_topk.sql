@@ -19,7 +19,7 @@ scored AS (
       AND p.step_idx IS NOT NULL
       AND coalesce(p.split, 'all') <> 'train'
       AND p.score IS NOT NULL
-      AND p.run_id IN (SELECT run_id FROM sliced_runs)
+      AND @in_slice(p.run_id)
 ),
 cuts AS (
     SELECT set_id,
