@@ -154,13 +154,19 @@ def hand_written(store: Path) -> dict[str, tuple[str, list]]:
             FROM read_parquet({steps}) WHERE backbone = 'GPT-4.1' AND difficulty = 'hard'
             GROUP BY ALL ORDER BY backbone, action""", []),
         "silent_failures": (f"""
-            SELECT coalesce(backbone, '(none)') AS backbone,
-                   count(*) FILTER (WHERE label = 1 AND NOT coalesce(is_format_error, false)) AS action_failures,
-                   count(*) FILTER (WHERE label = 1 AND NOT coalesce(is_format_error, false) AND scope_success) AS silent_action_failures,
-                   count(*) FILTER (WHERE label = 1 AND coalesce(is_format_error, false)) AS format_errors,
-                   count(*) FILTER (WHERE label = 1 AND coalesce(is_format_error, false) AND scope_success) AS silent_format_errors,
-                   count(*) FILTER (WHERE label = 1 AND scope_success IS NULL) AS anomalies_without_scope_outcome
-            FROM read_parquet({steps}) GROUP BY ALL ORDER BY backbone""", []),
+            WITH a AS (
+                SELECT coalesce(backbone, '(none)') AS backbone,
+                       count(*) FILTER (WHERE NOT coalesce(is_format_error, false)) AS action_failures,
+                       count(*) FILTER (WHERE NOT coalesce(is_format_error, false) AND scope_success) AS silent_action_failures,
+                       count(*) FILTER (WHERE coalesce(is_format_error, false)) AS format_errors,
+                       count(*) FILTER (WHERE coalesce(is_format_error, false) AND scope_success) AS silent_format_errors,
+                       count(*) FILTER (WHERE scope_success IS NULL) AS anomalies_without_scope_outcome
+                FROM read_parquet({steps}) WHERE label = 1 GROUP BY ALL),
+            b AS (SELECT DISTINCT coalesce(backbone, '(none)') AS backbone FROM read_parquet({runs}))
+            SELECT backbone, coalesce(a.action_failures, 0), coalesce(a.silent_action_failures, 0),
+                   coalesce(a.format_errors, 0), coalesce(a.silent_format_errors, 0),
+                   coalesce(a.anomalies_without_scope_outcome, 0)
+            FROM b FULL JOIN a USING (backbone) ORDER BY backbone""", []),
         "slice_summary": (f"""
             WITH r AS (SELECT corpus, count(*) AS runs FROM read_parquet({runs}) GROUP BY corpus),
                  s AS (SELECT corpus, count(*) AS steps, count(label) AS labeled_steps,

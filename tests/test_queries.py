@@ -56,6 +56,21 @@ def test_silent_failures_keep_format_errors_apart(tiny):
     assert df.loc["Y", "silent_action_failures"] == 0
 
 
+def test_silent_failures_keep_a_backbone_without_anomalies(tiny):
+    # The query reads only anomalous steps; a backbone of the slice without any still gets a
+    # row of zeros (its rates are then undefined, not missing from the table).
+    store.write_source(tiny, "z", {"runs": [{"run_id": "t:Z", "corpus": "t", "backbone": "Z", "outcome": "success",
+                                             "n_steps": 1}],
+                                   "steps": [{"run_id": "t:Z", "corpus": "t", "step_idx": 0, "action": "SOLVE_CLUE",
+                                              "label": 0, "scope_success": True}]})
+    df = queries.run("silent_failures", {"slice": {}}, root=tiny).set_index("backbone")
+    assert list(df.index) == ["X", "Y", "Z"]
+    assert df.loc["Z"].tolist() == [0, 0, 0, 0, 0]
+    assert df.loc["X", "action_failures"] == 1
+    only_z = queries.run("silent_failures", {"slice": {"backbone": ["Z"]}}, root=tiny)
+    assert only_z["backbone"].tolist() == ["Z"] and only_z["action_failures"].tolist() == [0]
+
+
 def test_rates_leave_undefined_blank(tiny):
     from auditatlas import rates
 

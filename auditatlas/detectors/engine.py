@@ -68,6 +68,7 @@ from ..errors import AtlasError, UndefinedMetric
 from . import registry
 from .features import DEFAULT_FEATURE_SET, StepFeatures, check_feature_set, step_features
 from .splits import TEST_SIZE, group_split
+from .stale import stale_prediction_sets  # noqa: F401 - part of the engine's API
 
 PARTITION_ROWS = 250_000  # steps per score job
 STANDARD_PANEL_SEEDS = 5
@@ -779,39 +780,3 @@ def run_standard_panel(root: str | Path, progress: Progress | None = None, *, cl
                  DEFAULT_FEATURE_SET, client=client, progress=progress)
 
 
-def stale_prediction_sets(root: str | Path, source: str) -> list[str]:
-    """Re-scored prediction sets computed from the data of store source ``source``.
-
-    Re-ingesting ``source`` invalidates them: their features and splits were read from the
-    runs it held. A set records the sources it read (``params.data_sources``); a set without
-    that record falls back to its corpus. Call it before or after the re-ingest: the answer
-    names the same sets.
-    """
-    from queries import run
-
-    root = Path(root)
-    sets = run("rescore_provenance", {}, root=root)
-    corpora = _source_corpora(root, source)
-    stale = []
-    for rec in sets.to_dict(orient="records"):
-        try:
-            recorded = json.loads(rec.get("params") or "{}").get("data_sources")
-        except (TypeError, ValueError):
-            recorded = None
-        if (source in recorded) if isinstance(recorded, dict) else (rec["corpus"] in corpora):
-            stale.append(str(rec["set_id"]))
-    return sorted(stale)
-
-
-def _source_corpora(root: Path, source: str) -> set[str]:
-    import pyarrow.dataset as ds
-
-    from ..store import read_manifest
-
-    entry = read_manifest(root)["sources"].get(source)
-    if not entry:
-        return set()
-    folder = root / str(entry.get("dir", "")) / "runs"
-    if not folder.is_dir():
-        return set()
-    return set(ds.dataset(str(folder), format="parquet").to_table(columns=["corpus"]).column("corpus").unique().to_pylist())

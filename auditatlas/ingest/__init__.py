@@ -114,7 +114,7 @@ def stale_notes(store: str | Path, source: str) -> list[str]:
     They stay in the store (re-scoring never replaces another source, and an ingest never
     deletes one), but their features and splits were read from runs that have just changed.
     """
-    from ..detectors.engine import stale_prediction_sets
+    from ..detectors.stale import stale_prediction_sets
 
     stale = stale_prediction_sets(store, source)
     if not stale:
