@@ -58,13 +58,24 @@ def check_invariants(tables: Mapping[str, pa.Table], source: str) -> None:
         con.close()
 
 
-def check_staged(folder: str | Path, source: str) -> None:
-    """The same checks over a staging folder of Parquet parts (``TABLE/part-*.parquet``)."""
+def check_staged(folder: str | Path, source: str, scratch: str | Path | None = None) -> None:
+    """The same checks over a staging folder of Parquet parts (``TABLE/part-*.parquet``).
+
+    ``scratch``: the store root, where DuckDB may spill (in a scratch folder recovery removes).
+    """
+    import shutil
+
+    from .store import scratch_dir
+
     folder = Path(folder)
+    spill = scratch_dir(scratch, "check") if scratch is not None else None
     con = duckdb.connect()
     try:
-        # Bounded: the checks group a million runs; DuckDB spills past this instead of growing.
-        con.execute("SET memory_limit = '1GB'")
+        # Bounded: the checks group a million runs; DuckDB spills past this instead of growing
+        # (the writer's whole process stays under 2 GB at a million rooms).
+        con.execute("SET memory_limit = '512MB'")
+        if spill is not None:
+            con.execute("SET temp_directory = $1", [str(spill)])
         con.execute("SET preserve_insertion_order = false")
         for table_dir in sorted(p for p in folder.iterdir() if p.is_dir()):
             pattern = str(table_dir / "part-*.parquet").replace("'", "''")
@@ -72,6 +83,8 @@ def check_staged(folder: str | Path, source: str) -> None:
         _run_checks(con, source)
     finally:
         con.close()
+        if spill is not None:
+            shutil.rmtree(spill, ignore_errors=True)
 
 
 def _run_checks(con: duckdb.DuckDBPyConnection, source: str) -> None:

@@ -302,7 +302,7 @@ def bench_demo(rooms: int, store: Path, workers: int | None, out: Path) -> dict:
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     root = psutil.Process(proc.pid)
-    peak = 0
+    peak = peak_main = 0
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
     reader.start()
@@ -314,11 +314,16 @@ def bench_demo(rooms: int, store: Path, workers: int | None, out: Path) -> dict:
             except Exception:  # noqa: BLE001
                 pass
         peak = max(peak, total)
+        try:
+            peak_main = max(peak_main, root.memory_info().rss)
+        except Exception:  # noqa: BLE001 - it may have just exited
+            pass
         time.sleep(0.2)
     reader.join(5)
     seconds = time.perf_counter() - t0
     row = {"rooms": rooms, "workers": workers, "exit": proc.returncode, "seconds": round(seconds, 1),
-           "peak_tree_rss_mb": round(peak / 2**20), "store_mb": round(_size_mb(store), 1),
+           "peak_tree_rss_mb": round(peak / 2**20),
+           "peak_main_rss_mb": round(peak_main / 2**20), "store_mb": round(_size_mb(store), 1),
            "last_lines": [line.rstrip()[:300] for line in lines[-4:]], "machine": machine()}
     out.mkdir(parents=True, exist_ok=True)
     (out / f"demo-{rooms}.json").write_text(json.dumps(row, indent=2))

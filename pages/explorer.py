@@ -11,6 +11,7 @@ ensure_app_navigation()
 import pandas as pd
 
 from auditatlas import graph as tg
+from auditatlas import runlist
 from components import cached, judges_strip, step_detail, trace_graph
 from components import explorer_links as links
 from components import explorer_lists as lists
@@ -82,7 +83,8 @@ with st.expander("Runs of the slice", expanded=state.run is None):
         total = int(cached.query("explorer_runs_count", {"slice": slice_, **count_params})["total"].iloc[0])
     page, pages = lists.page_number("runs_page", total, request.page_size)
     params = {"slice": slice_, **request.params, "limit": request.page_size, "offset": (page - 1) * request.page_size}
-    runs_page = cached.query("explorer_runs_by_counts" if request.needs_counts else "explorer_runs", params)
+    runs_page = (cached.query("explorer_runs_by_counts", params) if request.needs_counts
+                 else runlist.run_page(cached.query, params))
     if total == 0:
         st.info("No run of the slice passes these filters.")
     else:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import threading
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
@@ -40,9 +41,9 @@ class _Database:
         self.lock = threading.Lock()
         self.stamp: float | None = None
         self.local = threading.local()
-        # Whether test_scores is the materialised table for this store version (see
-        # ensure_test_scores); reset whenever the views are rebuilt.
-        self.test_scores_ready = False
+        # The derived tables (DERIVED) kept as tables for this store version; reset whenever
+        # the views are rebuilt.
+        self.ready: set[str] = set()
         self.materialisations = 0
 
     def _manifest_stamp(self) -> float:
@@ -59,29 +60,26 @@ class _Database:
             if stamp == self.stamp:
                 return
             _create_views(self.con, self.root)
-            self.test_scores_ready = False
+            self.ready = set()
             self.stamp = stamp
 
-    def ensure_test_scores(self) -> None:
-        """Make ``test_scores`` a table for this store version, on first use.
-
-        The detector views rank every scored test step of the chosen sets; joining them to
-        their steps on each call is most of a grid's time on a large store (0.6 s of 0.8 s CPU
-        at 100,000 rooms and 9 sets). The join is kept once per store version instead, with
-        its string columns as ENUMs (about 40 bytes a row instead of about 290), unless the
-        store holds more than MATERIALISE_MAX_PREDICTIONS predictions: then the live join
-        stays, so memory never grows with the corpus.
-        """
+    def ensure(self, name: str) -> None:
+        """Make derived table ``name`` (DERIVED) a table for this store version, on first use;
+        over its size cap it stays the live view (same name, same columns)."""
         self.refresh()
-        if self.test_scores_ready:
+        if name in self.ready:
             return
         with self.lock:
-            if self.test_scores_ready:
+            if name in self.ready:
                 return
-            if _stored_predictions(self.root) <= MATERIALISE_MAX_PREDICTIONS:
+            spec = DERIVED[name]
+            if spec.fits(read_manifest(self.root)):
                 self.materialisations += 1
-                _materialise_test_scores(self.con, f"ts{self.materialisations}")
-            self.test_scores_ready = True
+                _materialise(self.con, name, f"m{self.materialisations}")
+            self.ready.add(name)
+
+    def ensure_test_scores(self) -> None:
+        self.ensure("test_scores")
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
         self.refresh()
@@ -155,47 +153,66 @@ def _create_views(con: duckdb.DuckDBPyConnection, root: Path) -> None:
     # one row per judged step), not in a view every query recomputes.
     con.execute(f"CREATE OR REPLACE TABLE predictions_resolved AS {_sql('resolve_rankings')}")
     con.execute(f"CREATE OR REPLACE VIEW predictions AS {_sql('view_predictions')}")
-    # The live join; _Database.ensure_test_scores swaps in a table on first use.
-    con.execute(f"CREATE OR REPLACE VIEW test_scores AS {_sql('test_scores')}")
-    _drop_materialised(con, keep="")
+    # Derived tables start as live views; _Database.ensure swaps in a table on first use.
+    for name in DERIVED:
+        con.execute(f"CREATE OR REPLACE VIEW {name} AS {_sql(name)}")
+    _drop_materialised(con)
 
 
-# Above this many stored predictions the detector views join live instead of keeping
-# test_scores in memory (at about 40 bytes per test row, 20% test: about 160 MB).
-MATERIALISE_MAX_PREDICTIONS = 20_000_000
-# The text columns of test_scores kept as ENUMs when materialised.
-_ENUM_COLUMNS = ("set_id", "corpus", "run_id", "action", "backbone", "difficulty", "domain", "outcome")
+@dataclass(frozen=True)
+class Derived:
+    """A derived table the query layer keeps in memory per store version (queries/sql/NAME.sql).
+
+    ``trigger``: text of a query that reads it (the run() check); ``enums``: text columns kept
+    as ENUMs; ``cap``: the manifest row count (``table``) above which it stays a live view, so
+    memory never grows with the corpus.
+    """
+
+    trigger: str
+    enums: tuple[str, ...] = ()
+    table: str = "runs"
+    cap: int = 0
+
+    def fits(self, manifest: Mapping[str, Any]) -> bool:
+        rows = sum(int((src.get("rows") or {}).get(self.table) or 0) for src in manifest.get("sources", {}).values())
+        return rows <= self.cap
 
 
-def _stored_predictions(root: Path) -> int:
-    manifest = read_manifest(root)
-    return sum(int((src.get("rows") or {}).get("predictions") or 0) for src in manifest.get("sources", {}).values())
+DERIVED: dict[str, Derived] = {
+    # Every scored, labeled test step of every step-level set, joined once to its step: what the
+    # detector views rank. As ENUMs about 40 bytes a row (plain strings: about 290); 20M stored
+    # predictions (20% test) would be about 160 MB.
+    "test_scores": Derived("FROM sliced_test_scores",
+                           ("set_id", "corpus", "run_id", "action", "backbone", "difficulty", "domain", "outcome"),
+                           table="predictions", cap=20_000_000),
+}
 
 
-def _materialise_test_scores(con: duckdb.DuckDBPyConnection, tag: str) -> None:
-    """test_scores as table ``{tag}_test_scores``; the view then reads it (same columns)."""
-    con.execute(f"CREATE OR REPLACE TEMP TABLE {tag}_join AS SELECT * FROM ({_sql('test_scores')})")
-    for col in _ENUM_COLUMNS:
-        con.execute(f"CREATE TYPE {tag}_{col} AS ENUM "
-                    f"(SELECT DISTINCT {col} FROM {tag}_join WHERE {col} IS NOT NULL ORDER BY 1)")
-    cols = ", ".join(f"CAST({c} AS {tag}_{c}) AS {c}" if c in _ENUM_COLUMNS else c
-                     for c in (d[0] for d in con.execute(f"SELECT * FROM {tag}_join LIMIT 0").description))
-    con.execute(f"CREATE TABLE {tag}_test_scores AS SELECT {cols} FROM {tag}_join")
-    con.execute(f"DROP TABLE {tag}_join")
-    con.execute(f"CREATE OR REPLACE VIEW test_scores AS SELECT * FROM {tag}_test_scores")
-    _drop_materialised(con, keep=tag)
+def _materialise(con: duckdb.DuckDBPyConnection, name: str, tag: str) -> None:
+    """Derived table ``name`` as table ``{tag}_{name}``; its view then reads the table."""
+    spec, table = DERIVED[name], f"{tag}_{name}"
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {table}_build AS SELECT * FROM ({_sql(name)})")
+    for col in spec.enums:
+        con.execute(f"CREATE TYPE {table}_{col} AS ENUM "
+                    f"(SELECT DISTINCT {col} FROM {table}_build WHERE {col} IS NOT NULL ORDER BY 1)")
+    cols = ", ".join(f"CAST({c} AS {table}_{c}) AS {c}" if c in spec.enums else c
+                     for c in (d[0] for d in con.execute(f"SELECT * FROM {table}_build LIMIT 0").description))
+    con.execute(f"CREATE TABLE {table} AS SELECT {cols} FROM {table}_build")
+    con.execute(f"DROP TABLE {table}_build")
+    con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {table}")
+    _drop_materialised(con, only=name, keep=table)
 
 
-def _drop_materialised(con: duckdb.DuckDBPyConnection, keep: str) -> None:
-    """Drop the test_scores tables (and their ENUM types) of earlier store versions."""
-    tables = con.execute("SELECT table_name FROM duckdb_tables() WHERE table_name LIKE 'ts%\\_test\\_scores' ESCAPE '\\'").fetchall()
-    for (table,) in tables:
-        tag = table[: -len("_test_scores")]
-        if tag == keep:
+def _drop_materialised(con: duckdb.DuckDBPyConnection, only: str | None = None, keep: str | None = None) -> None:
+    """Drop the derived tables (of ``only``, else all) and their ENUM types, except ``keep``:
+    what earlier store versions left."""
+    for (table,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall():
+        name = next((n for n in DERIVED if table.endswith("_" + n) and re.fullmatch(r"m\d+", table[: -len(n) - 1])), None)
+        if name is None or table == keep or (only is not None and name != only):
             continue
         con.execute(f"DROP TABLE IF EXISTS {table}")
-        for col in _ENUM_COLUMNS:
-            con.execute(f"DROP TYPE IF EXISTS {tag}_{col}")
+        for col in DERIVED[name].enums:
+            con.execute(f"DROP TYPE IF EXISTS {table}_{col}")
 
 
 @lru_cache(maxsize=None)
@@ -268,8 +285,9 @@ def run(name: str, params: Mapping[str, Any] | None = None, root: str | Path | N
     sql, bound = _prepare(name, params)
     db = _database(root)
     # Every slice query defines the sliced_test_scores CTE; only the detector views read it.
-    if "FROM sliced_test_scores" in sql:
-        db.ensure_test_scores()
+    for derived, spec in DERIVED.items():
+        if spec.trigger in sql:
+            db.ensure(derived)
     return db.thread_cursor().execute(sql, bound).df()
 
 

@@ -458,7 +458,9 @@ def test_materialised_test_scores_answer_like_the_live_join(toy, monkeypatch, tm
     live_root = tmp_path / "live"
     write_source(live_root, "fixture", _toy_tables())
     queries._database(toy).ensure_test_scores()  # the table, whichever test runs first
-    monkeypatch.setattr(queries, "MATERIALISE_MAX_PREDICTIONS", 0)
+    import dataclasses
+
+    monkeypatch.setitem(queries.DERIVED, "test_scores", dataclasses.replace(queries.DERIVED["test_scores"], cap=0))
     for slice_ in (None, {"backbone": ["A"]}, {"outcome": ["success"], "backbone": ["A", "B"]}):
         for by_backbone in (True, False):
             live = _views_on(live_root, by_backbone, slice_)

@@ -106,3 +106,26 @@ def test_views_follow_a_new_ingest_without_restart(tmp_path):
 def test_bad_source_name(tmp_path):
     with pytest.raises(StoreError, match="source name"):
         store.write_source(tmp_path, "../evil", _run("alpha", 1))
+
+
+def test_invariant_checks_spill_inside_the_store_and_clean_up(tmp_path, monkeypatch):
+    """The staged checks run under a memory limit and may spill: into a scratch folder of the
+    store (which recovery removes if the writer dies), gone after the write, failed or not."""
+    made = []
+    real = store.scratch_dir
+
+    def recording(root, purpose):
+        folder = real(root, purpose)
+        made.append(folder)
+        return folder
+
+    monkeypatch.setattr(store, "scratch_dir", recording)
+    store.write_source(tmp_path, "alpha", _run("alpha", 3))
+    assert [f.parent for f in made] == [tmp_path] and made[0].name.startswith(store.TMP_PREFIX + "check-")
+    assert not made[0].exists()
+    bad = _run("beta", 2)
+    bad["steps"].append(dict(bad["steps"][0]))  # a duplicate step breaks an invariant
+    with pytest.raises(StoreError):
+        store.write_source(tmp_path, "beta", bad)
+    assert len(made) == 2 and not made[1].exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(store.TMP_PREFIX)]

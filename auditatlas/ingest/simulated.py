@@ -17,10 +17,17 @@ from . import maadbench
 from .stream import Chunk, Plan
 
 CHUNK_ROOMS = 2000
+# At most this many chunks: every chunk's part has a row group per run folder (104), and the
+# commit's merge holds the footers of all parts (about 400 bytes a column chunk). With 2,000-room
+# chunks a million rooms made 500 parts and over 500 MB of footers; 128 parts of ~7,800 rooms
+# cost a worker about 170 MB more while converting.
+MAX_CHUNKS = 128
 
 
-def plan(rooms: int, seed: int, *, chunk_rooms: int = CHUNK_ROOMS) -> Plan:
+def plan(rooms: int, seed: int, *, chunk_rooms: int | None = None) -> Plan:
     """Rooms ``0..rooms-1`` of seed ``seed`` as source ``demo`` (corpus ``maadbench-sim``)."""
+    if chunk_rooms is None:
+        chunk_rooms = max(CHUNK_ROOMS, -(-rooms // MAX_CHUNKS))
     bounds = [(start, min(rooms, start + chunk_rooms)) for start in range(0, rooms, chunk_rooms)]
     buckets = {folder_name(seed, key): f"f{index:04d}" for key, index in FOLDER_INDEX.items()}
     return Plan(
