@@ -629,8 +629,9 @@ def _resort(folder: Path, name: str, bucket_of: Callable[[str], str] | None) -> 
             pending.append(conform(name, table).sort_by(keys))
             del pieces, table
             flush()
-            # Hand freed buffers back to the system after each bucket: the allocator otherwise
-            # keeps every bucket's peak, and the main process grew past 1.5 GB at 1M rooms.
+            # Give freed buffers back to the system between buckets, so the process holds about
+            # one bucket rather than the allocator's high-water mark (the million-room figure in
+            # bench/README.md was measured with this).
             pa.default_memory_pool().release_unused()
         flush(force=True)
         for f in files:

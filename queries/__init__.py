@@ -78,9 +78,6 @@ class _Database:
                 _materialise(self.con, name, f"m{self.materialisations}")
             self.ready.add(name)
 
-    def ensure_test_scores(self) -> None:
-        self.ensure("test_scores")
-
     def cursor(self) -> duckdb.DuckDBPyConnection:
         self.refresh()
         return self.con.cursor()
@@ -169,9 +166,9 @@ class Derived:
     """
 
     trigger: str
-    enums: tuple[str, ...] = ()
-    table: str = "runs"
-    cap: int = 0
+    enums: tuple[str, ...]
+    table: str
+    cap: int
 
     def fits(self, manifest: Mapping[str, Any]) -> bool:
         rows = sum(int((src.get("rows") or {}).get(self.table) or 0) for src in manifest.get("sources", {}).values())

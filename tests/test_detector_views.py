@@ -457,7 +457,7 @@ def test_materialised_test_scores_answer_like_the_live_join(toy, monkeypatch, tm
     over the cap they read the live join. Both must give the same rows."""
     live_root = tmp_path / "live"
     write_source(live_root, "fixture", _toy_tables())
-    queries._database(toy).ensure_test_scores()  # the table, whichever test runs first
+    queries._database(toy).ensure("test_scores")  # the table, whichever test runs first
     import dataclasses
 
     monkeypatch.setitem(queries.DERIVED, "test_scores", dataclasses.replace(queries.DERIVED["test_scores"], cap=0))
