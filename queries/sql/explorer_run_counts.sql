@@ -7,8 +7,7 @@ WITH failed AS (
     FROM steps s
     WHERE s.label = 1 AND list_contains($run_ids, s.run_id)
     GROUP BY s.run_id, s.scope
-)
-SELECT run_id AS run, sum(n)::BIGINT AS anomalous_steps,
-       max(CASE WHEN n >= 2 THEN n ELSE 0 END)::BIGINT AS chain_length
-FROM failed
-GROUP BY run_id
+),
+@run_counts
+SELECT run_id AS run, anomalous_steps, chain_length
+FROM per_run

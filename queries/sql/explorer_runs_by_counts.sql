@@ -17,12 +17,7 @@ failed AS (
     WHERE label = 1
     GROUP BY run_id, scope
 ),
-per_run AS (
-    SELECT run_id, sum(n)::BIGINT AS anomalous_steps,
-           max(CASE WHEN n >= 2 THEN n ELSE 0 END)::BIGINT AS chain_length
-    FROM failed
-    GROUP BY run_id
-),
+@run_counts,
 listed AS (
     SELECT r.run_id AS run, r.corpus, r.backbone, r.difficulty, r.outcome, r.n_steps AS steps,
            coalesce(p.anomalous_steps, 0) AS anomalous_steps,
