@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
+import pyarrow as pa
+
 from ..errors import IngestFailed, InputError
 from ..store import SourceWriter, prepare, write_prepared
 
@@ -61,8 +63,13 @@ def convert_and_write(convert: Callable[[Any], Chunk], unit: Any, staging: str, 
     chunk = convert(unit)
     if chunk.problems:
         return {}, chunk.problems, chunk.counters
+    chunk_counters = chunk.counters
     written = write_prepared(staging, prepare(chunk.tables), seq, bucket_of)
-    return written, [], chunk.counters
+    del chunk
+    # Arrow's allocator keeps freed chunk buffers for reuse; hand them back so a worker holds
+    # one chunk at a time, not the high-water mark of its largest one.
+    pa.default_memory_pool().release_unused()
+    return written, [], chunk_counters
 
 
 # A plan with at least this many chunks runs on a local cluster unless told otherwise: below
