@@ -35,6 +35,10 @@ TABLES: dict[str, pa.Schema] = {
         ("room_id", STR),  # grouping key for room-disjoint splits (MAADBench)
         ("outcome", STR),  # success | failure | unknown
         ("n_steps", INT),
+        # Written by the store writer from the run's steps (never by an adapter), so the run
+        # list sorts and filters on them with a scan of runs (data/README.md, "Layout"):
+        ("anomalous_steps", INT),  # steps labeled 1
+        ("chain_length", INT),  # most steps labeled 1 in one scope, when 2 or more; else 0
         ("label_process", STR),
         ("run_key", STR),  # CatchBench sha256 run key (Who&When)
         ("legacy_key", STR),  # CatchBench legacy NNN-<hex> key (Who&When)
@@ -156,6 +160,8 @@ TABLE_NAMES: tuple[str, ...] = tuple(TABLES)
 # Run columns the store writer copies onto each step (the shared slice, minus corpus which
 # every table carries anyway).
 STEP_SLICE_KEYS: tuple[str, ...] = ("backbone", "difficulty", "temperature", "domain", "outcome")
+# Run columns the store writer computes from a batch's steps.
+RUN_STEP_COUNTS: tuple[str, ...] = ("anomalous_steps", "chain_length")
 
 # How each table is sorted on disk, so one run is one or two row groups (data/README.md).
 SORT_KEYS: dict[str, tuple[str, ...]] = {

@@ -50,10 +50,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .errors import StoreBusy, StoreError
-from .schema import SORT_KEYS, STEP_SLICE_KEYS, TABLES, empty_table
+from .schema import RUN_STEP_COUNTS, SORT_KEYS, STEP_SLICE_KEYS, TABLES, empty_table
 
 MANIFEST = "MANIFEST.json"
-FORMAT = 2
+# 3: runs carry anomalous_steps and chain_length (the run list sorts on them without steps).
+FORMAT = 3
 LOCK = ".lock"
 LOCK_HOLDER = ".lock-holder"
 STAGING_PREFIX = ".staging-"
@@ -346,6 +347,8 @@ def prepare(tables: Mapping[str, TableLike]) -> dict[str, pa.Table]:
     if unknown:
         raise StoreError(f"unknown table(s) {sorted(unknown)}; the schema has {list(TABLES)}.")
     out = {name: conform(name, data) for name, data in tables.items() if data is not None}
+    if "runs" in out and out["runs"].num_rows:
+        out["runs"] = _with_step_counts(out["runs"], out.get("steps"))
     if "steps" in out and out["steps"].num_rows and "runs" in out and out["runs"].num_rows:
         out["steps"] = _with_run_keys(out["steps"], out["runs"])
     if "predictions" in out and out["predictions"].num_rows:
@@ -365,6 +368,37 @@ def _with_run_keys(steps: pa.Table, runs: pa.Table) -> pa.Table:
         values = pc.take(runs.column(key), index)
         steps = steps.set_column(steps.schema.get_field_index(key), key, values.cast(TABLES["steps"].field(key).type))
     return steps
+
+
+def _with_step_counts(runs: pa.Table, steps: pa.Table | None) -> pa.Table:
+    """Each run's anomalous steps and chain length, from the batch's steps (0 without any).
+
+    Chain length is the most steps labeled 1 in one scope (steps without a scope count as one
+    scope), when they are 2 or more, else 0: the run list's "chain" column.
+    """
+    import duckdb
+    import pyarrow.compute as pc
+
+    anomalous = pa.array([0] * runs.num_rows, pa.int64())
+    chain = anomalous
+    if steps is not None and steps.num_rows:
+        con = duckdb.connect()
+        try:
+            con.register("s", steps.select(["run_id", "scope", "label"]))
+            counts = con.sql("""
+                SELECT run_id, sum(n)::BIGINT AS anomalous_steps,
+                       max(CASE WHEN n >= 2 THEN n ELSE 0 END)::BIGINT AS chain_length
+                FROM (SELECT run_id, scope, count(*) AS n FROM s WHERE label = 1 GROUP BY run_id, scope)
+                GROUP BY run_id
+            """).to_arrow_table()
+        finally:
+            con.close()
+        index = pc.index_in(runs.column("run_id"), value_set=counts.column("run_id"))
+        anomalous = pc.fill_null(pc.take(counts.column("anomalous_steps"), index), 0)
+        chain = pc.fill_null(pc.take(counts.column("chain_length"), index), 0)
+    for key, values in zip(RUN_STEP_COUNTS, (anomalous, chain)):
+        runs = runs.set_column(runs.schema.get_field_index(key), key, values)
+    return runs
 
 
 def _with_ranks(predictions: pa.Table) -> pa.Table:

@@ -27,6 +27,10 @@ _CHECKS: list[tuple[str, str]] = [
     ("every edge points backwards in time within one run",
      """SELECT e.run_id FROM edges e LEFT JOIN runs r USING (run_id)
         WHERE r.run_id IS NULL OR e.src_idx >= e.dst_idx OR e.src_idx < 0 OR e.dst_idx >= r.n_steps"""),
+    ("a run's anomalous_steps counts its steps labeled 1",
+     """SELECT r.run_id FROM runs r LEFT JOIN (
+            SELECT run_id, count(*) a FROM steps WHERE label = 1 GROUP BY run_id) s USING (run_id)
+        WHERE r.anomalous_steps IS DISTINCT FROM coalesce(s.a, 0)"""),
     ("step labels are 0, 1 or null",
      "SELECT run_id FROM steps WHERE label IS NOT NULL AND label NOT IN (0, 1)"),
     ("run outcomes are success, failure or unknown",

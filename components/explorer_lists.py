@@ -18,7 +18,6 @@ SORTS: dict[str, str] = {  # output column -> what the reader sees
     "run": "run", "corpus": "corpus", "backbone": "backbone", "difficulty": "difficulty", "outcome": "outcome",
     "steps": "steps", "anomalous_steps": "anomalous steps", "chain_length": "chain length",
 }
-COUNT_SORTS = ("anomalous_steps", "chain_length")
 PAGE_SIZES = (25, 50, 100)
 RUN_COLUMNS = {
     "run": st.column_config.TextColumn("run", width="large"),
@@ -42,8 +41,7 @@ def phrase_regex(text: str) -> str:
 
 @dataclass
 class RunListRequest:
-    params: dict[str, Any]
-    needs_counts: bool  # sorted or filtered on anomalous steps / chain length
+    params: dict[str, Any]  # explorer_runs.sql's parameters, without slice and page
     page_size: int
 
 
@@ -74,12 +72,10 @@ def run_list_controls(options: pd.DataFrame) -> RunListRequest:
         "run_q": run_q or "", "run_pattern": like_pattern(run_q or ""),
         "f_corpus": chosen["corpus"], "f_backbone": chosen["backbone"], "f_difficulty": chosen["difficulty"],
         "f_outcome": chosen["outcome"], "min_steps": steps[0], "max_steps": steps[1],
+        "min_anomalous": anomalous[0], "max_anomalous": anomalous[1], "min_chain": chain[0], "max_chain": chain[1],
         "sort": sort, "descending": bool(descending),
     }
-    needs_counts = sort in COUNT_SORTS or any(v is not None for v in (*anomalous, *chain))
-    if needs_counts:
-        params.update(min_anomalous=anomalous[0], max_anomalous=anomalous[1], min_chain=chain[0], max_chain=chain[1])
-    return RunListRequest(params=params, needs_counts=needs_counts, page_size=int(page_size))
+    return RunListRequest(params=params, page_size=int(page_size))
 
 
 def page_number(key: str, total: int, page_size: int) -> tuple[int, int]:

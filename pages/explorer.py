@@ -11,7 +11,6 @@ ensure_app_navigation()
 import pandas as pd
 
 from auditatlas import graph as tg
-from auditatlas import runlist
 from components import cached, judges_strip, step_detail, trace_graph
 from components import explorer_links as links
 from components import explorer_lists as lists
@@ -74,17 +73,11 @@ for problem in state.problems:
 # --- The run list ----------------------------------------------------------------------------
 with st.expander("Runs of the slice", expanded=state.run is None):
     request = lists.run_list_controls(cached.query("slice_options"))
-    if request.needs_counts:
-        total_page = cached.query("explorer_runs_by_counts", {
-            "slice": slice_, **request.params, "limit": 1, "offset": 0})
-        total = int(total_page["total"].iloc[0]) if len(total_page) else 0
-    else:
-        count_params = {k: v for k, v in request.params.items() if k not in ("sort", "descending")}
-        total = int(cached.query("explorer_runs_count", {"slice": slice_, **count_params})["total"].iloc[0])
+    count_params = {k: v for k, v in request.params.items() if k not in ("sort", "descending")}
+    total = int(cached.query("explorer_runs_count", {"slice": slice_, **count_params})["total"].iloc[0])
     page, pages = lists.page_number("runs_page", total, request.page_size)
     params = {"slice": slice_, **request.params, "limit": request.page_size, "offset": (page - 1) * request.page_size}
-    runs_page = (cached.query("explorer_runs_by_counts", params) if request.needs_counts
-                 else runlist.run_page(cached.query, params))
+    runs_page = cached.query("explorer_runs", params)
     if total == 0:
         st.info("No run of the slice passes these filters.")
     else:

@@ -100,7 +100,8 @@ def test_simulated_maadbench_run(app, app_store):
 
     run_id = queries.run("explorer_runs", {
         "slice": {"corpus": ["maadbench-sim"]}, "run_q": "", "run_pattern": "%", "f_corpus": [], "f_backbone": [],
-        "f_difficulty": ["hard"], "f_outcome": [], "min_steps": None, "max_steps": None, "sort": "steps",
+        "f_difficulty": ["hard"], "f_outcome": [], "min_steps": None, "max_steps": None,
+        "min_anomalous": None, "max_anomalous": None, "min_chain": None, "max_chain": None, "sort": "steps",
         "descending": True, "limit": 1, "offset": 0}, root=app_store)["run"].iloc[0]
     _open(app, run=run_id, step="3")
     text = _texts(app)
@@ -130,7 +131,8 @@ def test_a_set_that_does_not_score_the_run_is_reported(app, app_store):
 
     other = queries.run("explorer_runs", {
         "slice": {"corpus": ["maadbench-sim"]}, "run_q": "", "run_pattern": "%", "f_corpus": [], "f_backbone": [],
-        "f_difficulty": [], "f_outcome": [], "min_steps": None, "max_steps": None, "sort": "run",
+        "f_difficulty": [], "f_outcome": [], "min_steps": None, "max_steps": None,
+        "min_anomalous": None, "max_anomalous": None, "min_chain": None, "max_chain": None, "sort": "run",
         "descending": False, "limit": 1, "offset": 0}, root=app_store)["run"].iloc[0]
     _open(app, run=other, set=WW_SET)
     assert "scores no step of this run" in " ".join(w.value for w in app.warning).replace("\\", "")

@@ -61,7 +61,8 @@ def test_simulated_maadbench_deep_link(server, browser, app_store):
 
     row = queries.run("explorer_runs", {
         "slice": {"corpus": ["maadbench-sim"]}, "run_q": "", "run_pattern": "%", "f_corpus": [], "f_backbone": [],
-        "f_difficulty": ["hard"], "f_outcome": [], "min_steps": None, "max_steps": None, "sort": "steps",
+        "f_difficulty": ["hard"], "f_outcome": [], "min_steps": None, "max_steps": None,
+        "min_anomalous": None, "max_anomalous": None, "min_chain": None, "max_chain": None, "sort": "steps",
         "descending": True, "limit": 1, "offset": 0}, root=app_store).iloc[0]
     outside: list[str] = []
     page = new_page(browser, outside, **VIEWPORT)

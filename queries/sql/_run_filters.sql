@@ -1,4 +1,4 @@
--- The run list's filters on run columns (explorer_runs*.sql), over `sliced_runs r`.
+-- The run list's filters (explorer_runs.sql, explorer_runs_count.sql), over `sliced_runs r`.
 ($run_q = '' OR r.run_id ILIKE $run_pattern ESCAPE '\')
 AND (len($f_corpus) = 0 OR list_contains($f_corpus, r.corpus))
 AND (len($f_backbone) = 0 OR list_contains($f_backbone, r.backbone))
@@ -6,3 +6,7 @@ AND (len($f_difficulty) = 0 OR list_contains($f_difficulty, r.difficulty))
 AND (len($f_outcome) = 0 OR list_contains($f_outcome, r.outcome))
 AND ($min_steps IS NULL OR r.n_steps >= $min_steps)
 AND ($max_steps IS NULL OR r.n_steps <= $max_steps)
+AND ($min_anomalous IS NULL OR r.anomalous_steps >= $min_anomalous)
+AND ($max_anomalous IS NULL OR r.anomalous_steps <= $max_anomalous)
+AND ($min_chain IS NULL OR r.chain_length >= $min_chain)
+AND ($max_chain IS NULL OR r.chain_length <= $max_chain)

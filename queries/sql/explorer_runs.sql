@@ -1,14 +1,17 @@
--- One page of the run list of the slice, sorted and filtered on run columns only: a scan of
--- the small runs table. The page's step counts (anomalous steps, chain length) are a second
--- query over its run ids alone (explorer_run_counts.sql; auditatlas.runlist.run_page joins
--- them): bound as a list, the ids prune the steps scan to the page's row groups, which a join
--- to the page inside one query did not (0.41 s at a million rooms, against 14 ms).
--- (Sorting or filtering on the counts needs them for every run: explorer_runs_by_counts.sql.)
--- Columns and parameters as in explorer_runs_by_counts.sql, without the counts; $sort is a run
--- column here. The number of runs that pass the filters is explorer_runs_count.sql.
+-- One page of the run list of the slice: a scan of the runs table alone, whatever the sort or
+-- filter (the step counts are run columns, written by the store writer at ingest: sorting on
+-- them used to aggregate every run's failed steps, 0.6 s at a million rooms).
+-- Columns: run, corpus, backbone, difficulty, outcome, steps, anomalous steps, chain length
+-- (the most failed steps in one scope, when they form a chain of 2 or more; else 0).
+-- Filters (each empty/NULL = no filter): $run_q (case-insensitive substring of the run id,
+-- as the ILIKE pattern $run_pattern), $f_corpus/$f_backbone/$f_difficulty/$f_outcome
+-- (lists), $min_/$max_ steps, anomalous, chain. $sort names the column (one of the output
+-- column names), $descending its direction; ties fall back to the run id so pages never
+-- overlap. $limit/$offset page it; explorer_runs_count.sql counts the runs that pass.
 WITH @slice,
 listed AS (
-    SELECT r.run_id AS run, r.corpus, r.backbone, r.difficulty, r.outcome, r.n_steps AS steps
+    SELECT r.run_id AS run, r.corpus, r.backbone, r.difficulty, r.outcome, r.n_steps AS steps,
+           r.anomalous_steps, r.chain_length
     FROM sliced_runs r
     WHERE @run_filters
 ),
@@ -16,7 +19,8 @@ page AS (
     SELECT *,
            CASE $sort WHEN 'run' THEN run WHEN 'corpus' THEN corpus WHEN 'backbone' THEN backbone
                       WHEN 'difficulty' THEN difficulty WHEN 'outcome' THEN outcome END AS text_key,
-           CASE $sort WHEN 'steps' THEN steps END AS number_key
+           CASE $sort WHEN 'steps' THEN steps WHEN 'anomalous_steps' THEN anomalous_steps
+                      WHEN 'chain_length' THEN chain_length END AS number_key
     FROM listed
     ORDER BY
         CASE WHEN NOT $descending THEN text_key END ASC NULLS LAST,
@@ -26,7 +30,7 @@ page AS (
         run
     LIMIT $limit OFFSET $offset
 )
-SELECT run, corpus, backbone, difficulty, outcome, steps
+SELECT run, corpus, backbone, difficulty, outcome, steps, anomalous_steps, chain_length
 FROM page
 ORDER BY
     CASE WHEN NOT $descending THEN text_key END ASC NULLS LAST,

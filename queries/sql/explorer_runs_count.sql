@@ -1,4 +1,4 @@
--- How many runs of the slice pass the run-column filters of explorer_runs.sql.
+-- How many runs of the slice pass the run list's filters (explorer_runs.sql).
 WITH @slice
 SELECT count(*) AS total
 FROM sliced_runs r
