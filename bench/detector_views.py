@@ -42,7 +42,7 @@ WHERE list_contains($set_ids, p.set_id) AND p.split IN ('test', 'all') AND s.lab
 def ensure_store(store: Path, base: Path, corpus: str, methods: int, seeds: int) -> dict:
     """Copy the base store if needed and add synthetic step-level sets when it has none."""
     import queries
-    from auditatlas.store import write_source
+    from auditatlas.store import SourceWriter
 
     if not store.exists():
         if not base.exists():
@@ -55,10 +55,15 @@ def ensure_store(store: Path, base: Path, corpus: str, methods: int, seeds: int)
     if n_sets:
         return {"synthetic_sets_written": 0, "step_sets": int(n_sets)}
     t0 = time.perf_counter()
-    sets, preds = synthetic_sets(con, corpus, methods, seeds)
-    write_source(store, BENCH_SOURCE, {"prediction_sets": sets, "predictions": preds})
-    return {"synthetic_sets_written": len(sets), "step_sets": len(sets), "prediction_rows": preds.num_rows,
-            "write_s": time.perf_counter() - t0}
+    sets, tables = synthetic_sets(con, corpus, methods, seeds)
+    # One batch per set, as the re-scoring engine writes large sets (one Arrow table of every
+    # set's predictions overflows a string array at a million rooms).
+    with SourceWriter(store, BENCH_SOURCE) as writer:
+        for row, table in zip(sets, tables):
+            writer.append({"prediction_sets": [row], "predictions": table})
+        writer.commit({"format": "rescore", "origin": "bench/detector_views.py"})
+    return {"synthetic_sets_written": len(sets), "step_sets": len(sets),
+            "prediction_rows": sum(t.num_rows for t in tables), "write_s": time.perf_counter() - t0}
 
 
 def synthetic_sets(con, corpus: str, methods: int, seeds: int):
@@ -89,7 +94,7 @@ def synthetic_sets(con, corpus: str, methods: int, seeds: int):
                 "run_id": steps.column("run_id"), "step_idx": steps.column("step_idx"),
                 "score": pa.array(score), "pred_label": pa.nulls(n, pa.int8()), "split": split,
             }))
-    return set_rows, pa.concat_tables(tables)
+    return set_rows, tables
 
 
 def timed(fn, repeat: int) -> dict:

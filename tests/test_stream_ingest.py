@@ -189,3 +189,36 @@ def test_out_of_order_chunks_are_merged_one_bucket_at_a_time(tmp_path, monkeypat
     assert sum(seen) == steps
     assert len(seen) >= steps // 4_000  # many merged parts, each about one or a few run folders
     assert max(seen) < steps / 2
+
+
+def test_batches_out_of_run_order_are_sorted_by_duckdb_in_bounded_memory(tmp_path):
+    """A re-scoring appends its sets one batch after another, so predictions arrive set by set,
+    not in run order. The commit sorts them with DuckDB's external sort (nulls last, as Arrow's
+    sort_by does) and reads them back a row group at a time, never as one Arrow table (27.6M
+    predictions over a million runs overflowed one Arrow string array)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    runs = [f"c:r{i:03d}" for i in range(120)]
+    sets = ["c:z-set", "c:a-set", "c:m-set"]  # appended in this order, not sorted
+    batches = []
+    for k, set_id in enumerate(sets):
+        rows = [{"set_id": set_id, "corpus": "c", "run_id": run, "step_idx": step, "score": float((i * 7 + step + k) % 11)}
+                for i, run in enumerate(runs) for step in (2, 0, 1)]
+        rows.append({"set_id": set_id, "corpus": "c", "run_id": runs[0], "step_idx": None, "score": 0.5})  # run-level
+        batches.append(({"set_id": set_id, "corpus": "c", "method": "m", "granularity": "step"}, rows))
+    with store.SourceWriter(tmp_path, "rescore-test") as writer:
+        for set_row, rows in batches:
+            writer.append({"prediction_sets": [set_row], "predictions": rows})
+        writer.commit({})
+    files = store.table_files(tmp_path, "predictions")
+    stored = pa.concat_tables([pq.read_table(f) for f in files])
+    keys = [(k, "ascending") for k in ("run_id", "set_id", "step_idx", "config_id", "capability")]
+    expected = stored.sort_by(keys)  # Arrow's own order (nulls at the end) as the reference
+    assert stored.num_rows == 3 * (120 * 3 + 1)
+    assert stored.select(["run_id", "set_id", "step_idx", "score", "rank"]).equals(
+        expected.select(["run_id", "set_id", "step_idx", "score", "rank"]))
+    first = stored.slice(0, 4).select(["set_id", "step_idx"]).to_pylist()
+    assert first == [{"set_id": "c:a-set", "step_idx": 0}, {"set_id": "c:a-set", "step_idx": 1},
+                     {"set_id": "c:a-set", "step_idx": 2}, {"set_id": "c:a-set", "step_idx": None}]
+    assert not list(tmp_path.rglob(".tmp-sort-*"))  # the sort's scratch is gone
