@@ -222,3 +222,26 @@ def test_batches_out_of_run_order_are_sorted_by_duckdb_in_bounded_memory(tmp_pat
     assert first == [{"set_id": "c:a-set", "step_idx": 0}, {"set_id": "c:a-set", "step_idx": 1},
                      {"set_id": "c:a-set", "step_idx": 2}, {"set_id": "c:a-set", "step_idx": None}]
     assert not list(tmp_path.rglob(".tmp-sort-*"))  # the sort's scratch is gone
+
+
+def test_rows_become_arrow_every_few_runs_without_changing_them(room_files, tmp_path, monkeypatch):
+    """A chunk's rows are turned into Arrow columns every FLUSH_RUNS runs (bounded memory); the
+    tables and counters must equal the all-at-once conversion, and a bad file after a flush
+    still rolls back only its own rows (the chunk then reports it and carries no tables)."""
+    files = sorted((str(f), rel) for f, rel in maadbench._trace_files(room_files))[:60]
+    whole = maadbench.convert_files(files, simulator.CORPUS)
+    monkeypatch.setattr(maadbench, "FLUSH_RUNS", 7)
+    flushed = maadbench.convert_files(files, simulator.CORPUS)
+    assert whole.counters == flushed.counters and whole.counters["runs"] == 60
+    for name in ("runs", "steps", "edges"):
+        assert flushed.tables[name].equals(whole.tables[name]), name
+
+    bad = tmp_path / "bad.json"
+    doc = json.loads(Path(files[0][0]).read_text())
+    doc["trace"][-1]["call_statistic"]["input_tokens"] = -3
+    bad.write_text(json.dumps(doc))
+    out, problems = maadbench._Output(), []
+    for file, rel in files[:20] + [(str(bad), "bad.json")] + files[20:30]:
+        maadbench._read_file(file, rel, simulator.CORPUS, out, problems)
+    assert [p.field for p in problems] == [f"trace[{len(doc['trace']) - 1}].call_statistic.input_tokens"]
+    assert len(out.runs) == 30 and len(out.steps) == sum(whole.tables["runs"].column("n_steps").to_pylist()[:30])

@@ -281,14 +281,12 @@ def _no_cycle_collection() -> Iterator[None]:
 def _chunk(out: _Output, problems: list[InputError], n_files: int) -> "Chunk":
     from .stream import Chunk
 
-    labels = out.steps.column("label")
-    counters = {"files": n_files, "runs": len(out.runs), "steps": len(labels),
-                "unlabeled": sum(1 for v in labels if v is None),
+    out.flush()
+    counters = {"files": n_files, "runs": len(out.runs), "steps": len(out.steps), "unlabeled": out.unlabeled,
                 "inferred_parents": out.inferred_parents, "dropped_parents": out.dropped_parents}
     if problems:
         return Chunk({}, problems, counters)
-    tables = {"runs": out.runs.to_arrow("runs"), "steps": out.steps.to_arrow("steps"),
-              "edges": out.edges.to_arrow("edges")}
+    tables = {"runs": out.runs.to_arrow(), "steps": out.steps.to_arrow(), "edges": out.edges.to_arrow()}
     return Chunk(tables, [], counters)
 
 
@@ -344,40 +342,61 @@ def display_failure_mode(fm_id: Any) -> str | None:
 
 
 class _Rows:
-    """Row tuples for one table, turned into columns once at the end.
+    """Row tuples for one table, turned into Arrow columns every FLUSH_RUNS runs.
 
-    One tuple append per row and a single C-level transpose is far cheaper than appending to
-    twenty lists per row; a failed file is rolled back by truncation.
+    One tuple append per row and a C-level transpose is far cheaper than appending to twenty
+    lists per row; a failed file is rolled back by truncation (a flush only ever happens
+    between runs, so a rollback never reaches rows already converted).
     """
 
-    def __init__(self, names: tuple[str, ...]) -> None:
+    def __init__(self, names: tuple[str, ...], table: str) -> None:
         self.names = names
+        self.table = table
         self.rows: list[tuple] = []
         self.append = self.rows.append
+        self.parts: list[pa.Table] = []
+        self.flushed = 0
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return self.flushed + len(self.rows)
 
     def rollback(self, mark: int) -> None:
-        del self.rows[mark:]
+        del self.rows[mark - self.flushed:]
 
-    def column(self, name: str) -> list:
+    def count_null(self, name: str) -> int:
         i = self.names.index(name)
-        return [row[i] for row in self.rows]
+        return sum(1 for row in self.rows if row[i] is None)
 
-    def to_arrow(self, table: str) -> pa.Table:
-        schema = TABLES[table]
+    def flush(self) -> None:
+        if self.rows:
+            self.parts.append(self._arrow())
+            self.flushed += len(self.rows)
+            self.rows.clear()  # the same list: ``append`` stays bound to it
+
+    def to_arrow(self) -> pa.Table:
+        self.flush()
+        return pa.concat_tables(self.parts) if self.parts else self._arrow()
+
+    def _arrow(self) -> pa.Table:
+        schema = TABLES[self.table]
         columns = list(zip(*self.rows)) if self.rows else [()] * len(self.names)
         return pa.table({name: pa.array(col, type=schema.field(name).type) for name, col in zip(self.names, columns)})
 
 
+# Runs converted before their rows become Arrow columns: Python tuples of a few thousand runs
+# cost far more memory than the same rows as Arrow (a worker converting 7,800 rooms in one go
+# peaked at 530 MB).
+FLUSH_RUNS = 1000
+
+
 class _Output:
     def __init__(self) -> None:
-        self.runs = _Rows(RUN_COLUMNS)
-        self.steps = _Rows(STEP_COLUMNS)
-        self.edges = _Rows(EDGE_COLUMNS)
+        self.runs = _Rows(RUN_COLUMNS, "runs")
+        self.steps = _Rows(STEP_COLUMNS, "steps")
+        self.edges = _Rows(EDGE_COLUMNS, "edges")
         self.inferred_parents = 0
         self.dropped_parents = 0
+        self.unlabeled = 0
 
     def mark(self) -> tuple[int, int, int]:
         return len(self.runs), len(self.steps), len(self.edges)
@@ -386,6 +405,16 @@ class _Output:
         self.runs.rollback(marks[0])
         self.steps.rollback(marks[1])
         self.edges.rollback(marks[2])
+
+    def run_done(self) -> None:
+        """Between two runs: convert the buffered rows when there are enough of them."""
+        if len(self.runs.rows) >= FLUSH_RUNS:
+            self.flush()
+
+    def flush(self) -> None:
+        self.unlabeled += self.steps.count_null("label")
+        for rows in (self.runs, self.steps, self.edges):
+            rows.flush()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -470,6 +499,8 @@ def _convert_document(doc: dict, rel: str, corpus: str, out: _Output, problems: 
                                               "a MAADBench trace is never shaped like that."))
     if len(problems) > before:
         out.rollback(marks)
+    else:
+        out.run_done()
 
 
 # ---------------------------------------------------------------------------------------------
