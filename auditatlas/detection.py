@@ -241,6 +241,7 @@ def prediction_set_entrants(
         root=root,
     )
     label = dict(zip(features.run_ids, features.y))
+    frame = frame[frame["run_id"].isin(label)]  # the features' runs only (a sampled population)
     out: dict[str, Entrant] = {}
     for set_id, rows in frame.groupby("set_id", sort=True):
         ids = rows["run_id"].to_numpy(dtype=object)
@@ -259,14 +260,16 @@ def detection_entrants(
     board: str = "post",
     prediction_sets: bool = True,
     seeds: Iterable[int] = CV_SEEDS,
+    max_runs: int | None = None,
 ) -> dict[str, Entrant]:
     """Per-run scores of every entrant of the detection board on one corpus and slice.
 
     ``board="post"`` names the ECOD entrant "pyod-flatten (ECOD)"; ``board="live"`` names it
     "pyod (ECOD)" and adds "dep-span (online)". Raises UndefinedMetric when the population
-    holds a single outcome or fewer than 5 runs of one outcome.
+    holds a single outcome or fewer than 5 runs of one outcome. ``max_runs``: see
+    ``features.prefix_features`` (a fixed sample above that many runs).
     """
-    features = prefix_features(root, corpus, slice, fraction, min_steps)
+    features = prefix_features(root, corpus, slice, fraction, min_steps, max_runs)
     entrants = feature_entrants(features, board, seeds, where=_where(corpus, fraction))
     if prediction_sets:
         sets = prediction_set_entrants(

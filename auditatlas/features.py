@@ -102,11 +102,13 @@ def prefix_features(
     slice: Mapping[str, Any] | None = None,
     fraction: float = 1.0,
     min_steps: int = 1,
+    max_runs: int | None = None,
 ) -> RunFeatures:
     """Features of the first ceil(fraction * n_steps) steps of every run in the population.
 
     ``slice`` is the shared slice (see queries.slice_params); its corpus filter is replaced
-    by ``corpus``, because a board is computed on one corpus at a time.
+    by ``corpus``, because a board is computed on one corpus at a time. ``max_runs``: above
+    that many runs, a fixed sample of them (those with the smallest md5 of the run id).
     """
     from queries import run  # local: keeps the core importable without a store
 
@@ -117,7 +119,7 @@ def prefix_features(
         "fraction": float(fraction),
         "min_steps": int(min_steps),
     }
-    return _assemble(run("run_prefix_features", params, root=root), float(fraction))
+    return _assemble(run("run_prefix_features", {**params, "max_runs": max_runs}, root=root), float(fraction))
 
 
 def _assemble(table: pd.DataFrame, fraction: float) -> RunFeatures:

@@ -447,3 +447,34 @@ def test_tau_bench_live(tau_store):
     # separates them there too, and the random floor stays a floor.
     assert board["size (flat)"].auc[1.0] > 0.6, board["size (flat)"]
     assert board["random"].t2d is None
+
+
+def test_boards_sample_a_fixed_set_of_runs_above_the_cap(synth, monkeypatch):
+    """Above BOARD_MAX_RUNS runs the detection boards run on a fixed sample: the runs with the
+    smallest md5 of their id (worked out here with hashlib, not with the query), the same on
+    every call, prediction sets restricted to it, and a note saying so."""
+    import hashlib
+
+    from auditatlas.boards import detection as board_detection
+    from auditatlas.boards import run_board
+    from queries import connect
+
+    runs = [r for (r,) in connect(synth).execute(
+        "SELECT run_id FROM runs WHERE corpus = 'synth' AND outcome IN ('success', 'failure')").fetchall()]
+    assert len(runs) == 60
+    expected = sorted(sorted(runs, key=lambda r: hashlib.md5(r.encode()).hexdigest())[:40])
+
+    sampled = prefix_features(synth, "synth", max_runs=40)
+    assert list(sampled.run_ids) == expected
+    assert list(prefix_features(synth, "synth", max_runs=100).run_ids) == sorted(runs)  # under the cap: all
+
+    entrants = detection_entrants(synth, "synth", max_runs=40)
+    assert all(set(e.run_ids) <= set(expected) for e in entrants.values())
+    assert sorted(entrants["synth:oracle"].run_ids) == expected  # the set scores every run; kept to the sample
+
+    monkeypatch.setattr(board_detection, "BOARD_MAX_RUNS", 40)
+    result = run_board("post-detection", synth, "synth")
+    assert result.n_items == 40
+    assert any("fixed sample of 40 of the slice's 60 runs" in note for note in result.notes)
+    monkeypatch.setattr(board_detection, "BOARD_MAX_RUNS", 60)
+    assert not any("sample" in note for note in run_board("post-detection", synth, "synth").notes)

@@ -3,7 +3,7 @@
 -- (auditable.graph.features); auditatlas/features.py documents them and derives the shares.
 --
 -- Population: runs of the slice with a known outcome (success / failure) and at least
--- $min_steps steps. Prefix: the first k = ceil($fraction * n_steps) steps, at least 1; the
+-- $min_steps steps (at most $max_runs of them, a fixed sample, when $max_runs is set). Prefix: the first k = ceil($fraction * n_steps) steps, at least 1; the
 -- product is rounded to 6 decimals first so that 0.7 * 10 is 7, not 8. Keep this block in step
 -- with run_prefix_predictions.sql.
 --
@@ -17,6 +17,9 @@ population AS (
            least(r.n_steps, greatest(1, ceil(round($fraction * r.n_steps, 6))))::BIGINT AS k
     FROM sliced_runs r
     WHERE r.outcome IN ('success', 'failure') AND r.n_steps >= greatest($min_steps, 1)
+    -- Above $max_runs runs the boards use a fixed sample: the $max_runs runs with the smallest
+    -- md5 of their id (the same runs on every call and every machine; NULL = every run).
+    QUALIFY $max_runs IS NULL OR row_number() OVER (ORDER BY md5(r.run_id), r.run_id) <= $max_runs
 ),
 prefix_steps AS (
     -- A missing agent is one anonymous agent; a missing tool flag counts as a decision.
