@@ -20,7 +20,8 @@ SORTS: dict[str, str] = {  # output column -> what the reader sees
 }
 PAGE_SIZES = (25, 50, 100)
 RUN_COLUMNS = {
-    "run": st.column_config.TextColumn("run", width="large"),
+    # Medium, so the step counts (what the list is often sorted on) fit without scrolling sideways.
+    "run": st.column_config.TextColumn("run", width="medium"),
     "anomalous_steps": st.column_config.NumberColumn("anomalous steps", help="Steps labeled anomalous (label 1)."),
     "chain_length": st.column_config.NumberColumn(
         "chain length", help="The most failed steps in one scope (puzzle, or the run), when two or more: "
