@@ -626,8 +626,8 @@ def _resort(folder: Path, name: str, bucket_of: Callable[[str], str] | None) -> 
 
     Bucketed parts (``write_prepared``) are merged bucket by bucket, reading only that bucket's
     row groups from every part, so memory holds one bucket (plus one output part), never the
-    whole table. Parts without buckets (a small source whose batches came out of order) are
-    sorted together.
+    whole table. Parts without buckets (batches that came out of order, such as a re-scoring's
+    sets) are sorted together by DuckDB, which spills past SORT_MEMORY (_sorted_row_groups).
     """
     parts = sorted((folder / name).glob("part-*.parquet"))
     keys = [(k, "ascending") for k in SORT_KEYS[name]]
