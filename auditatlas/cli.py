@@ -76,12 +76,31 @@ PANEL_MAX_ROOMS = 20_000
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from .detectors import cli as detectors_cli
-
     args = _parser().parse_args(argv)
     from .store import store_dir
 
     root = store_dir(args.store)
+    code = _command(args, root)
+    if code == 0 and args.command in WRITES:
+        _warm(root)
+    return code
+
+
+# Commands that write the store: the derived tables of the new version are built before the
+# command returns, so the first Detectors view after them does not wait for the build.
+WRITES = ("ingest", "remove", "demo", "score", "cross-backbone")
+
+
+def _warm(root: Path) -> None:
+    import queries
+
+    if not queries.warm(root):
+        _say("the Detectors page's derived tables could not be built now; it will try again on first use.")
+
+
+def _command(args: argparse.Namespace, root: Path) -> int:
+    from .detectors import cli as detectors_cli
+
     try:
         if args.command == "ingest":
             return _ingest(args.format, args.path, root, method=args.method, seed=args.seed, wait=not args.no_wait,

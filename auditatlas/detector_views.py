@@ -363,6 +363,10 @@ def cell_errors(query: QueryFn, set_id: str, backbone: str, action: str, slice_:
     threshold, top_k = check_threshold(threshold, top_k)
     frame = query("grid_errors", {"slice": dict(slice_ or {}), "set_id": set_id, "cell_backbone": backbone,
                                   "cell_action": action, "threshold": threshold, "top_k": top_k, "limit": int(limit)})
+    steps = query("error_steps", {"run_ids": sorted(set(frame["run_id"]))})
+    ids = frame[["run_id", "step_idx"]].merge(steps, on=["run_id", "step_idx"], how="left")
+    frame.insert(frame.columns.get_loc("step_idx") + 1, "step_id", ids["step_id"].to_numpy())
+    frame.insert(frame.columns.get_loc("step_id") + 1, "agent", ids["agent"].to_numpy())
     frame["explorer"] = [explorer_link(r, s, set_id) for r, s in zip(frame["run_id"], frame["step_idx"])]
     frame["threshold_used"] = [threshold_text(own, cut, top_k) for own, cut in zip(frame["own_labels"], frame["cut"])]
     return frame

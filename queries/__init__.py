@@ -10,12 +10,14 @@ an ingest or a re-score shows up without a restart.
 """
 from __future__ import annotations
 
+import json
+import logging
 import re
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import duckdb
 import pyarrow as pa
@@ -23,7 +25,10 @@ import pyarrow as pa
 from auditatlas.schema import TABLES
 from auditatlas.store import MANIFEST, read_manifest, store_dir, table_files
 
+from . import derived
+
 SQL_DIR = Path(__file__).resolve().parent / "sql"
+_log = logging.getLogger(__name__)
 
 # The columns of the slice every page shares, and the run column each one filters.
 SLICE_COLUMNS: tuple[str, ...] = ("corpus", "backbone", "difficulty", "temperature", "domain", "outcome")
@@ -41,10 +46,13 @@ class _Database:
         self.lock = threading.Lock()
         self.stamp: float | None = None
         self.local = threading.local()
-        # The derived tables (DERIVED) kept as tables for this store version; reset whenever
-        # the views are rebuilt.
-        self.ready: set[str] = set()
-        self.materialisations = 0
+        # The derived tables (queries/derived.py) for this store version: None until first
+        # use; then the folder their views read, or False when the build failed (the views
+        # stay the live queries, and answers stay right, only slower).
+        self.derived: Path | bool | None = None
+        # Whether every prediction set's test steps are of one corpus (a corpus filter then
+        # keeps each set's rank groups whole).
+        self.single_corpus_sets = False
 
     def _manifest_stamp(self) -> float:
         try:
@@ -60,23 +68,21 @@ class _Database:
             if stamp == self.stamp:
                 return
             _create_views(self.con, self.root)
-            self.ready = set()
+            self.derived = None
             self.stamp = stamp
 
-    def ensure(self, name: str) -> None:
-        """Make derived table ``name`` (DERIVED) a table for this store version, on first use;
-        over its size cap it stays the live view (same name, same columns)."""
+    def ensure_derived(self) -> bool:
+        """Point the derived views at this store version's files, building them on first use.
+        True when the rank columns are there to read."""
         self.refresh()
-        if name in self.ready:
-            return
-        with self.lock:
-            if name in self.ready:
-                return
-            spec = DERIVED[name]
-            if spec.fits(read_manifest(self.root)):
-                self.materialisations += 1
-                _materialise(self.con, name, f"m{self.materialisations}")
-            self.ready.add(name)
+        if self.derived is None:
+            with self.lock:
+                if self.derived is None:
+                    self.derived = _load_derived(self.con, self.root)
+                    self.single_corpus_sets = bool(self.derived) and self.con.execute(
+                        "SELECT count(*) = 0 FROM (SELECT set_id FROM test_sets GROUP BY set_id "
+                        "HAVING count(DISTINCT corpus) > 1)").fetchone()[0]
+        return bool(self.derived)
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
         self.refresh()
@@ -132,8 +138,8 @@ def _duck_type(t: pa.DataType) -> str:
     raise TypeError(f"no DuckDB type for {t}")
 
 
-def _create_views(con: duckdb.DuckDBPyConnection, root: Path) -> None:
-    manifest = read_manifest(root)
+def _create_views(con: duckdb.DuckDBPyConnection, root: Path, manifest: Mapping[str, Any] | None = None) -> None:
+    manifest = read_manifest(root) if manifest is None else manifest
     for table in TABLES:
         files = table_files(root, table, manifest)
         physical = "predictions_stored" if table == "predictions" else table
@@ -150,66 +156,73 @@ def _create_views(con: duckdb.DuckDBPyConnection, root: Path) -> None:
     # one row per judged step), not in a view every query recomputes.
     con.execute(f"CREATE OR REPLACE TABLE predictions_resolved AS {_sql('resolve_rankings')}")
     con.execute(f"CREATE OR REPLACE VIEW predictions AS {_sql('view_predictions')}")
-    # Derived tables start as live views; _Database.ensure swaps in a table on first use.
-    for name in DERIVED:
+    # Derived tables start as live views; _Database.ensure_derived points them at their files.
+    for name in derived.TABLES:
         con.execute(f"CREATE OR REPLACE VIEW {name} AS {_sql(name)}")
-    _drop_materialised(con)
+
+
+def _load_derived(con: duckdb.DuckDBPyConnection, root: Path) -> Path | bool:
+    """This store version's derived folder (built now if missing), its views swapped in."""
+    try:
+        manifest = (root / MANIFEST).read_bytes()
+    except FileNotFoundError:
+        manifest = b""
+    home = derived.cache_root(root)
+    key = derived.cache_key(manifest, _sql)
+    folder = home / key
+    if not derived.is_built(folder):
+        try:
+            build = duckdb.connect(":memory:")
+            try:
+                build.execute(f"SET memory_limit = '{derived.BUILD_MEMORY}'")
+                build.execute("SET preserve_insertion_order = false")
+                # The very manifest the key hashes (a write may land meanwhile).
+                _create_views(build, root, json.loads(manifest) if manifest else None)
+                derived.build(build, folder, _sql)
+            finally:
+                build.close()
+        except (duckdb.Error, OSError, ValueError) as exc:
+            _log.warning("derived tables of %s not built (%s); the detector views read the live queries", root, exc)
+            return False
+    derived.remove_stale(home, keep=key)
+    for name, path in derived.files(folder).items():
+        quoted = "'" + str(path).replace("'", "''") + "'"
+        con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet({quoted})")
+    return folder
+
+
+def warm(root: str | Path | None = None) -> bool:
+    """Build this store version's derived tables now (the CLI calls it after a write, so the
+    first Detectors view after a re-score does not wait for them)."""
+    return _database(root).ensure_derived()
+
+
+# Queries that read a derived table: their first run builds it (once per store version).
+_DERIVED_TRIGGERS = ("FROM sliced_test_scores", "FROM sliced_test_sets", "FROM set_counts")
 
 
 @dataclass(frozen=True)
-class Derived:
-    """A derived table the query layer keeps in memory per store version (queries/sql/NAME.sql).
+class Twin:
+    """A query's twin over the derived tables (``queries/sql/QUERY.sql``): same columns, same
+    rows, far less work. ``keeps_whole``: given the query's parameters, the slice columns a
+    filter may touch and leave the twin's stored groups whole (beyond corpus, which splits no
+    rank group when every set is of one corpus)."""
 
-    ``trigger``: text of a query that reads it (the run() check); ``enums``: text columns kept
-    as ENUMs; ``cap``: the manifest row count (``table``) above which it stays a live view, so
-    memory never grows with the corpus.
-    """
-
-    trigger: str
-    enums: tuple[str, ...]
-    table: str
-    cap: int
-
-    def fits(self, manifest: Mapping[str, Any]) -> bool:
-        rows = sum(int((src.get("rows") or {}).get(self.table) or 0) for src in manifest.get("sources", {}).values())
-        return rows <= self.cap
+    query: str
+    keeps_whole: Callable[[Mapping[str, Any]], frozenset[str]]
 
 
-DERIVED: dict[str, Derived] = {
-    # Every scored, labeled test step of every step-level set, joined once to its step: what the
-    # detector views rank. As ENUMs about 40 bytes a row (plain strings: about 290); 20M stored
-    # predictions (20% test) would be about 160 MB.
-    "test_scores": Derived("FROM sliced_test_scores",
-                           ("set_id", "corpus", "run_id", "action", "backbone", "difficulty", "domain", "outcome"),
-                           table="predictions", cap=20_000_000),
+TWINS: dict[str, Twin] = {
+    # Cells per backbone rank within the backbone: a backbone filter keeps them whole.
+    "grid_cells": Twin("grid_cells_ranked", lambda p: frozenset({"backbone"}) if p.get("by_backbone") else frozenset()),
+    # Runs per backbone add up; steps too.
+    "detector_coverage": Twin("detector_coverage_ranked", lambda p: frozenset({"backbone"})),
+    # The threshold is over all the set's steps in the slice.
+    "detector_overall": Twin("detector_overall_ranked", lambda p: frozenset()),
+    "grid_errors": Twin("grid_errors_ranked", lambda p: frozenset()),
+    # The cube's rows are slice cells: any slice takes them whole.
+    "grid_actions": Twin("grid_actions_cube", lambda p: frozenset(SLICE_COLUMNS)),
 }
-
-
-def _materialise(con: duckdb.DuckDBPyConnection, name: str, tag: str) -> None:
-    """Derived table ``name`` as table ``{tag}_{name}``; its view then reads the table."""
-    spec, table = DERIVED[name], f"{tag}_{name}"
-    con.execute(f"CREATE OR REPLACE TEMP TABLE {table}_build AS SELECT * FROM ({_sql(name)})")
-    for col in spec.enums:
-        con.execute(f"CREATE TYPE {table}_{col} AS ENUM "
-                    f"(SELECT DISTINCT {col} FROM {table}_build WHERE {col} IS NOT NULL ORDER BY 1)")
-    cols = ", ".join(f"CAST({c} AS {table}_{c}) AS {c}" if c in spec.enums else c
-                     for c in (d[0] for d in con.execute(f"SELECT * FROM {table}_build LIMIT 0").description))
-    con.execute(f"CREATE TABLE {table} AS SELECT {cols} FROM {table}_build")
-    con.execute(f"DROP TABLE {table}_build")
-    con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {table}")
-    _drop_materialised(con, only=name, keep=table)
-
-
-def _drop_materialised(con: duckdb.DuckDBPyConnection, only: str | None = None, keep: str | None = None) -> None:
-    """Drop the derived tables (of ``only``, else all) and their ENUM types, except ``keep``:
-    what earlier store versions left."""
-    for (table,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall():
-        name = next((n for n in DERIVED if table.endswith("_" + n) and re.fullmatch(r"m\d+", table[: -len(n) - 1])), None)
-        if name is None or table == keep or (only is not None and name != only):
-            continue
-        con.execute(f"DROP TABLE IF EXISTS {table}")
-        for col in DERIVED[name].enums:
-            con.execute(f"DROP TYPE IF EXISTS {table}_{col}")
 
 
 @lru_cache(maxsize=None)
@@ -242,7 +255,8 @@ def _sql(name: str, active: tuple[str, ...] = ()) -> str:
     return _FRAGMENT.sub(lambda m: _raw("_" + m.group(1)).strip(), text)
 
 
-_FRAGMENT = re.compile(r"@([a-z][a-z_]*)")
+_FRAGMENT = re.compile(r"@([a-z][a-z_]*)\b(?!\()")
+_EACH = re.compile(r"@each\(\$([a-z_][a-z_0-9]*)\)")
 _IN_SLICE = re.compile(r"@in_slice\(([a-z_][a-z_0-9]*\.run_id)\)")
 
 
@@ -259,19 +273,35 @@ def _slice_ctes(active: tuple[str, ...]) -> str:
     # A CTE no query reads costs nothing: DuckDB plans only the ones referenced.
     return (f"sliced_runs AS (SELECT * FROM runs r WHERE {where('r')}),\n"
             f"sliced_steps AS (SELECT * FROM steps s WHERE {where('s')}),\n"
-            f"sliced_test_scores AS (SELECT * FROM test_scores t WHERE {where('t')})")
+            f"sliced_test_scores AS (SELECT * FROM test_scores t WHERE {where('t')}),\n"
+            # Only the ranked twins read this, and only when the slice filters columns it has.
+            f"sliced_test_sets AS (SELECT * FROM test_sets t WHERE {where('t')}),\n"
+            f"sliced_step_cube AS (SELECT * FROM step_cube t WHERE {where('t')})")
 
 
 def _prepare(name: str, params: Mapping[str, Any] | None) -> tuple[str, dict[str, Any]]:
     """SQL text and bound values: a query using the slice binds its filtered columns."""
     bound = dict(params or {})
     if "@slice" not in _raw(name):
-        return _sql(name), bound
+        return _each(_sql(name), bound)
     chosen = {col: values for col, values in slice_params(bound.pop("slice", None)).items() if values}
     # One value: a scalar equality, which DuckDB turns into a constant filter on the scan.
     active = tuple(col + "=" if len(values) == 1 else col for col, values in chosen.items())
     values = {col: vals[0] if len(vals) == 1 else vals for col, vals in chosen.items()}
-    return _sql(name, active), {**values, **bound}
+    return _each(_sql(name, active), {**values, **bound})
+
+
+def _each(sql: str, bound: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """``@each($xs)`` becomes ``($xs__0, $xs__1, ...)``, each element bound on its own: DuckDB
+    prunes row groups on an IN list of values, not on a list parameter. An empty list
+    matches nothing."""
+    def expand(m: re.Match) -> str:
+        values = list(bound.pop(m.group(1)))
+        for i, value in enumerate(values):
+            bound[f"{m.group(1)}__{i}"] = value
+        return "(" + (", ".join(f"${m.group(1)}__{i}" for i in range(len(values))) or "NULL") + ")"
+
+    return _EACH.sub(expand, sql), bound
 
 
 def run(name: str, params: Mapping[str, Any] | None = None, root: str | Path | None = None):
@@ -279,12 +309,17 @@ def run(name: str, params: Mapping[str, Any] | None = None, root: str | Path | N
 
     Queries over the shared slice take it as ``params["slice"]`` (see slice_params).
     """
-    sql, bound = _prepare(name, params)
     db = _database(root)
-    # Every slice query defines the sliced_test_scores CTE; only the detector views read it.
-    for derived, spec in DERIVED.items():
-        if spec.trigger in sql:
-            db.ensure(derived)
+    sql, bound = _prepare(name, params)
+    twin = TWINS.get(name)
+    if (twin is not None or any(trigger in sql for trigger in _DERIVED_TRIGGERS)) and db.ensure_derived() and twin:
+        filtered = {col for col, values in slice_params((params or {}).get("slice")).items() if values}
+        allowed = twin.keeps_whole(params or {}) | ({"corpus"} if db.single_corpus_sets else set())
+        if filtered <= allowed:
+            sql, bound = _prepare(twin.query, params)
+            # A twin may not need every parameter of its query (the grid's label lists).
+            code = re.sub(r"--[^\n]*", "", sql)
+            bound = {k: v for k, v in bound.items() if re.search(rf"\${k}\b", code)}
     return db.thread_cursor().execute(sql, bound).df()
 
 

@@ -115,3 +115,15 @@ def test_predictions_method_and_seed_flags(tmp_path):
     assert sets == [("XGBoost tuned", 4)]
     wrong = cli("ingest", "whowhen", str(FIXTURES / "whowhen"), "--seed", "1", store=tmp_path)
     assert wrong.returncode == 2 and "predictions format only" in wrong.stderr
+
+
+def test_a_write_builds_the_derived_tables_of_the_new_version(full_store):
+    """After the ingests, the store holds one derived build (the last version's), with the 43
+    Who&When judge sets' test steps: every judged step of the 126 runs is labeled."""
+    import pyarrow.parquet as pq
+
+    builds = [p for p in (full_store / "derived").iterdir() if not p.name.startswith(".")]
+    latest = max(builds, key=lambda p: p.stat().st_mtime)
+    sets = pq.read_table(latest / "test_sets.parquet").to_pandas()
+    whowhen = sets[sets.corpus == "whowhen"].groupby("set_id")[["n_steps", "n_runs"]].sum()
+    assert len(whowhen) == 43 and (whowhen.n_steps == 1099).all() and (whowhen.n_runs == 126).all()

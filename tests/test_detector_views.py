@@ -52,7 +52,7 @@ def _query(root: Path):
 def _toy_tables() -> dict:
     runs = [{**r, "corpus": CORPUS} for r in RUNS]
     steps = [{"run_id": r, "corpus": CORPUS, "step_idx": i, "action": a, "label": lab, "scope_success": ok,
-              "scope": r} for r, i, a, lab, ok in STEPS]
+              "scope": r, "agent": f"agent-{i}", "step_id": f"{r}#{i}"} for r, i, a, lab, ok in STEPS]
     sets = [
         {"set_id": sid, "corpus": CORPUS, "method": "det", "family": "tabular", "supervision": "unsupervised",
          "granularity": "step", "seed": seed, "feature_set": "f", "source": "rescore",
@@ -224,6 +224,8 @@ def test_false_positives_with_own_labels(toy):
     fp = errors[errors.kind == "false positive"]
     # Label 0 and flagged by det:s0 in A/X: r1.2 (.5) and r2.0 (.5): ties ordered by run, step.
     assert list(zip(fp.run_id, fp.step_idx)) == [("toy:r1", 2), ("toy:r2", 0)]
+    # Each listed step's native id and agent, read apart from the steps table.
+    assert list(zip(fp.step_id, fp.agent)) == [("toy:r1#2", "agent-2"), ("toy:r2#0", "agent-0")]
     assert (errors.kind == "false negative").sum() == 0
     assert set(errors.threshold_used) == {"its own pred_label"}
     assert fp.explorer.iloc[0] == "/explorer?run=toy%3Ar1&step=2&set=det%3As0"
@@ -441,60 +443,139 @@ def test_partly_defined_cell_averages_the_defined_seeds():
     assert cell.reason.startswith("1 of 2 seeds undefined")
 
 
-# ----------------------------------------------------------------------------- test_scores table
+# ----------------------------------------------------------------------------- derived tables, ranked twins
 
-def _views_on(root: Path, by_backbone: bool, slice_=None):
+IDS = ["det:s0", "det:s1", "csv:xgb", "judge:m"]
+
+
+def _views_on(root: Path, by_backbone: bool, slice_=None, threshold="top_k", top_k=30.0):
     cells = _cells(root, by_backbone=by_backbone, slice_=slice_).sort_values(["set_id", "backbone", "action"])
+    pooled = _cells(root, by_backbone=by_backbone, by_action=False, slice_=slice_)
     q = _query(root)
-    ids = ["det:s0", "det:s1", "csv:xgb", "judge:m"]
-    coverage = q("detector_coverage", {"slice": slice_ or {}, "set_ids": ids})
-    overall = q("detector_overall", {"slice": slice_ or {}, "set_ids": ids, "threshold": "top_k", "top_k": 30.0})
-    return cells.reset_index(drop=True), coverage, overall
+    coverage = q("detector_coverage", {"slice": slice_ or {}, "set_ids": IDS})
+    overall = q("detector_overall", {"slice": slice_ or {}, "set_ids": IDS, "threshold": threshold, "top_k": top_k})
+    errors = [q("grid_errors", {"slice": slice_ or {}, "set_id": sid, "cell_backbone": b, "cell_action": a,
+                                "threshold": threshold, "top_k": top_k, "limit": 20})
+              for sid in IDS for b in ("A", "(all backbones)") for a in ("X", "(all actions)")]
+    acts = q("grid_actions", {"slice": slice_ or {}, "target_corpus": CORPUS, "by_backbone": by_backbone})
+    return [cells.reset_index(drop=True), pooled, coverage, overall, *errors, acts]
 
 
-def test_materialised_test_scores_answer_like_the_live_join(toy, monkeypatch, tmp_path):
-    """The grid, coverage and overall read test_scores as an in-memory table with ENUM columns;
-    over the cap they read the live join. Both must give the same rows."""
-    live_root = tmp_path / "live"
-    write_source(live_root, "fixture", _toy_tables())
-    queries._database(toy).ensure("test_scores")  # the table, whichever test runs first
-    import dataclasses
+@pytest.fixture
+def chosen(monkeypatch):
+    """The query texts queries.run executes, by name."""
+    names: list[str] = []
+    prepare = queries._prepare
 
-    monkeypatch.setitem(queries.DERIVED, "test_scores", dataclasses.replace(queries.DERIVED["test_scores"], cap=0))
-    for slice_ in (None, {"backbone": ["A"]}, {"outcome": ["success"], "backbone": ["A", "B"]}):
-        for by_backbone in (True, False):
-            live = _views_on(live_root, by_backbone, slice_)
-            table = _views_on(toy, by_backbone, slice_)
-            for a, b in zip(live, table):
-                pd.testing.assert_frame_equal(a, b)
-    live_tables = queries.connect(live_root).sql("SELECT table_name FROM duckdb_tables()").fetchall()
-    assert not [t for (t,) in live_tables if t.endswith("_test_scores")]
-    toy_tables = queries.connect(toy).sql("SELECT table_name FROM duckdb_tables()").fetchall()
-    assert [t for (t,) in toy_tables if t.endswith("_test_scores")]
+    def spy(name, params):
+        names.append(name)
+        return prepare(name, params)
+
+    monkeypatch.setattr(queries, "_prepare", spy)
+    return names
 
 
-def test_slice_value_missing_from_the_table_gives_empty_views(toy):
-    # 'C' is no backbone of the store: the ENUM column never holds it, and the answer is empty.
-    cells, coverage, overall = _views_on(toy, True, {"backbone": ["C"]})
+SLICES = [None, {"corpus": [CORPUS]}, {"backbone": ["A"]}, {"backbone": ["A", "B"], "outcome": ["success"]},
+          {"difficulty": ["easy"]}]
+
+
+@pytest.mark.parametrize("slice_", SLICES)
+@pytest.mark.parametrize("threshold,top_k", [("top_k", 30.0), ("own", 10.0), ("top_k", 1.0)])
+def test_ranked_twins_answer_like_the_live_queries(toy, monkeypatch, slice_, threshold, top_k):
+    """Where the slice keeps the stored groups whole the views read the derived tables (ranks,
+    counts, the step cube); elsewhere, and with the twins switched off, the queries over the
+    steps and predictions. Both must give the same rows."""
+    for by_backbone in (True, False):
+        stored = _views_on(toy, by_backbone, slice_, threshold, top_k)
+        with monkeypatch.context() as m:
+            m.setattr(queries, "TWINS", {})
+            live = _views_on(toy, by_backbone, slice_, threshold, top_k)
+        for a, b in zip(live, stored):
+            pd.testing.assert_frame_equal(a, b)
+
+
+def test_twins_are_used_where_the_slice_keeps_groups_whole(toy, chosen):
+    _views_on(toy, True)
+    assert {"grid_cells_ranked", "detector_coverage_ranked", "detector_overall_ranked", "grid_errors_ranked"} <= set(chosen)
+    chosen.clear()
+    _views_on(toy, True, {"backbone": ["A"]})
+    # Per-backbone cells (per action or pooled over actions) and coverage keep their groups;
+    # overall and errors (the threshold is over all the set's steps) do not.
+    assert chosen.count("grid_cells_ranked") == 2 and "detector_coverage_ranked" in chosen
+    assert "detector_overall_ranked" not in chosen and "grid_errors_ranked" not in chosen
+    chosen.clear()
+    _views_on(toy, False, {"backbone": ["A"]})
+    assert "grid_cells" in chosen and "grid_cells_ranked" not in chosen  # pooled over backbones
+    chosen.clear()
+    _views_on(toy, True, {"outcome": ["success"]})
+    assert not [n for n in chosen if n.endswith("_ranked")]
+    assert "grid_actions_cube" in chosen  # counts per slice cell: any slice takes whole rows
+
+
+def test_stored_ranks_hand_computed(toy):
+    """det:s0's labeled test steps score 0.9 0.2 0.5 0.5 0.7 0.5 0.1 0.4 (r4 is train, r3's
+    third step unlabeled): within the set, 0.5 holds ranks 4-6 (mid 5, highest 6)."""
+    folder = queries._database(toy).derived
+    assert folder, "the derived tables were not built"
+    got = queries.connect(toy).execute(
+        f"SELECT score, set_mid2, set_high FROM read_parquet('{folder}/test_scores.parquet') "
+        "WHERE set_id = 'det:s0' ORDER BY score").fetchall()
+    assert got == [(0.1, 2, 1), (0.2, 4, 2), (0.4, 6, 3), (0.5, 10, 6), (0.5, 10, 6), (0.5, 10, 6),
+                   (0.7, 14, 7), (0.9, 16, 8)]
+    # Within (det:s0, backbone A, action X): r1/0 0.9, r1/2 0.5, r2/0 0.5, r2/2 0.5 -> ranks 2 (x3), 4.
+    cell = queries.connect(toy).execute(
+        f"SELECT score, cell_mid2 FROM read_parquet('{folder}/test_scores.parquet') "
+        "WHERE set_id = 'det:s0' AND backbone = 'A' AND action = 'X' ORDER BY score").fetchall()
+    assert cell == [(0.5, 4), (0.5, 4), (0.5, 4), (0.9, 8)]
+    sets = queries.connect(toy).execute(
+        f"SELECT backbone, n_steps, n_pos, n_decided, n_runs FROM read_parquet('{folder}/test_sets.parquet') "
+        "WHERE set_id = 'det:s0' ORDER BY backbone").fetchall()
+    assert sets == [("A", 6, 3, 6, 2), ("B", 2, 0, 2, 1)]
+
+
+def test_failed_build_leaves_the_live_queries(tmp_path, monkeypatch, caplog):
+    root = tmp_path / "store"
+    write_source(root, "fixture", _toy_tables())
+
+    def broken(*_args, **_kw):
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(queries.derived, "build", broken)
+    assert queries.warm(root) is False
+    assert "not built" in caplog.text
+    monkeypatch.undo()
+    # This store version stays on the live queries; same answers as a store whose derived tables were built.
+    other = tmp_path / "other"
+    write_source(other, "fixture", _toy_tables())
+    for a, b in zip(_views_on(root, True), _views_on(other, True)):
+        pd.testing.assert_frame_equal(a, b)
+
+
+def test_slice_value_missing_from_the_store_gives_empty_views(toy):
+    cells, _, coverage, overall, *_ = _views_on(toy, True, {"backbone": ["C"]})
     assert cells.empty and coverage.empty and overall.empty
-    cells, coverage, _ = _views_on(toy, True, {"backbone": ["C", "B"]})
+    cells, _, coverage, _, *_ = _views_on(toy, True, {"backbone": ["C", "B"]})
     assert set(cells.backbone) == {"B"} and (coverage.n_runs == 1).all()
 
 
-def test_new_store_version_rebuilds_test_scores(tmp_path):
+def test_new_store_version_rebuilds_the_derived_tables(tmp_path, monkeypatch):
     root = tmp_path / "store"
     write_source(root, "fixture", _toy_tables())
     q = _query(root)
     before = q("detector_coverage", {"slice": {}, "set_ids": ["det:s0", "extra:s"]})
     assert list(before.set_id) == ["det:s0"]
+    first = queries._database(root).derived
     extra = {"prediction_sets": [{"set_id": "extra:s", "corpus": CORPUS, "method": "extra", "granularity": "step",
                                   "source": "rescore"}],
              "predictions": [{"set_id": "extra:s", "corpus": CORPUS, "run_id": "toy:r3", "step_idx": i,
                               "score": float(i), "split": "test"} for i in range(3)]}
     write_source(root, "extra", extra)
+    monkeypatch.setattr(queries.derived, "STALE_AFTER_S", 0.0)
     after = q("detector_coverage", {"slice": {}, "set_ids": ["det:s0", "extra:s"]})
     # r3's steps 0 and 1 are labeled (step 2 is not): two scored test steps of one run.
     assert after[after.set_id == "extra:s"][["n_steps", "n_pos", "n_runs"]].values.tolist() == [[2, 0, 1]]
-    tables = [t for (t,) in queries.connect(root).sql("SELECT table_name FROM duckdb_tables()").fetchall()
-              if t.endswith("_test_scores")]
-    assert len(tables) == 1  # the first version's table (and its ENUM types) were dropped
+    second = queries._database(root).derived
+    assert second != first and second.is_dir() and not first.exists()  # the old build was removed
+    assert [p.name for p in (root / "derived").iterdir()] == [second.name]
+    sets = q("detector_sets", {"corpus": CORPUS})
+    assert sets.set_index("set_id").loc["extra:s", "n_test_predictions"] == 3

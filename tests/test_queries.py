@@ -86,3 +86,11 @@ def test_corpus_counts(tiny):
     counts = corpus_counts(tiny)
     assert counts["t"]["runs"] == 2 and counts["t"]["steps"] == 7
     assert counts["t"]["labeled_steps"] == 6 and counts["t"]["anomalous_steps"] == 3
+
+
+def test_each_binds_every_value_on_its_own():
+    sql, bound = queries._each("SELECT 1 WHERE x IN @each($ids) AND y = $k", {"ids": ["a", "b'); DROP", "c"], "k": 1})
+    assert sql == "SELECT 1 WHERE x IN ($ids__0, $ids__1, $ids__2) AND y = $k"
+    assert bound == {"k": 1, "ids__0": "a", "ids__1": "b'); DROP", "ids__2": "c"}
+    sql, bound = queries._each("SELECT 1 WHERE x IN @each($ids)", {"ids": []})
+    assert sql == "SELECT 1 WHERE x IN (NULL)" and bound == {}

@@ -5,14 +5,11 @@
 -- Provenance is read defensively from the params JSON (top level, or under "provenance"):
 -- fit_seconds, score_seconds, peak_memory_mb are NULL where a set does not record them
 -- (released sets) or its params are not valid JSON.
+-- Counts per set come from set_counts (set_counts.sql, kept on disk per store version).
 WITH counts AS (
-    SELECT set_id,
-           count(*) AS n_predictions,
-           count(*) FILTER (WHERE split IN ('test', 'all')) AS n_test_predictions,
-           count(*) FILTER (WHERE split IN ('test', 'all') AND (score IS NULL OR isnan(score))) AS n_test_unscored
-    FROM predictions
+    SELECT set_id, n_predictions, n_test_predictions, n_test_unscored
+    FROM set_counts
     WHERE corpus = $corpus
-    GROUP BY set_id
 ),
 sets AS (
     SELECT ps.*,

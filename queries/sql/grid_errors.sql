@@ -50,10 +50,9 @@ errors AS (
            count(*) OVER () AS n_in_cell
     FROM cell WHERE label = 1 AND NOT flag
 )
--- The step's id and agent are read for the listed rows only (test_scores does not carry them).
-SELECT e.kind, e.position, e.n_in_cell, e.set_id, e.run_id, e.step_idx, st.step_id, st.agent, e.backbone, e.action,
+-- The step's id and agent are read apart, for the listed rows only (error_steps.sql).
+SELECT e.kind, e.position, e.n_in_cell, e.set_id, e.run_id, e.step_idx, e.backbone, e.action,
        e.label, e.scope_success, e.score, e.pred_label, e.own_labels, e.cut
 FROM errors e
-JOIN steps st ON st.run_id = e.run_id AND st.step_idx = e.step_idx
 WHERE e.position <= $limit
 ORDER BY e.kind DESC, e.position

@@ -1,0 +1,154 @@
+"""Derived tables kept on disk per store version: what the detector views would otherwise
+recompute from every prediction on every query.
+
+``test_scores``
+    every scored, labeled test step of every step-level set joined once to its step
+    (``sql/test_scores.sql``), plus each row's rank of score within four groups, so the
+    per-action AUROC grid, the overall comparison and a cell's errors need no sort when the
+    slice keeps those groups whole (``RANK_COLUMNS``).
+``test_sets``
+    per (set, corpus, backbone): the test steps, anomalies, decided steps and runs (a run has
+    one backbone, so runs add up over backbones).
+``set_counts``
+    per set: its predictions, test predictions and unscored test predictions (the Detectors
+    page lists sets without scanning every prediction).
+``step_cube``
+    steps counted per slice cell and action (about 1,200 rows at a million rooms), so the
+    grid's per-action rows add up a few rows for any slice.
+
+Why files and not an in-memory table: at a million rooms with three step-level sets the test
+rows alone are 5.5 million; a table of them with ranks held in the app would cost several
+hundred MB, and building it in the app's database peaked at 4.6 GB. Here the build runs on
+its own DuckDB connection under ``BUILD_MEMORY`` (DuckDB spills the join and the sorts to
+disk) and the app reads the Parquet files, projecting the columns a query needs.
+
+Where: ``STORE/derived/<key>/`` where ``key`` hashes the manifest and the text of the build
+queries, so a new store version or a changed query never reads an old build. A build writes
+into ``STORE/derived/.tmp-<token>/`` and renames it into place (atomic; two processes racing
+both build, one rename wins). A store folder the app cannot write gets its builds under the
+system temp folder instead. Builds of other keys are removed once ``STALE_AFTER_S`` old (a
+query of another process may still be reading them).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Callable
+
+import duckdb
+
+DERIVED_DIR = "derived"
+TABLES: tuple[str, ...] = ("test_scores", "test_sets", "set_counts", "step_cube")
+# 2 x the mid-rank (an integer: the lowest plus the highest rank of the score's tie block)
+# within each group, and the highest rank within the set (steps scoring at most this score).
+RANK_COLUMNS: dict[str, tuple[str, ...]] = {
+    "cell_mid2": ("set_id", "backbone", "action"),
+    "backbone_mid2": ("set_id", "backbone"),
+    "action_mid2": ("set_id", "action"),
+    "set_mid2": ("set_id",),
+}
+BUILD_MEMORY = "1GB"
+STALE_AFTER_S = 600.0
+# Bump when the layout of the files changes in a way the query texts do not show.
+LAYOUT = "1"
+
+
+def cache_key(manifest_bytes: bytes, sql: Callable[[str], str]) -> str:
+    digest = hashlib.sha256(LAYOUT.encode())
+    digest.update(manifest_bytes)
+    for name in TABLES:
+        digest.update(sql(name).encode())
+    digest.update(repr(sorted(RANK_COLUMNS.items())).encode())
+    return digest.hexdigest()[:20]
+
+
+def cache_root(store: Path) -> Path:
+    """``STORE/derived``, or a folder under the system temp folder when the store is read-only."""
+    home = store / DERIVED_DIR
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        probe = home / f".probe-{uuid.uuid4().hex}"
+        probe.touch()
+        probe.unlink()
+        return home
+    except OSError:
+        alt = Path(tempfile.gettempdir()) / "auditatlas-derived" / hashlib.sha256(str(store).encode()).hexdigest()[:16]
+        alt.mkdir(parents=True, exist_ok=True)
+        return alt
+
+
+def files(folder: Path) -> dict[str, Path]:
+    return {name: folder / f"{name}.parquet" for name in TABLES}
+
+
+def is_built(folder: Path) -> bool:
+    return all(p.is_file() for p in files(folder).values())
+
+
+def _quoted(path: Path) -> str:
+    return "'" + str(path).replace("'", "''") + "'"
+
+
+def _rank_select(source: str) -> str:
+    """Row number plus the rank columns over the narrow projection of ``source``: sorting
+    (group, score) pairs is much cheaper than sorting the wide rows."""
+    windows, cols = [], []
+    for col, group in RANK_COLUMNS.items():
+        name = col.removesuffix("_mid2")
+        windows.append(f"w_{name} AS (PARTITION BY {', '.join(group)} ORDER BY score)")
+        # With ORDER BY, count(*)'s default frame ends at the last peer: the highest rank.
+        cols.append(f"rank() OVER w_{name} + count(*) OVER w_{name} AS {col}")
+    cols.append("count(*) OVER w_set AS set_high")
+    return (f"SELECT file_row_number AS row_, {', '.join(cols)} "
+            f"FROM read_parquet({source}, file_row_number = true) "
+            f"WINDOW {', '.join(windows)}")
+
+
+def build(con: duckdb.DuckDBPyConnection, folder: Path, sql: Callable[[str], str]) -> None:
+    """Write the derived tables of the store ``con`` has views of into ``folder`` (new)."""
+    scratch = folder.parent / f".tmp-{uuid.uuid4().hex}"
+    out = scratch / "out"
+    out.mkdir(parents=True)
+    try:
+        con.execute(f"SET temp_directory = {_quoted(scratch / 'spill')}")
+        joined, ranks = scratch / "joined.parquet", scratch / "ranks.parquet"
+        target = files(out)
+        con.execute(f"COPY ({sql('test_scores')}) TO {_quoted(joined)} (FORMAT parquet)")
+        con.execute(f"COPY ({_rank_select(_quoted(joined))}) TO {_quoted(ranks)} (FORMAT parquet)")
+        # Sorted by set so a query on some sets reads their row groups only.
+        con.execute(
+            f"COPY (SELECT j.* EXCLUDE (file_row_number), r.* EXCLUDE (row_) "
+            f"FROM read_parquet({_quoted(joined)}, file_row_number = true) j "
+            f"JOIN read_parquet({_quoted(ranks)}) r ON r.row_ = j.file_row_number "
+            f"ORDER BY j.set_id, j.backbone, j.action) "
+            f"TO {_quoted(target['test_scores'])} (FORMAT parquet, COMPRESSION zstd)")
+        # test_sets counts the rows just written (the connection's test_scores is the live join).
+        con.execute(f"CREATE OR REPLACE TEMP VIEW test_scores AS SELECT * FROM read_parquet({_quoted(target['test_scores'])})")
+        con.execute(f"COPY ({sql('test_sets')}) TO {_quoted(target['test_sets'])} (FORMAT parquet)")
+        for name in ("set_counts", "step_cube"):
+            con.execute(f"COPY ({sql(name)}) TO {_quoted(target[name])} (FORMAT parquet)")
+        try:
+            os.replace(out, folder)
+        except OSError:
+            if not is_built(folder):  # another process won the race with the same build
+                raise
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def remove_stale(home: Path, keep: str) -> None:
+    """Remove builds of other keys (and crashed builds' scratch) older than STALE_AFTER_S."""
+    now = time.time()
+    for path in home.iterdir():
+        if path.name == keep:
+            continue
+        try:
+            if now - path.stat().st_mtime >= STALE_AFTER_S:
+                shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            pass
