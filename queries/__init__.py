@@ -158,7 +158,7 @@ def _create_views(con: duckdb.DuckDBPyConnection, root: Path, manifest: Mapping[
     con.execute(f"CREATE OR REPLACE VIEW predictions AS {_sql('view_predictions')}")
     # Derived tables start as live views; _Database.ensure_derived points them at their files.
     for name in derived.TABLES:
-        con.execute(f"CREATE OR REPLACE VIEW {name} AS {_sql(name)}")
+        con.execute(f"CREATE OR REPLACE VIEW {name} AS {_sql(derived.QUERY.get(name, name))}")
 
 
 def _load_derived(con: duckdb.DuckDBPyConnection, root: Path) -> Path | bool:
@@ -187,7 +187,13 @@ def _load_derived(con: duckdb.DuckDBPyConnection, root: Path) -> Path | bool:
     derived.remove_stale(home, keep=key)
     for name, path in derived.files(folder).items():
         quoted = "'" + str(path).replace("'", "''") + "'"
-        con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet({quoted})")
+        if name in derived.SMALL:
+            # A few hundred or thousand rows: held in memory, where a scan costs microseconds
+            # instead of the file open a Parquet read pays on every query (about 1 ms).
+            con.execute(f"CREATE OR REPLACE TABLE {name}_in_memory AS SELECT * FROM read_parquet({quoted})")
+            con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {name}_in_memory")
+        else:
+            con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet({quoted})")
     return folder
 
 
@@ -222,6 +228,7 @@ TWINS: dict[str, Twin] = {
     "grid_errors": Twin("grid_errors_ranked", lambda p: frozenset()),
     # The cube's rows are slice cells: any slice takes them whole.
     "grid_actions": Twin("grid_actions_cube", lambda p: frozenset(SLICE_COLUMNS)),
+    "slice_options": Twin("slice_options_stored", lambda p: frozenset(SLICE_COLUMNS)),
 }
 
 

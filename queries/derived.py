@@ -1,5 +1,5 @@
-"""Derived tables kept on disk per store version: what the detector views would otherwise
-recompute from every prediction on every query.
+"""Derived tables kept on disk per store version: what the detector views and the sidebar
+would otherwise recompute from every prediction, step or run on every query.
 
 ``test_scores``
     every scored, labeled test step of every step-level set joined once to its step
@@ -15,6 +15,9 @@ recompute from every prediction on every query.
 ``step_cube``
     steps counted per slice cell and action (about 1,200 rows at a million rooms), so the
     grid's per-action rows add up a few rows for any slice.
+``slice_choices``
+    the sidebar's choices with their run counts (``sql/slice_options.sql``): every page asks
+    for them, and they do not depend on the slice.
 
 Why files and not an in-memory table: at a million rooms with three step-level sets the test
 rows alone are 5.5 million; a table of them with ranks held in the app would cost several
@@ -43,7 +46,12 @@ from typing import Callable
 import duckdb
 
 DERIVED_DIR = "derived"
-TABLES: tuple[str, ...] = ("test_scores", "test_sets", "set_counts", "step_cube")
+TABLES: tuple[str, ...] = ("test_scores", "test_sets", "set_counts", "step_cube", "slice_choices")
+# The named query (queries/sql/) each table is; the default is its own name.
+QUERY: dict[str, str] = {"slice_choices": "slice_options"}
+# Tables whose rows grow with the number of sets and slice cells, not with the corpus: the
+# query layer holds them in memory (the others it reads from their files).
+SMALL: frozenset[str] = frozenset({"test_sets", "set_counts", "step_cube", "slice_choices"})
 # 2 x the mid-rank (an integer: the lowest plus the highest rank of the score's tie block)
 # within each group, and the highest rank within the set (steps scoring at most this score).
 RANK_COLUMNS: dict[str, tuple[str, ...]] = {
@@ -62,7 +70,7 @@ def cache_key(manifest_bytes: bytes, sql: Callable[[str], str]) -> str:
     digest = hashlib.sha256(LAYOUT.encode())
     digest.update(manifest_bytes)
     for name in TABLES:
-        digest.update(sql(name).encode())
+        digest.update(sql(QUERY.get(name, name)).encode())
     digest.update(repr(sorted(RANK_COLUMNS.items())).encode())
     return digest.hexdigest()[:20]
 
@@ -130,8 +138,8 @@ def build(con: duckdb.DuckDBPyConnection, folder: Path, sql: Callable[[str], str
         # test_sets counts the rows just written (the connection's test_scores is the live join).
         con.execute(f"CREATE OR REPLACE TEMP VIEW test_scores AS SELECT * FROM read_parquet({_quoted(target['test_scores'])})")
         con.execute(f"COPY ({sql('test_sets')}) TO {_quoted(target['test_sets'])} (FORMAT parquet)")
-        for name in ("set_counts", "step_cube"):
-            con.execute(f"COPY ({sql(name)}) TO {_quoted(target[name])} (FORMAT parquet)")
+        for name in ("set_counts", "step_cube", "slice_choices"):
+            con.execute(f"COPY ({sql(QUERY.get(name, name))}) TO {_quoted(target[name])} (FORMAT parquet)")
         try:
             os.replace(out, folder)
         except OSError:

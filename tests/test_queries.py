@@ -94,3 +94,18 @@ def test_each_binds_every_value_on_its_own():
     assert bound == {"k": 1, "ids__0": "a", "ids__1": "b'); DROP", "ids__2": "c"}
     sql, bound = queries._each("SELECT 1 WHERE x IN @each($ids)", {"ids": []})
     assert sql == "SELECT 1 WHERE x IN (NULL)" and bound == {}
+
+
+def test_slice_options_stored_per_store_version(tiny, monkeypatch):
+    """The sidebar's choices are stored once per store version (derived table slice_choices);
+    they must be the ones counted over the runs themselves."""
+    got = queries.run("slice_options", {}, root=tiny)
+    rows = sorted(map(tuple, got[["column_name", "value", "runs"]].values.tolist()))
+    assert rows == [("backbone", "X", 1), ("backbone", "Y", 1), ("corpus", "t", 2), ("outcome", "failure", 2),
+                    ("temperature", "0.0", 1), ("temperature", "0.3", 1)]
+    assert (queries._database(tiny).derived / "slice_choices.parquet").is_file()
+    monkeypatch.setattr(queries, "TWINS", {})
+    live = queries.run("slice_options", {}, root=tiny)
+    import pandas as pd
+
+    pd.testing.assert_frame_equal(live, got)
