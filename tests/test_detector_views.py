@@ -475,7 +475,7 @@ def chosen(monkeypatch):
     return names
 
 
-SLICES = [None, {"corpus": [CORPUS]}, {"backbone": ["A"]}, {"backbone": ["A", "B"], "outcome": ["success"]},
+SLICES = [None, {"corpus": [CORPUS]}, {"corpus": ["elsewhere"]}, {"backbone": ["A"]}, {"backbone": ["A", "B"], "outcome": ["success"]},
           {"difficulty": ["easy"]}]
 
 
