@@ -12,6 +12,8 @@ before it spawns a worker), so two workers on two cores do not oversubscribe the
 from __future__ import annotations
 
 import logging
+import sys
+import types
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -37,9 +39,30 @@ def get_client(address: str | None = None, *, n_workers: int = DEFAULT_WORKERS, 
     # Loopback only. No dashboard; the scheduler still serves its small HTTP endpoints (health,
     # metrics) somewhere, so on a free loopback port rather than on 0.0.0.0:8787.
     # CRITICAL: a worker whose last heartbeat races the shutdown logs a harmless traceback.
-    return Client(n_workers=n_workers, threads_per_worker=threads_per_worker, processes=True, host="127.0.0.1",
-                  dashboard_address=None, scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-                  silence_logs=logging.CRITICAL)
+    # Workers take Arrow buffers from malloc (see ingest.stream.use_system_allocator): set
+    # before they start, so even the buffers of their imports come from it.
+    with _workers_skip_main():
+        return Client(n_workers=n_workers, threads_per_worker=threads_per_worker, processes=True, host="127.0.0.1",
+                      dashboard_address=None, scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+                      silence_logs=logging.CRITICAL, env={"ARROW_DEFAULT_MEMORY_POOL": "system"})
+
+
+@contextmanager
+def _workers_skip_main() -> Iterator[None]:
+    """Start worker processes with an empty main module.
+
+    A spawned process re-runs its parent's main script (multiprocessing does, so functions
+    defined there unpickle). Every job here is a function of an auditatlas module, and the main
+    script may be one that must not run twice: under Streamlit's AppTest it is app.py, which
+    then rendered the app, and failed on the store, inside each worker.
+    """
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        if main is not None:
+            sys.modules["__main__"] = main
 
 
 @contextmanager
