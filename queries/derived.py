@@ -60,7 +60,7 @@ RANK_COLUMNS: dict[str, tuple[str, ...]] = {
     "action_mid2": ("set_id", "action"),
     "set_mid2": ("set_id",),
 }
-BUILD_MEMORY = "1GB"
+BUILD_MEMORY = "512MB"
 STALE_AFTER_S = 600.0
 # Bump when the layout of the files changes in a way the query texts do not show.
 LAYOUT = "1"

@@ -33,7 +33,7 @@ def build_demo(store: Path, rooms: int = DEFAULT_ROOMS, seed: int = 0, progress:
     report(0.0, f"simulating and importing {rooms:,} rooms")
 
     def on_chunk(info: dict[str, Any]) -> None:
-        report(info["done"] / max(info["total"], 1), format_progress(info))
+        report(info["done"] / max(info["total"], 1), format_progress(info, share=False))
 
     result = build(store, rooms, seed, scheduler=scheduler, workers=workers, progress=on_chunk, notify=notify)
     report(1.0, "demo corpus ready")

@@ -196,11 +196,13 @@ def _size(chunk: Any) -> int:
         return 1
 
 
-def format_progress(info: dict) -> str:
-    """One terminal line: units and steps done, steps per second, time left."""
+def format_progress(info: dict, *, share: bool = True) -> str:
+    """One terminal line: units and steps done, steps per second, time left; ``share=False``
+    leaves out the leading "[ 40%]" for a caller that prints its own."""
     done, total, elapsed = info["done"], info["total"], max(info["elapsed"], 1e-9)
     rate = info["steps"] / elapsed
     left = (total - done) * elapsed / done if done else float("nan")
     left_text = f"{left:,.0f} s left" if done else "estimating"
-    return (f"[{done / total if total else 1:4.0%}] {done:,}/{total:,} {info['units']}, {info['steps']:,} steps, "
+    head = f"[{done / total if total else 1:4.0%}] " if share else ""
+    return (f"{head}{done:,}/{total:,} {info['units']}, {info['steps']:,} steps, "
             f"{rate:,.0f} steps/s, {left_text}" + (f", {info['problems']} problem(s)" if info["problems"] else ""))
