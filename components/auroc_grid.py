@@ -62,8 +62,10 @@ def heatmaps(grid: dv.Grid, backbones: list[str]) -> go.Figure:
     rows = math.ceil(n / cols)
     n_actions = max([int((grid.actions["backbone"] == b).sum()) for b in backbones] or [1])
     # Pixels: each panel 34 per action row; below each row of panels room for the slanted
-    # detector names and the next row's titles, so rows never overlap.
-    panel, gap = max(34 * n_actions + 30, 150), 130
+    # detector names (about 4 px of height per character at -35 degrees) and the next row's
+    # titles, so rows never overlap.
+    longest = max((len(_short_detector(d)) for d in dets), default=0)
+    panel, gap = max(34 * n_actions + 30, 150), max(130, 4 * longest + 70)
     height = rows * panel + (rows - 1) * gap + 150
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=[safe(b) for b in backbones],
                         horizontal_spacing=0.04, vertical_spacing=(gap / height) if rows > 1 else 0.0)
