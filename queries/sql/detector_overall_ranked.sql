@@ -40,23 +40,13 @@ per_set AS (
            count(*) FILTER (WHERE label = 1) AS n_pos,
            count(*) FILTER (WHERE label = 0) AS n_neg,
            sum(set_mid2) FILTER (WHERE label = 1) / 2.0 AS rank_sum_pos,
-           count(*) FILTER (WHERE label = 1 AND flag) AS tp,
-           count(*) FILTER (WHERE label = 0 AND flag) AS fp,
-           count(*) FILTER (WHERE label = 0 AND NOT flag) AS tn,
-           count(*) FILTER (WHERE label = 1 AND NOT flag) AS fn,
-           count(*) FILTER (WHERE label = 1 AND scope_success) AS silent_pos,
-           count(*) FILTER (WHERE label = 1 AND scope_success AND flag) AS silent_tp,
-           count(*) FILTER (WHERE label = 1 AND NOT scope_success) AS loud_pos,
-           count(*) FILTER (WHERE label = 1 AND NOT scope_success AND flag) AS loud_tp,
-           count(*) FILTER (WHERE label = 1 AND scope_success IS NULL) AS unknown_scope_pos
+           @flag_counts
     FROM decided
     GROUP BY set_id
 )
 SELECT set_id,
        * EXCLUDE (set_id, rank_sum_pos, lowest_flagged_score),
        CASE WHEN own_labels THEN NULL ELSE lowest_flagged_score END AS cut,
-       CASE WHEN n_pos > 0 AND n_neg > 0
-            THEN (rank_sum_pos - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg)
-       END AS auc
+       @auc
 FROM per_set
 ORDER BY set_id

@@ -46,8 +46,6 @@ SELECT $set_ids[set_pos] AS set_id,
        coalesce($backbones[backbone_pos], '(unlisted)') AS backbone,
        coalesce($actions[action_pos], '(unlisted)') AS action,
        n_pos, n_neg,
-       CASE WHEN n_pos > 0 AND n_neg > 0
-            THEN (rank_sum_pos - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg)
-       END AS auc
+       @auc
 FROM sums
 ORDER BY set_id, backbone, action

@@ -39,20 +39,4 @@ cell AS (
       AND ($cell_backbone = '(all backbones)' OR coalesce(t.backbone::VARCHAR, '(none)') = $cell_backbone)
       AND ($cell_action = '(all actions)' OR coalesce(t.action::VARCHAR, '(none)') = $cell_action)
 ),
-errors AS (
-    SELECT 'false positive' AS kind, *,
-           row_number() OVER (ORDER BY score DESC, run_id, step_idx) AS position,
-           count(*) OVER () AS n_in_cell
-    FROM cell WHERE label = 0 AND flag
-    UNION ALL
-    SELECT 'false negative' AS kind, *,
-           row_number() OVER (ORDER BY score ASC, run_id, step_idx) AS position,
-           count(*) OVER () AS n_in_cell
-    FROM cell WHERE label = 1 AND NOT flag
-)
--- The step's id and agent are read apart, for the listed rows only (error_steps.sql).
-SELECT e.kind, e.position, e.n_in_cell, e.set_id, e.run_id, e.step_idx, e.backbone, e.action,
-       e.label, e.scope_success, e.score, e.pred_label, e.own_labels, e.cut
-FROM errors e
-WHERE e.position <= $limit
-ORDER BY e.kind DESC, e.position
+@cell_errors
