@@ -319,7 +319,9 @@ def run(name: str, params: Mapping[str, Any] | None = None, root: str | Path | N
     db = _database(root)
     sql, bound = _prepare(name, params)
     twin = TWINS.get(name)
-    if (twin is not None or any(trigger in sql for trigger in _DERIVED_TRIGGERS)) and db.ensure_derived() and twin:
+    reads_derived = twin is not None or any(trigger in sql for trigger in _DERIVED_TRIGGERS)
+    # Built on first use: a query with a twin, or one reading a derived table, needs them.
+    if reads_derived and db.ensure_derived() and twin is not None:
         filtered = {col for col, values in slice_params((params or {}).get("slice")).items() if values}
         allowed = twin.keeps_whole(params or {}) | ({"corpus"} if db.single_corpus_sets else set())
         if filtered <= allowed:
