@@ -1,6 +1,7 @@
 """The MAADBench action vocabulary: code names, the paper's names, the capability it tests and
-the agent that takes it. This is the one action table: the simulator
-(``auditatlas.simulator``) derives its names and agents from it.
+the agent that takes it, plus the trace names the runner writes besides them. This is the one
+action table: the importer (``auditatlas.ingest.maadbench``) and the simulator
+(``auditatlas.simulator``) take their names and agents from it.
 
 Other corpora keep their own action names; views that need the paper's order or capability
 fall back to the raw action name for actions not listed here.
@@ -30,7 +31,18 @@ ACTIONS: tuple[Action, ...] = (
     Action("OBSERVE_PUZZLE", "OBS_PUZZLE", "OP", "verification", "observer"),
 )
 BY_CODE = {a.code: a for a in ACTIONS}
+BY_SHORT = {a.short: a for a in ACTIONS}
 ORDER = {a.code: i for i, a in enumerate(ACTIONS)}
+
+# The one action a tool, not an LLM, takes: it has no prompt and feeds its parent APPLY_DELTA.
+TOOL_CALL = BY_SHORT["TC"].code
+APPLY_DELTA = BY_SHORT["AD"].code
+# The nightmare runner writes its clue observation under another name; the paper counts it as
+# OBSERVE_CLUE, so the importer shows it so (the original name stays in the step's extra).
+PLANNED_CLUE = "OBSERVE_PLANNED_CLUE"
+ALIASES: dict[str, str] = {PLANNED_CLUE: BY_SHORT["OC"].code}
+# Every action name a trace may hold (action ids embed them: ``P1_OBSERVE_CLUE_3``).
+TRACE_NAMES: tuple[str, ...] = tuple(BY_CODE) + tuple(ALIASES)
 
 
 def short(action: str) -> str:

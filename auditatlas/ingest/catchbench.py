@@ -29,9 +29,11 @@ from typing import Any
 
 from ..errors import IngestFailed, InputError
 from . import Batch, Context
-from ._files import parse_json_text, show
+from .kit import is_count, load_json, show
 
 FORMAT = "catchbench"
+# Without a path the release is read from the installed package.
+NEEDS_PATH = False
 SOURCE = "catchbench"
 PRE_CORPUS = "catchbench-pre"
 WHOWHEN_CORPUS = "whowhen"
@@ -122,19 +124,6 @@ def _json_files(folder: Traversable | None) -> list[Traversable]:
     return sorted((f for f in folder.iterdir() if f.is_file() and f.name.endswith(".json")), key=lambda f: f.name)
 
 
-def _load_json(node: Traversable, problems: list[InputError], expected: str) -> Any | None:
-    """The parsed file or None with one problem (unreadable, not JSON, bare null, too deep...)."""
-    try:
-        text = node.read_bytes().decode("utf-8-sig")
-    except OSError as exc:
-        problems.append(InputError(_where(node), None, f"cannot be read ({exc.strerror or exc})."))
-        return None
-    except UnicodeDecodeError as exc:
-        problems.append(InputError(_where(node), None, f"is not UTF-8 text (byte {exc.start} cannot be decoded)."))
-        return None
-    return parse_json_text(text, _where(node), problems, expected)
-
-
 # --------------------------------------------------------------------------- PRE configs
 
 def _pre_corpus_row() -> dict[str, Any]:
@@ -152,7 +141,7 @@ def _read_pre(root: Traversable, problems: list[InputError]) -> tuple[list[dict]
     capabilities: list[dict] = []
     declared: dict[str, list[str]] = {}  # instance_id -> declared capability names
     for node in _json_files(_child(root, "pre")):
-        records = _load_json(node, problems, "a JSON list of PRE configuration records")
+        records = load_json(node, problems, "a JSON list of PRE configuration records")
         if records is None:
             continue
         if not isinstance(records, list):
@@ -248,7 +237,7 @@ def _read_pre_judges(root: Traversable, declared: dict[str, list[str]], problems
     sets: list[dict] = []
     rows: list[dict] = []
     for node in _json_files(_child(root, "pre", "llm_judge_method")):
-        needed_by_config = _load_json(node, problems, "a JSON object mapping instance ids to capability names")
+        needed_by_config = load_json(node, problems, "a JSON object mapping instance ids to capability names")
         if needed_by_config is None:
             continue
         if not isinstance(needed_by_config, dict) or not all(
@@ -303,7 +292,7 @@ def _sidecar(directory: Traversable, node: Traversable, problems: list[InputErro
     sidecar = directory / (node.name[: -len(".json")] + _SIDECAR_SUFFIX)
     if not sidecar.is_file():
         return None
-    data = _load_json(sidecar, problems, "a JSON object of provenance")
+    data = load_json(sidecar, problems, "a JSON object of provenance")
     if data is not None and not isinstance(data, dict):
         problems.append(InputError(_where(sidecar), None, f"must be a JSON object of provenance, found {type(data).__name__}."))
         return None
@@ -312,7 +301,7 @@ def _sidecar(directory: Traversable, node: Traversable, problems: list[InputErro
 
 def _judge_cache(node: Traversable, rel: str, board: str, sidecar: dict | None,
                  problems: list[InputError]) -> tuple[dict, list[dict]] | None:
-    data = _load_json(node, problems, "a judge cache (a JSON object with predictions)")
+    data = load_json(node, problems, "a judge cache (a JSON object with predictions)")
     if data is None:
         return None
     file = _where(node)
@@ -356,25 +345,16 @@ def _ranking_row(set_id: str, run_key: str, pred: Any, file: str, problems: list
         return None
     top = pred.get("top")
     ranking = pred.get("ranking") or []
-    if top is not None and not _is_step(top):
+    if top is not None and not is_count(top):
         problems.append(InputError(file, f"predictions.{run_key}.top",
                                    f"must be a step index (a whole number >= 0) or null, not {show(top)}."))
         return None
-    if not isinstance(ranking, list) or not all(_is_step(r) for r in ranking):
+    if not isinstance(ranking, list) or not all(is_count(r) for r in ranking):
         problems.append(InputError(file, f"predictions.{run_key}.ranking",
                                    "must be a list of step indices (whole numbers >= 0)."))
         return None
     # An abstention (top null, nothing ranked) is kept: the scoring rule ranks its steps earliest-first.
     return {"set_id": set_id, "corpus": WHOWHEN_CORPUS, "run_key": run_key, "top": top, "ranking": list(ranking)}
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_step(value: Any) -> bool:
-    """A step index the store's int64 columns can hold (the board reads them as positions)."""
-    return _is_int(value) and 0 <= value < 2**63
 
 
 def _sidecar_summary(sidecar: dict) -> dict:

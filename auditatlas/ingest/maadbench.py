@@ -60,62 +60,34 @@ Bad input
     a confidence finite. A UTF-8 byte-order mark is accepted; nesting too deep for Python's
     parser and a lone UTF-16 surrogate in any string are reported, not raised.
 
-Speed: one pass per file, parsed with ``orjson`` (``json`` for what it refuses); each row is one
-tuple, transposed into Arrow columns every 1,000 runs (no per-row pandas); the cycle collector
-is paused while a chunk converts. About 21 us per step (48k steps/s on one core of the 2-core
+Speed: one pass per file, read by the toolkit's one-object reader (``ingest.kit``: orjson,
+``json`` for what it refuses); each row is one tuple in the toolkit's row buffers, transposed
+into Arrow columns every 1,000 runs (no per-row pandas); the cycle collector is paused while a
+chunk converts. About 21 us per step (48k steps/s on one core of the 2-core
 dev box, warm); ``bench/README.md`` has the end-to-end figures.
 """
 from __future__ import annotations
 
-import codecs
-import gc
-import json
-import math
-import os
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
-import orjson
-import pyarrow as pa
-
+from ..actions import ALIASES, APPLY_DELTA, BY_SHORT, TOOL_CALL, TRACE_NAMES
 from ..errors import IngestFailed, InputError
-from ..schema import TABLES
 from . import Batch, Context
+from .kit import (MAX_DEPTH, MAX_INT64, RunBuffers, compact, count_field, has_keys, json_type, load_object,
+                  no_cycle_collection, number_field, object_field, readable, show, string_field, walk_json_files)
 
 if TYPE_CHECKING:
     from .stream import Chunk, Plan
-from ._files import MAX_DEPTH, check_value, first_line, has_surrogate_escape, show
-
-# orjson parses (about 2x on release files) and encodes faster than ``json``; ``json`` stays the reference:
-# whatever orjson refuses (NaN literals, integers past 64 bits, lone surrogates, deep nesting)
-# is handed to ``json``, which accepts it as before or raises the error the user is shown.
-_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
-_ORJSON_OPTIONS = orjson.OPT_NON_STR_KEYS
-
-
-def _loads(raw: bytes) -> Any:
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return json.loads(raw)
-
-
-def _encode(value: Any) -> str:
-    """The ``extra`` columns' JSON (read by queries, compact)."""
-    try:
-        return orjson.dumps(value, default=str, option=_ORJSON_OPTIONS).decode()
-    except (orjson.JSONEncodeError, TypeError):
-        return _ENCODER.encode(value)
 
 FORMAT = "maadbench"
+NEEDS_PATH = True
 DEFAULT_SOURCE = "maadbench"
 LABEL_PROCESS = "deterministic verifier"
 REQUIRED_KEYS = ("config", "room", "trace")
-TOOL_ACTION = "UNIT_TOOL_CALL"
-# Provider APIs take temperatures in [0, 2]; token counts must fit the store's int64 columns.
+WHAT = "a MAADBench trace"  # how problems name a file of this format
+# Provider APIs take temperatures in [0, 2].
 TEMPERATURE_RANGE = (0.0, 2.0)
-MAX_COUNT = 2**63
 
 # Model strings of the paper's five backbones -> the names its tables use.
 BACKBONES: dict[str, str] = {
@@ -126,23 +98,18 @@ BACKBONES: dict[str, str] = {
     "gpt-5.4": "GPT-5.4",
 }
 
-# The paper counts the nightmare clue observation as OBSERVE_CLUE.
-ACTION_ALIASES: dict[str, str] = {"OBSERVE_PLANNED_CLUE": "OBSERVE_CLUE"}
-
-# Action names as they appear inside action ids (used to recover a legacy puzzle id).
-_ID_ACTIONS = (
-    "SELECT_PUZZLE", "OBSERVE_PLANNED_CLUE", "OBSERVE_CLUE", "SOLVE_CLUE", "OBSERVE_ITEM",
-    "APPLY_DELTA", "OBSERVE_PUZZLE", "UNIT_TOOL_CALL",
-)
-
-# dst action -> the actions whose output it reads within the same puzzle (normalised names).
+# dst action -> the actions whose output it reads within the same puzzle (normalised names):
+# the runner's pipeline wiring, by the short names of ``auditatlas.actions``.
+_WIRING: dict[str, tuple[str, ...]] = {
+    "OC": ("SP",),  # nightmare only: no SELECT_PUZZLE elsewhere
+    "SC": ("OC",),
+    "OI": ("SC",),
+    "TC": ("OI",),
+    "AD": ("OI",),
+    "OP": ("OC", "OI", "AD"),
+}
 DATA_INPUTS: dict[str, tuple[str, ...]] = {
-    "OBSERVE_CLUE": ("SELECT_PUZZLE",),  # nightmare only: no SELECT_PUZZLE elsewhere
-    "SOLVE_CLUE": ("OBSERVE_CLUE",),
-    "OBSERVE_ITEM": ("SOLVE_CLUE",),
-    TOOL_ACTION: ("OBSERVE_ITEM",),
-    "APPLY_DELTA": ("OBSERVE_ITEM",),
-    "OBSERVE_PUZZLE": ("OBSERVE_CLUE", "OBSERVE_ITEM", "APPLY_DELTA"),
+    BY_SHORT[dst].code: tuple(BY_SHORT[src].code for src in srcs) for dst, srcs in _WIRING.items()
 }
 
 # The code stores MAST FM-5 (error propagation) as "4.3".
@@ -169,11 +136,11 @@ def can_read(path: Path) -> bool:
     """A MAADBench trace file, or a folder whose first JSON files include one."""
     path = Path(path)
     if path.is_file():
-        return path.suffix == ".json" and _looks_like_trace(path)
+        return path.suffix == ".json" and has_keys(path, REQUIRED_KEYS)
     if path.is_dir():
         # A cheap look: a handful of files decides, not the whole (possibly huge) tree.
-        for n, (file, _rel) in enumerate(_json_files(path)):
-            if _looks_like_trace(file):
+        for n, (file, _rel) in enumerate(walk_json_files(path)):
+            if has_keys(file, REQUIRED_KEYS):
                 return True
             if n >= 4:
                 break
@@ -241,7 +208,7 @@ def plan(
 def convert_files(files: list[tuple[str, str]], corpus: str) -> "Chunk":
     """One chunk of a streaming ingest: ``(file, path under the root)`` pairs into tables."""
     out, problems = _Output(), []
-    with _no_cycle_collection():
+    with no_cycle_collection():
         for file, rel in files:
             _read_file(file, rel, corpus, out, problems)
     return _chunk(out, problems, len(files))
@@ -253,29 +220,11 @@ def convert_documents(documents: Iterable[tuple[str, dict]], corpus: str) -> "Ch
     The simulator hands its rooms over this way, skipping a JSON round trip through the disk.
     """
     out, problems, n = _Output(), [], 0
-    with _no_cycle_collection():
+    with no_cycle_collection():
         for rel, doc in documents:
             n += 1
             _convert_document(doc, rel, corpus, out, problems)
     return _chunk(out, problems, n)
-
-
-@contextmanager
-def _no_cycle_collection() -> Iterator[None]:
-    """Pause Python's cycle collector while a chunk is converted.
-
-    A chunk allocates a few hundred thousand dicts, lists and tuples that all stay alive until
-    the chunk is written, and none form cycles; every collection the allocations trigger walks
-    the growing row buffers for nothing (10-15% of a chunk's time). Reference counting still
-    frees everything as usual.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _chunk(out: _Output, problems: list[InputError], n_files: int) -> "Chunk":
@@ -286,8 +235,7 @@ def _chunk(out: _Output, problems: list[InputError], n_files: int) -> "Chunk":
                 "inferred_parents": out.inferred_parents, "dropped_parents": out.dropped_parents}
     if problems:
         return Chunk({}, problems, counters)
-    tables = {"runs": out.runs.to_arrow(), "steps": out.steps.to_arrow(), "edges": out.edges.to_arrow()}
-    return Chunk(tables, [], counters)
+    return Chunk(out.to_arrow(), [], counters)
 
 
 def summary_notes(counters: dict[str, int]) -> list[str]:
@@ -311,7 +259,7 @@ def _trace_files(path: Path | None) -> list[tuple[str, str]]:
     if path.is_file():
         files = [(str(path), path.name)]
     elif path.is_dir():
-        files = list(_json_files(path))
+        files = list(walk_json_files(path))
     else:
         raise IngestFailed([InputError(path, None, "no such file or folder.")])
     if not files:
@@ -338,151 +286,29 @@ def display_failure_mode(fm_id: Any) -> str | None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Column buffers
+# Rows and files
 
 
-class _Rows:
-    """Row tuples for one table, turned into Arrow columns every FLUSH_RUNS runs.
-
-    One tuple append per row and a C-level transpose is far cheaper than appending to twenty
-    lists per row; a failed file is rolled back by truncation (a flush only ever happens
-    between runs, so a rollback never reaches rows already converted).
-    """
-
-    def __init__(self, names: tuple[str, ...], table: str) -> None:
-        self.names = names
-        self.table = table
-        self.rows: list[tuple] = []
-        self.append = self.rows.append
-        self.parts: list[pa.Table] = []
-        self.flushed = 0
-
-    def __len__(self) -> int:
-        return self.flushed + len(self.rows)
-
-    def rollback(self, mark: int) -> None:
-        del self.rows[mark - self.flushed:]
-
-    def count_null(self, name: str) -> int:
-        i = self.names.index(name)
-        return sum(1 for row in self.rows if row[i] is None)
-
-    def flush(self) -> None:
-        if self.rows:
-            self.parts.append(self._arrow())
-            self.flushed += len(self.rows)
-            self.rows.clear()  # the same list: ``append`` stays bound to it
-
-    def to_arrow(self) -> pa.Table:
-        self.flush()
-        return pa.concat_tables(self.parts) if self.parts else self._arrow()
-
-    def _arrow(self) -> pa.Table:
-        schema = TABLES[self.table]
-        columns = list(zip(*self.rows)) if self.rows else [()] * len(self.names)
-        return pa.table({name: pa.array(col, type=schema.field(name).type) for name, col in zip(self.names, columns)})
-
-
-# Runs converted before their rows become Arrow columns: Python tuples of a few thousand runs
-# cost far more memory than the same rows as Arrow (a worker converting 7,800 rooms in one go
-# peaked at 530 MB).
+# Runs converted before their rows become Arrow columns (``kit.rows`` says why it is bounded).
 FLUSH_RUNS = 1000
 
 
-class _Output:
+class _Output(RunBuffers):
+    """One chunk's row buffers, plus the counters the summary notes report."""
+
     def __init__(self) -> None:
-        self.runs = _Rows(RUN_COLUMNS, "runs")
-        self.steps = _Rows(STEP_COLUMNS, "steps")
-        self.edges = _Rows(EDGE_COLUMNS, "edges")
+        super().__init__({"runs": RUN_COLUMNS, "steps": STEP_COLUMNS, "edges": EDGE_COLUMNS}, FLUSH_RUNS)
+        self.runs, self.steps, self.edges = self.tables["runs"], self.tables["steps"], self.tables["edges"]
         self.inferred_parents = 0
         self.dropped_parents = 0
         self.unlabeled = 0
 
-    def mark(self) -> tuple[int, int, int]:
-        return len(self.runs), len(self.steps), len(self.edges)
-
-    def rollback(self, marks: tuple[int, int, int]) -> None:
-        self.runs.rollback(marks[0])
-        self.steps.rollback(marks[1])
-        self.edges.rollback(marks[2])
-
-    def run_done(self) -> None:
-        """Between two runs: convert the buffered rows when there are enough of them."""
-        if len(self.runs.rows) >= FLUSH_RUNS:
-            self.flush()
-
-    def flush(self) -> None:
+    def on_flush(self) -> None:
         self.unlabeled += self.steps.count_null("label")
-        for rows in (self.runs, self.steps, self.edges):
-            rows.flush()
-
-
-# ---------------------------------------------------------------------------------------------
-# Files
-
-
-def _json_files(root: Path) -> Iterator[tuple[str, str]]:
-    """``(file, path relative to root)`` for every *.json below root, in a stable order.
-
-    Plain strings: building a ``Path`` per file was most of the listing's time at 10^5 files.
-    """
-    for dirpath, dirnames, filenames in os.walk(root):
-        # Sorted so run order, and so every re-ingest, is identical; hidden folders are tool litter.
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        # The relative folder once per folder, not per file (a release has 10^5 files or more).
-        folder = Path(dirpath).relative_to(root).as_posix()
-        prefix = "" if folder == "." else folder + "/"
-        for name in sorted(filenames):
-            if name.endswith(".json") and not name.startswith("."):
-                yield os.path.join(dirpath, name), prefix + name
-
-
-def _looks_like_trace(file: str | Path) -> bool:
-    try:
-        with open(file, "rb") as handle:
-            doc = _loads(handle.read().removeprefix(codecs.BOM_UTF8))
-    except (OSError, ValueError, RecursionError):
-        return False
-    return isinstance(doc, dict) and all(key in doc for key in REQUIRED_KEYS)
-
-
-def _load(file: str, rel: str, problems: list[InputError]) -> dict | None:
-    try:
-        with open(file, "rb") as handle:
-            raw = handle.read()
-    except OSError as exc:
-        problems.append(InputError(rel, None, f"cannot be read ({exc.strerror or exc})."))
-        return None
-    raw = raw.removeprefix(codecs.BOM_UTF8)  # accepted, as the CSV reader accepts it
-    if not raw.strip():
-        problems.append(InputError(rel, None, "is empty; expected a MAADBench trace (a JSON object)."))
-        return None
-    try:
-        doc = _loads(raw)
-    except RecursionError:
-        problems.append(InputError(rel, None, f"nests arrays or objects more than {MAX_DEPTH} levels deep; "
-                                              "a MAADBench trace is never shaped like that."))
-        return None
-    except ValueError as exc:  # also a non-UTF-8 file or an integer past Python's digit limit
-        problems.append(InputError(rel, None, f"is not valid JSON ({first_line(exc)})."))
-        return None
-    if not isinstance(doc, dict):
-        problems.append(InputError(
-            rel, None, f"top level is a JSON {_type_name(doc)}; a MAADBench trace is an object with config, room and trace."
-        ))
-        return None
-    # Lone surrogates can only come from an escape, so the full walk runs only when one is there.
-    if has_surrogate_escape(raw) and (problem := check_value(doc, rel)) is not None:
-        problems.append(problem)
-        return None
-    missing = [key for key in REQUIRED_KEYS if key not in doc]
-    for key in missing:
-        problems.append(InputError(rel, key, "is missing; this is not a MAADBench trace (needs config, room and trace)."))
-    return None if missing else doc
 
 
 def _read_file(file: str, rel: str, corpus: str, out: _Output, problems: list[InputError]) -> None:
-    doc = _load(file, rel, problems)
+    doc = load_object(file, rel, problems, what=WHAT, required=REQUIRED_KEYS)
     if doc is None:
         return
     _convert_document(doc, rel, corpus, out, problems)
@@ -496,7 +322,7 @@ def _convert_document(doc: dict, rel: str, corpus: str, out: _Output, problems: 
         _convert_run(doc, rel, corpus, out, problems)
     except RecursionError:  # parsed, but too deep to encode into text/extra columns
         problems.append(InputError(rel, None, f"nests arrays or objects more than {MAX_DEPTH} levels deep; "
-                                              "a MAADBench trace is never shaped like that."))
+                                              f"{WHAT} is never shaped like that."))
     if len(problems) > before:
         out.rollback(marks)
     else:
@@ -508,20 +334,20 @@ def _convert_document(doc: dict, rel: str, corpus: str, out: _Output, problems: 
 
 
 def _convert_run(doc: dict, rel: str, corpus: str, out: _Output, problems: list[InputError]) -> None:
-    config = _object(doc["config"], rel, "config", problems)
-    room = _object(doc["room"], rel, "room", problems)
+    config = object_field(doc["config"], rel, "config", problems)
+    room = object_field(doc["room"], rel, "room", problems)
     trace = doc["trace"]
     if not isinstance(trace, list):
-        problems.append(InputError(rel, "trace", f"must be a list of steps, got a JSON {_type_name(trace)}."))
+        problems.append(InputError(rel, "trace", f"must be a list of steps, got a JSON {json_type(trace)}."))
     if config is None or room is None or not isinstance(trace, list):
         return
 
-    llm = _object(config.get("llm", {}), rel, "config.llm", problems) or {}
-    benchmark = _object(config.get("benchmark", {}), rel, "config.benchmark", problems) or {}
-    model = _string(llm.get("model"), rel, "config.llm.model", problems)
-    temperature = _number(llm.get("temperature"), rel, "config.llm.temperature", problems, *TEMPERATURE_RANGE)
-    room_id = _string(room.get("room_id"), rel, "room.room_id", problems)
-    difficulty = _string(room.get("difficulty"), rel, "room.difficulty", problems)
+    llm = object_field(config.get("llm", {}), rel, "config.llm", problems) or {}
+    benchmark = object_field(config.get("benchmark", {}), rel, "config.benchmark", problems) or {}
+    model = string_field(llm.get("model"), rel, "config.llm.model", problems)
+    temperature = number_field(llm.get("temperature"), rel, "config.llm.temperature", problems, *TEMPERATURE_RANGE)
+    room_id = string_field(room.get("room_id"), rel, "room.room_id", problems)
+    difficulty = string_field(room.get("difficulty"), rel, "room.difficulty", problems)
     if difficulty is None and room.get("type") == "planning":
         difficulty = "nightmare"
     puzzles = room.get("puzzles", [])
@@ -577,7 +403,7 @@ def _run_extra(doc: dict, llm: dict, trace: list) -> str:
     report = doc.get("failure_report")
     if not trace and isinstance(report, dict) and report.get("error"):
         extra["failure_report_error"] = report["error"]  # a crashed room: say why it has no steps
-    return _encode(extra)
+    return compact(extra)
 
 
 def _solved_puzzles(room: dict, puzzles: list[dict], room_id: str | None) -> set[str]:
@@ -629,22 +455,22 @@ def _convert_steps(
     for i, entry in enumerate(trace):
         # Field names are spelled out only for a problem: this loop runs once per step.
         if not isinstance(entry, dict):
-            problems.append(InputError(rel, f"trace[{i}]", f"must be an object, got a JSON {_type_name(entry)}."))
+            problems.append(InputError(rel, f"trace[{i}]", f"must be an object, got a JSON {json_type(entry)}."))
             continue
         raw_action = entry.get("action")
         if not isinstance(raw_action, str) or not raw_action:
             problems.append(InputError(rel, f"trace[{i}].action", "is missing; every trace entry names its action."
                                        if raw_action is None or raw_action == "" else
-                                       f"must be a string naming the action, got a JSON {_type_name(raw_action)} "
+                                       f"must be a string naming the action, got a JSON {json_type(raw_action)} "
                                        f"({show(raw_action)})."))
             continue
-        action = ACTION_ALIASES.get(raw_action, raw_action)
+        action = ALIASES.get(raw_action, raw_action)
         step_id = _opt_str(entry.get("action_id"))
         scope = _scope_of(entry, step_id, room_id)
         verification = _object_at(entry.get("verification"), rel, i, "verification", problems)
         stats = _object_at(entry.get("call_statistic"), rel, i, "call_statistic", problems) or {}
 
-        label, label_source, is_format_error = _label(entry, verification, raw_action == TOOL_ACTION)
+        label, label_source, is_format_error = _label(entry, verification, raw_action == TOOL_CALL)
         is_cascade = scope in failed_scopes
         if label == 1:
             failed_scopes.add(scope)
@@ -659,7 +485,7 @@ def _convert_steps(
             _count_at(stats.get("output_tokens"), rel, i, "call_statistic.output_tokens", problems),
             _number_at(stats.get("duration"), rel, i, "call_statistic.duration", problems, 0.0),
             _number_at(entry.get("confidence"), rel, i, "confidence", problems, None),
-            raw_action == TOOL_ACTION,
+            raw_action == TOOL_CALL,
             _error_code(verification) if label != 0 else None,
             failure_mode, is_cascade, label, is_format_error, label_source,
             _step_extra(entry, raw_action, action, verification, stats),
@@ -703,7 +529,7 @@ def _scope_of(entry: dict, step_id: str | None, room_id: str | None) -> str | No
     if pid or not step_id:
         return pid
     bare = _short_puzzle(step_id, room_id) or ""
-    cuts = [pos for name in _ID_ACTIONS if (pos := bare.find("_" + name)) > 0]
+    cuts = [pos for name in TRACE_NAMES if (pos := bare.find("_" + name)) > 0]
     return bare[: min(cuts)] if cuts else None
 
 
@@ -730,7 +556,7 @@ def _text_out(entry: dict) -> str | None:
         message, structured = entry.get("output_message"), entry.get("output_structured")
     else:  # legacy v2
         message, structured = entry.get("message"), entry.get("structured")
-    parts = [p for p in (_as_text(message), _as_json(structured)) if p]
+    parts = [p for p in (_as_text(message), None if structured is None else readable(structured)) if p]
     return "\n".join(parts) if parts else None
 
 
@@ -766,7 +592,7 @@ def _step_extra(entry: dict, raw_action: str, action: str, verification: dict | 
         extra["injected"] = True
     if _is_legacy(entry):
         extra["trace_format"] = "v2"
-    return _encode(extra) if extra else None
+    return compact(extra) if extra else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -805,14 +631,14 @@ def _tool_parent_edges(
     """Tool call -> its APPLY_DELTA; the runner places the call before its parent."""
     index = {sid: i for i, sid in enumerate(step_ids) if sid}
     for i, action in enumerate(actions):
-        if action != TOOL_ACTION:
+        if action != TOOL_CALL:
             continue
         parent = index.get(parents[i]) if parents[i] else None
         if parent is not None and parent > i:
             yield i, parent, "tool_parent", "observed"
             continue
         later = next((j for j in range(i + 1, len(actions))
-                      if actions[j] == "APPLY_DELTA" and scopes[j] == scopes[i]), None)
+                      if actions[j] == APPLY_DELTA and scopes[j] == scopes[i]), None)
         if later is None:
             out.dropped_parents += 1
         else:
@@ -827,83 +653,25 @@ def _puzzle_sequence_edges(scopes: list[str | None]) -> Iterator[tuple[int, int,
 
 
 # ---------------------------------------------------------------------------------------------
-# Small typed getters: each reports a wrong type as one InputError naming the field
-
-
-def _object(value: Any, rel: str, field: str, problems: list[InputError]) -> dict | None:
-    if value is None or isinstance(value, dict):
-        return value
-    problems.append(InputError(rel, field, f"must be an object, got a JSON {_type_name(value)}."))
-    return None
-
-
-def _string(value: Any, rel: str, field: str, problems: list[InputError]) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    problems.append(InputError(rel, field, f"must be a string, got a JSON {_type_name(value)}."))
-    return None
-
-
-def _number(value: Any, rel: str, field: str, problems: list[InputError],
-            low: float | None = None, high: float | None = None) -> float | None:
-    """A finite number within [low, high]; NaN, infinities and out-of-range values are reported.
-
-    (``json`` reads ``NaN``/``Infinity`` literals and huge exponents without complaint, and a NaN
-    temperature would otherwise reach the sidebar as an option "nan".)
-    """
-    if type(value) is float and value - value == 0.0 \
-            and (low is None or value >= low) and (high is None or value <= high):
-        return value  # the common case first: this runs several times per step (x - x is 0 iff finite)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        problems.append(InputError(rel, field, f"must be a number, got {show(value)}."))
-        return None
-    try:
-        number = float(value)
-    except OverflowError:  # an integer beyond the float range
-        number = math.inf
-    if not math.isfinite(number):
-        problems.append(InputError(rel, field, f"must be a finite number, got {show(value)}."))
-        return None
-    if (low is not None and number < low) or (high is not None and number > high):
-        bounds = f"between {low:g} and {high:g}" if low is not None and high is not None else (
-            f"at least {low:g}" if low is not None else f"at most {high:g}")
-        problems.append(InputError(rel, field, f"must be {bounds}, got {show(value)}."))
-        return None
-    return number
-
-
-def _integer(value: Any, rel: str, field: str, problems: list[InputError]) -> int | None:
-    """A count (token counts): a whole number from 0 up to what a 64-bit column holds."""
-    kind = type(value)
-    if kind is int and 0 <= value < MAX_COUNT:
-        return value
-    if value is None:
-        return None
-    if kind is float and value.is_integer() and 0 <= value < MAX_COUNT:
-        return int(value)  # 812.0 is a count; 812.5, NaN and 1e300 are not
-    problems.append(InputError(rel, field, f"must be a count (a whole number >= 0, below 2**63), got {show(value)}."))
-    return None
+# Step fields: the toolkit's getters, with the name ``trace[i].<field>`` built only when reported
 
 
 def _object_at(value: Any, rel: str, i: int, field: str, problems: list[InputError]) -> dict | None:
-    """``_object`` for field ``trace[i].<field>``, the name built only when it is reported."""
     if value is None or type(value) is dict:
         return value
-    return _object(value, rel, f"trace[{i}].{field}", problems)
+    return object_field(value, rel, f"trace[{i}].{field}", problems)
 
 
 def _count_at(value: Any, rel: str, i: int, field: str, problems: list[InputError]) -> int | None:
-    if value is None or (type(value) is int and 0 <= value < MAX_COUNT):
+    if value is None or (type(value) is int and 0 <= value < MAX_INT64):
         return value
-    return _integer(value, rel, f"trace[{i}].{field}", problems)
+    return count_field(value, rel, f"trace[{i}].{field}", problems)
 
 
 def _number_at(value: Any, rel: str, i: int, field: str, problems: list[InputError], low: float | None) -> float | None:
     if value is None or (type(value) is float and value - value == 0.0 and (low is None or value >= low)):
         return value
-    return _number(value, rel, f"trace[{i}].{field}", problems, low=low)
+    return number_field(value, rel, f"trace[{i}].{field}", problems, low=low)
 
 
 def _opt_str(value: Any) -> str | None:
@@ -913,19 +681,7 @@ def _opt_str(value: Any) -> str | None:
 def _as_text(value: Any) -> str | None:
     if value is None or value == "":
         return None
-    return value if isinstance(value, str) else _as_json(value)
-
-
-def _as_json(value: Any) -> str | None:
-    """Structured output as a reader sees it in the trace view: json's spacing, not compact."""
-    if value is None:
-        return None
-    return _ENCODER.encode(value)
-
-
-def _type_name(value: Any) -> str:
-    return {dict: "object", list: "array", str: "string", bool: "boolean", int: "number",
-            float: "number", type(None): "null"}.get(type(value), type(value).__name__)
+    return value if isinstance(value, str) else readable(value)
 
 
 def corpus_row(corpus: str, kind: str) -> dict:

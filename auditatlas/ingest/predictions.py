@@ -31,9 +31,10 @@ import pyarrow as pa
 
 from ..errors import IngestFailed, InputError
 from . import Batch, Context
-from ._files import show
+from .kit import MAX_INT64, show
 
 FORMAT = "predictions"
+NEEDS_PATH = True
 KEY_COLUMNS = ("source_file", "action_id", "step_num")
 SCORE = "pred_score"
 LABEL = "pred_label"
@@ -42,7 +43,7 @@ WIDE_SCORE = "pred_score_"
 WIDE_LABEL = "pred_label_"
 # benchmark_AD writes one predictions.csv per method and seed; that stem names nothing.
 GENERIC_STEMS = {"predictions", "prediction", "preds", "pred"}
-MAX_SEED = 2**63  # prediction_sets.seed is an int64 column
+MAX_SEED = MAX_INT64  # prediction_sets.seed is an int64 column
 # The dialect both readers use: Python's csv for the shape check, DuckDB for the values.
 CSV_OPTIONS = "delim = ',', quote = '\"', escape = '\"'"
 

@@ -33,10 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import IngestFailed, InputError
-from ._files import first_json, json_files, load_json, show
+from .kit import first_json, is_count, json_files, load_json, show
 from . import Batch, Context
 
 FORMAT = "taubench"
+NEEDS_PATH = True
 SOURCE = "taubench"
 CORPUS = "taubench"
 TITLE = "tau-bench"
@@ -47,7 +48,6 @@ NOT_DATABASE = frozenset({"calculate", "think", "transfer_to_human_agents", "lis
 DOMAINS = ("airline", "retail")
 _FILE_NAME = re.compile(rf"^(?P<model>.+?)-(?P<domain>{'|'.join(DOMAINS)})(?:[._-].*)?$")
 ROLES = ("system", "user", "assistant", "tool")
-MAX_INT = 2**63  # task ids and trials must fit the store's 64-bit integers
 
 
 def is_write_tool(name: str) -> bool:
@@ -155,10 +155,6 @@ def _read_file(file: Path, problems: list[InputError]) -> list[_Run]:
     return [r for r in runs if r is not None]
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _parse_run(file: Path, i: int, item: Any, problems: list[InputError]) -> _Run | None:
     where = f"[{i}]"
     if not isinstance(item, dict):
@@ -167,7 +163,7 @@ def _parse_run(file: Path, i: int, item: Any, problems: list[InputError]) -> _Ru
     before = len(problems)
     for name in ("task_id", "trial"):  # both count from 0 in the release
         value = item.get(name)
-        if not _is_int(value) or not 0 <= value < MAX_INT:
+        if not is_count(value):  # task ids and trials must fit the store's 64-bit integers
             problems.append(InputError(file, f"{where}.{name}", f"must be a whole number >= 0, found {show(value)}."))
     reward = item.get("reward")
     # Compared without float(): float() of a huge integer raises OverflowError.

@@ -43,10 +43,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import IngestFailed, InputError
-from ._files import first_json, json_files, load_json, show
 from . import Batch, Context
+from .kit import first_json, json_files, load_json, show
 
 FORMAT = "whowhen"
+NEEDS_PATH = True
 SOURCE = "whowhen"
 CORPUS = "whowhen"
 TITLE = "Who&When"

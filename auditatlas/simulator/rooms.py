@@ -13,6 +13,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..actions import APPLY_DELTA, PLANNED_CLUE, TOOL_CALL
 from .model import (ACTIONS, AGENTS, CONVERSION_SHARE, DIFFICULTIES, FORMAT_SHARE, N_PUZZLES,
                     UNLABELED_SELECT_SHARE, Backbone, Iteration)
 
@@ -249,7 +250,7 @@ def _observe_clue(sim: _Room, pid: str, puzzle: dict, it: int, planned: bool, fa
     picked = puzzle["fake_clues"][0]["item_id"] if failed else clue["item_id"]
     text = "A torn note with a different number." if failed else clue["problem"]
     _llm_entry(
-        sim, "OC", pid, puzzle, failed, it, action="OBSERVE_PLANNED_CLUE" if planned else None,
+        sim, "OC", pid, puzzle, failed, it, action=PLANNED_CLUE if planned else None,
         prompt=f"You are the observer in {sim.room_id}. Find the clue for puzzle {pid} among "
                f"{clue['item_id']} and {puzzle['fake_clues'][0]['item_id']}.",
         message=f"The clue on {picked} reads: {text}",
@@ -337,8 +338,8 @@ def _tool_call(sim: _Room, pid: str, puzzle: dict, it: int, call_index: int, fai
     entry = {
         "puzzle_id": pid,
         "action_id": None,
-        "action": "UNIT_TOOL_CALL",
-        "agent": "item_manager",
+        "action": TOOL_CALL,
+        "agent": AGENTS["TC"],
         "parent_action_id": None,  # set to the APPLY_DELTA's id once ids are rewritten
         "call_index": call_index,
         "input": {"available_tools": list(TOOLS),
@@ -452,8 +453,8 @@ def _play_puzzle(sim: _Room, it: int, solved_ids: list[str], plan: Iteration) ->
 def _finish_ids(room_id: str, trace: list[dict]) -> None:
     """The runner's id rewrite: <room>_<puzzle>_<ACTION>_<k>, k the 1-based trace position."""
     for k, entry in enumerate(trace, start=1):
-        if entry["action"] == "UNIT_TOOL_CALL":
-            entry["action_id"] = f"{room_id}_{entry['puzzle_id']}_APPLY_DELTA_TOOL_CALL_{entry['call_index']}_{k}"
+        if entry["action"] == TOOL_CALL:
+            entry["action_id"] = f"{room_id}_{entry['puzzle_id']}_{APPLY_DELTA}_TOOL_CALL_{entry['call_index']}_{k}"
         else:
             entry["action_id"] = f"{room_id}_{entry['puzzle_id']}_{entry['action']}_{k}"
     for entry in trace:
@@ -463,7 +464,7 @@ def _finish_ids(room_id: str, trace: list[dict]) -> None:
 
 
 def _config(bb: Backbone, temperature: float, domain: str, tools: bool, nightmare: bool, seed: int) -> dict:
-    roles = (["planner"] if nightmare else []) + ["observer", "clue_solver", "item_manager"]
+    roles = ([AGENTS["SP"]] if nightmare else []) + [AGENTS["OC"], AGENTS["SC"], AGENTS["AD"]]
     return {
         "simulated": True,
         "generator": "auditatlas.simulator (simulated MAADBench-format data, not the real benchmark)",
