@@ -23,14 +23,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--store", help="store folder (default: $AUDITATLAS_STORE or ./data/store)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    from .ingest import ADAPTERS
-
     ingest = sub.add_parser("ingest", help="convert a release into the store (replaces that source)")
-    ingest.add_argument("format", choices=sorted(ADAPTERS), metavar="FORMAT",
-                        help=f"one of: {', '.join(sorted(ADAPTERS))}")
-    ingest.add_argument("path", nargs="?", help="file or folder (optional for catchbench)")
-    ingest.add_argument("--method", help="predictions only: the method name (default: from the file or folder)")
-    ingest.add_argument("--seed", type=int, help="predictions only: the seed (default: from a seed_<n> folder)")
+    _add_ingest_arguments(ingest)
     ingest.add_argument("--scheduler", metavar="ADDRESS",
                         help="run the conversion on the Dask cluster at ADDRESS (the store must be on a shared file system)")
     ingest.add_argument("--workers", type=count, metavar="N",
@@ -68,6 +62,28 @@ def _parser() -> argparse.ArgumentParser:
 
 
 
+def _add_ingest_arguments(ingest: argparse.ArgumentParser) -> None:
+    """FORMAT, PATH and each adapter option, from the adapters' declarations (``ingest.ADAPTERS``)."""
+    from .ingest import ADAPTERS, declared_options, formats_with
+
+    ingest.add_argument("format", choices=sorted(ADAPTERS), metavar="FORMAT",
+                        help=f"one of: {', '.join(sorted(ADAPTERS))}")
+    optional = formats_with(lambda spec: not spec.needs_path)
+    ingest.add_argument("path", nargs="?",
+                        help="file or folder" + (f" (optional for {', '.join(optional)})" if optional else ""))
+    for name, (option, owners) in declared_options().items():
+        ingest.add_argument(f"--{name}", dest=f"option_{name}", metavar=name.upper(), type=option.type,
+                            help=f"{', '.join(owners)} only: {option.help}")
+
+
+def _ingest_options(args: argparse.Namespace) -> dict:
+    """The adapter options given on the command line (the ones left out are not passed)."""
+    from .ingest import declared_options
+
+    given = {name: getattr(args, f"option_{name}") for name in declared_options()}
+    return {name: value for name, value in given.items() if value is not None}
+
+
 # The default store scores every registry detector with 5 seeds; above this size that panel
 # would take far longer than the corpus itself (run `auditatlas score` on a slice instead).
 PANEL_MAX_ROOMS = 20_000
@@ -103,7 +119,7 @@ def _command(args: argparse.Namespace, root: Path) -> int:
 
     try:
         if args.command == "ingest":
-            return _ingest(args.format, args.path, root, method=args.method, seed=args.seed, wait=not args.no_wait,
+            return _ingest(args.format, args.path, root, _ingest_options(args), wait=not args.no_wait,
                            scheduler=args.scheduler, workers=args.workers)
         if args.command == "remove":
             return _remove(root, args.source)
@@ -161,16 +177,15 @@ class _ProgressLine:
             print(format_progress(info), file=sys.stderr, flush=True)
 
 
-def _ingest(fmt: str, path: str | None, root: Path, method: str | None = None, seed: int | None = None,
-            wait: bool = True, scheduler: str | None = None, workers: int | None = None) -> int:
-    from .ingest import ingest
+def _ingest(fmt: str, path: str | None, root: Path, options: dict, wait: bool = True,
+            scheduler: str | None = None, workers: int | None = None) -> int:
+    """``options``: adapter options by name, checked against the declaration of ``fmt``;
+    ``workers`` 0 converts in this process only."""
+    from .ingest import ingest, usage_problem
 
-    if path is None and fmt != "catchbench":
-        print(f"error: format '{fmt}' needs a PATH to read.", file=sys.stderr)
-        return 2
-    options = {k: v for k, v in (("method", method), ("seed", seed)) if v is not None}
-    if options and fmt != "predictions":
-        print("error: --method and --seed apply to the predictions format only.", file=sys.stderr)
+    problem = usage_problem(fmt, path, options)
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
         return 2
     parallel = {k: v for k, v in (("scheduler", scheduler), ("workers", workers)) if v is not None}
     batch, entry = ingest(fmt, path, root, wait=wait, notify=_say, progress=_ProgressLine(), **parallel, **options)

@@ -228,7 +228,7 @@ def test_rows_become_arrow_every_few_runs_without_changing_them(room_files, tmp_
     """A chunk's rows are turned into Arrow columns every FLUSH_RUNS runs (bounded memory); the
     tables and counters must equal the all-at-once conversion, and a bad file after a flush
     still rolls back only its own rows (the chunk then reports it and carries no tables)."""
-    files = sorted((str(f), rel) for f, rel in maadbench._trace_files(room_files))[:60]
+    files = sorted((str(f), rel) for f, rel in maadbench.TRACES.files(room_files))[:60]
     whole = maadbench.convert_files(files, simulator.CORPUS)
     monkeypatch.setattr(maadbench, "FLUSH_RUNS", 7)
     flushed = maadbench.convert_files(files, simulator.CORPUS)
@@ -242,7 +242,7 @@ def test_rows_become_arrow_every_few_runs_without_changing_them(room_files, tmp_
     bad.write_text(json.dumps(doc))
     out, problems = maadbench._Output(), []
     for file, rel in files[:20] + [(str(bad), "bad.json")] + files[20:30]:
-        maadbench._read_file(file, rel, simulator.CORPUS, out, problems)
+        maadbench.TRACES.read_file(file, rel, simulator.CORPUS, out, problems)
     assert [p.field for p in problems] == [f"trace[{len(doc['trace']) - 1}].call_statistic.input_tokens"]
     assert len(out.runs) == 30 and len(out.steps) == sum(whole.tables["runs"].column("n_steps").to_pylist()[:30])
 

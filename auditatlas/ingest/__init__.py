@@ -4,8 +4,19 @@ An adapter module defines
 
 - ``FORMAT``: the name used on the command line (``auditatlas ingest FORMAT PATH``);
 - ``can_read(path) -> bool``: a cheap look at whether ``path`` is in this format;
-- ``read(path, context) -> Batch``: the whole release converted into the schema, raising
-  :class:`auditatlas.errors.IngestFailed` listing every problem (one line per file and field).
+- ``read(path, context, **options) -> Batch``: the whole release converted into the schema,
+  raising :class:`auditatlas.errors.IngestFailed` listing every problem (one line per file and
+  field);
+- optionally ``plan(path, context, **options) -> stream.Plan``: the same conversion in chunks
+  (streamed, and run on worker processes for a large release; see :mod:`.stream`).
+
+and one line of :data:`ADAPTERS` declares what the command line needs to know without importing
+it: whether a PATH is needed, which options ``read``/``plan`` accept (each offered as
+``--<name>``, refused for the other formats) and whether it streams (``--scheduler`` and
+``--workers`` apply). The CLI builds its ``ingest`` arguments from these declarations and
+never names a format. What an adapter reads and checks comes from the toolkit
+(:mod:`.kit`: JSON reading, field checks, row buffers), so its module holds only its
+conversion rules.
 
 Adding a corpus means adding one module here and one line to ``ADAPTERS``. Nothing outside
 this package parses a release format.
@@ -18,14 +29,76 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
 
-# FORMAT -> module path; imported lazily so one broken optional reader never blocks the rest.
-ADAPTERS: dict[str, str] = {
-    "maadbench": "auditatlas.ingest.maadbench",
-    "whowhen": "auditatlas.ingest.whowhen",
-    "taubench": "auditatlas.ingest.taubench",
-    "catchbench": "auditatlas.ingest.catchbench",
-    "predictions": "auditatlas.ingest.predictions",
+
+@dataclass(frozen=True)
+class Option:
+    """A keyword argument of an adapter's ``read``/``plan``, offered on the CLI as ``--<name>``."""
+
+    name: str
+    type: Callable[[str], Any]  # parses the command-line text (argparse reports a bad value)
+    help: str
+
+
+@dataclass(frozen=True)
+class Adapter:
+    """One registry line: where the adapter lives and what its command line takes."""
+
+    module: str  # imported lazily, so one broken optional reader never blocks the rest
+    needs_path: bool = True  # False: ``read(None, ...)`` reads a default release (e.g. package data)
+    options: tuple[Option, ...] = ()
+    streams: bool = False  # the module has ``plan``: chunked, on worker processes when large
+
+    @property
+    def option_names(self) -> tuple[str, ...]:
+        return tuple(o.name for o in self.options)
+
+
+ADAPTERS: dict[str, Adapter] = {
+    "maadbench": Adapter("auditatlas.ingest.maadbench", streams=True),
+    "whowhen": Adapter("auditatlas.ingest.whowhen"),
+    "taubench": Adapter("auditatlas.ingest.taubench"),
+    "catchbench": Adapter("auditatlas.ingest.catchbench", needs_path=False),  # default: the installed package
+    "predictions": Adapter("auditatlas.ingest.predictions", options=(
+        Option("method", str, "the method name (default: from the file or folder)"),
+        Option("seed", int, "the seed (default: from a seed_<n> folder)"),
+    )),
 }
+
+
+def formats_with(test: Callable[[Adapter], bool]) -> list[str]:
+    """The formats whose declaration passes ``test``, in registry order."""
+    return [fmt for fmt, spec in ADAPTERS.items() if test(spec)]
+
+
+def declared_options() -> dict[str, tuple[Option, list[str]]]:
+    """Every option any adapter declares, with the formats that accept it (first declaration wins)."""
+    found: dict[str, tuple[Option, list[str]]] = {}
+    for fmt, spec in ADAPTERS.items():
+        for option in spec.options:
+            found.setdefault(option.name, (option, []))[1].append(fmt)
+    return found
+
+
+def usage_problem(fmt: str, path: str | Path | None, options: dict[str, Any]) -> str | None:
+    """The sentence for a command line the declaration of ``fmt`` rules out, or None.
+
+    ``options``: the adapter options given (None values already left out).
+    """
+    spec = ADAPTERS[fmt]
+    if path is None and spec.needs_path:
+        return f"format '{fmt}' needs a PATH to read."
+    refused = [name for name in options if name not in spec.option_names]
+    if refused:
+        owners = declared_options()[refused[0]][1]
+        flags = [o.name for owner in owners for o in ADAPTERS[owner].options]
+        flags = list(dict.fromkeys(flags))
+        return (f"{_and(['--' + f for f in flags])} apply to the {_and(owners)} "
+                f"format{'s' if len(owners) > 1 else ''} only.")
+    return None
+
+
+def _and(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 @dataclass
@@ -59,7 +132,7 @@ def adapter(fmt: str) -> ModuleType:
 
     if fmt not in ADAPTERS:
         raise AtlasError(f"unknown format '{fmt}'; choose one of: {', '.join(ADAPTERS)}.")
-    return importlib.import_module(ADAPTERS[fmt])
+    return importlib.import_module(ADAPTERS[fmt].module)
 
 
 def ingest(
@@ -90,7 +163,7 @@ def ingest(
         raise AtlasError(f"{path}: no such file or folder.")
     context = Context(store=Path(store))
     meta = {"format": fmt, "origin": str(path or "")}
-    if hasattr(module, "plan"):
+    if ADAPTERS[fmt].streams:
         from .stream import run_plan
 
         plan = module.plan(Path(path) if path is not None else None, context, **options)
@@ -99,8 +172,9 @@ def ingest(
                            wait=wait, notify=notify)
         notes = outcome.notes + stale_notes(store, plan.source)
         return Batch(source=plan.source, tables={}, notes=notes, meta=plan.meta), outcome.entry
-    if scheduler or workers:
-        raise AtlasError(f"format '{fmt}' is read in one pass; --scheduler and --workers apply to maadbench.")
+    if scheduler or workers:  # 0 workers is "this process only", which a one-pass read always is
+        streaming = ", ".join(formats_with(lambda spec: spec.streams))
+        raise AtlasError(f"format '{fmt}' is read in one pass; --scheduler and --workers apply to {streaming}.")
     batch = module.read(Path(path) if path is not None else None, context, **options)
     entry = store_mod.write_source(store, batch.source, batch.tables, meta={**meta, **batch.meta},
                                    wait=wait, notify=notify)

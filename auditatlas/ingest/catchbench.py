@@ -32,8 +32,6 @@ from . import Batch, Context
 from .kit import is_count, load_json, show
 
 FORMAT = "catchbench"
-# Without a path the release is read from the installed package.
-NEEDS_PATH = False
 SOURCE = "catchbench"
 PRE_CORPUS = "catchbench-pre"
 WHOWHEN_CORPUS = "whowhen"

@@ -50,21 +50,17 @@ Edges (``src_idx < dst_idx`` always)
     puzzles in sequence, but no message is passed).
 
 Bad input
-    Unreadable, empty or malformed JSON, a top level that is not an object, missing
-    ``config``/``room``/``trace``, or wrong types (``trace`` not a list, ``escaped`` not a
-    bool, an entry without ``action``, a non-numeric number field) each give an
-    :class:`InputError` naming file and field; all are collected and raised together as
-    :class:`IngestFailed`, so a folder with one bad file lands nothing. Numbers are checked
-    where the format defines them: token counts are whole numbers from 0 below 2**63, a
-    temperature is finite and in [0, 2] (the providers' range), a duration is finite and >= 0,
-    a confidence finite. A UTF-8 byte-order mark is accepted; nesting too deep for Python's
-    parser and a lone UTF-16 surrogate in any string are reported, not raised.
+    Reading a file (unreadable, empty or malformed JSON, a top level that is not an object,
+    missing ``config``/``room``/``trace``, deep nesting, lone surrogates) is the toolkit's
+    (``kit.jsonfiles.load_object``); here, wrong types (``trace`` not a list, ``escaped`` not a
+    bool, an entry without ``action``) and numbers where the format defines them: token counts
+    are whole numbers from 0 below 2**63, a temperature is finite and in [0, 2] (the providers'
+    range), a duration is finite and >= 0, a confidence finite. Each is an :class:`InputError`
+    naming file and field; a folder with one bad file lands nothing (``kit.documents``).
 
-Speed: one pass per file, read by the toolkit's one-object reader (``ingest.kit``: orjson,
-``json`` for what it refuses); each row is one tuple in the toolkit's row buffers, transposed
-into Arrow columns every 1,000 runs (no per-row pandas); the cycle collector is paused while a
-chunk converts. About 21 us per step (48k steps/s on one core of the 2-core
-dev box, warm); ``bench/README.md`` has the end-to-end figures.
+Speed: one pass per file (orjson); each row is one tuple in the toolkit's row buffers
+(``kit.rows``). About 21 us per step (48k steps/s on one core of the 2-core dev box, warm);
+``bench/README.md`` has the end-to-end figures.
 """
 from __future__ import annotations
 
@@ -74,14 +70,14 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator
 from ..actions import ALIASES, APPLY_DELTA, BY_SHORT, TOOL_CALL, TRACE_NAMES
 from ..errors import IngestFailed, InputError
 from . import Batch, Context
-from .kit import (MAX_DEPTH, MAX_INT64, RunBuffers, compact, count_field, has_keys, json_type, load_object,
-                  no_cycle_collection, number_field, object_field, readable, show, string_field, walk_json_files)
+from .kit import (MAX_INT64, RunBuffers, as_text, compact, count_field, json_type, number_field, object_field,
+                  readable, show, string_field, text_or_none)
+from .kit.documents import RunDocuments, file_chunks
 
 if TYPE_CHECKING:
     from .stream import Chunk, Plan
 
 FORMAT = "maadbench"
-NEEDS_PATH = True
 DEFAULT_SOURCE = "maadbench"
 LABEL_PROCESS = "deterministic verifier"
 REQUIRED_KEYS = ("config", "room", "trace")
@@ -134,27 +130,11 @@ EDGE_COLUMNS = ("run_id", "corpus", "src_idx", "dst_idx", "kind", "provenance")
 
 def can_read(path: Path) -> bool:
     """A MAADBench trace file, or a folder whose first JSON files include one."""
-    path = Path(path)
-    if path.is_file():
-        return path.suffix == ".json" and has_keys(path, REQUIRED_KEYS)
-    if path.is_dir():
-        # A cheap look: a handful of files decides, not the whole (possibly huge) tree.
-        for n, (file, _rel) in enumerate(walk_json_files(path)):
-            if has_keys(file, REQUIRED_KEYS):
-                return True
-            if n >= 4:
-                break
-    return False
+    return TRACES.can_read(path)
 
 
-def read(
-    path: Path | None,
-    context: Context,
-    *,
-    corpus: str = "maadbench",
-    kind: str = "real",
-    source: str | None = None,
-) -> Batch:
+def read(path: Path | None, context: Context, *, corpus: str = "maadbench", kind: str = "real",
+         source: str | None = None) -> Batch:
     """Read a MAADBench trace file or folder (recursively) into the schema, in one batch.
 
     ``corpus``/``kind``/``source`` name the corpus and store source. ``ingest`` streams through
@@ -162,16 +142,14 @@ def read(
     against, and what callers that want the tables in hand use.
     """
     del context  # this format needs nothing from the store
-    files = _trace_files(path)
-
-    chunk = convert_files([(str(f), rel) for f, rel in files], corpus)
+    files = TRACES.files(path)
+    chunk = convert_files(files, corpus)
     if chunk.problems:
         raise IngestFailed(chunk.problems)
     tables = {"corpora": [corpus_row(corpus, kind)], **chunk.tables}
     counts = chunk.counters
-    notes = summary_notes(counts)
     meta = {"corpus": corpus, "kind": kind, "files": len(files), "runs": counts["runs"], "steps": counts["steps"]}
-    return Batch(source=source or DEFAULT_SOURCE, tables=tables, notes=notes, meta=meta)
+    return Batch(source=source or DEFAULT_SOURCE, tables=tables, notes=summary_notes(counts), meta=meta)
 
 
 # Rooms per chunk of a streaming ingest: about 9 steps a room, so a chunk is ~20k steps, a few
@@ -179,39 +157,24 @@ def read(
 CHUNK_FILES = 2000
 
 
-def plan(
-    path: Path | None,
-    context: Context,
-    *,
-    corpus: str = "maadbench",
-    kind: str = "real",
-    source: str | None = None,
-    chunk_files: int = CHUNK_FILES,
-) -> "Plan":
-    """The same conversion as :func:`read`, as a streaming plan (``ingest.stream``).
-
-    Chunks are runs of files in run-id order (files sorted by their path under the root, which
-    is what the run id is made of), so the parts come out sorted by run without a merge.
-    """
+def plan(path: Path | None, context: Context, *, corpus: str = "maadbench", kind: str = "real",
+         source: str | None = None, chunk_files: int = CHUNK_FILES) -> "Plan":
+    """The same conversion as :func:`read`, as a streaming plan (``ingest.stream``), in chunks
+    of files in run-id order, so the parts come out sorted by run without a merge."""
     from functools import partial
 
     from .stream import Plan
 
     del context
-    files = sorted(_trace_files(path), key=lambda item: item[1])
-    chunks = [[(str(f), rel) for f, rel in files[i:i + chunk_files]] for i in range(0, len(files), chunk_files)]
-    return Plan(source=source or DEFAULT_SOURCE, chunks=chunks, convert=partial(convert_files, corpus=corpus),
-                head={"corpora": [corpus_row(corpus, kind)]},
+    files = TRACES.files(path)
+    return Plan(source=source or DEFAULT_SOURCE, chunks=file_chunks(files, chunk_files),
+                convert=partial(convert_files, corpus=corpus), head={"corpora": [corpus_row(corpus, kind)]},
                 meta={"corpus": corpus, "kind": kind, "files": len(files)}, notes=summary_notes)
 
 
 def convert_files(files: list[tuple[str, str]], corpus: str) -> "Chunk":
     """One chunk of a streaming ingest: ``(file, path under the root)`` pairs into tables."""
-    out, problems = _Output(), []
-    with no_cycle_collection():
-        for file, rel in files:
-            _read_file(file, rel, corpus, out, problems)
-    return _chunk(out, problems, len(files))
+    return TRACES.convert_files(files, corpus)
 
 
 def convert_documents(documents: Iterable[tuple[str, dict]], corpus: str) -> "Chunk":
@@ -219,23 +182,7 @@ def convert_documents(documents: Iterable[tuple[str, dict]], corpus: str) -> "Ch
 
     The simulator hands its rooms over this way, skipping a JSON round trip through the disk.
     """
-    out, problems, n = _Output(), [], 0
-    with no_cycle_collection():
-        for rel, doc in documents:
-            n += 1
-            _convert_document(doc, rel, corpus, out, problems)
-    return _chunk(out, problems, n)
-
-
-def _chunk(out: _Output, problems: list[InputError], n_files: int) -> "Chunk":
-    from .stream import Chunk
-
-    out.flush()
-    counters = {"files": n_files, "runs": len(out.runs), "steps": len(out.steps), "unlabeled": out.unlabeled,
-                "inferred_parents": out.inferred_parents, "dropped_parents": out.dropped_parents}
-    if problems:
-        return Chunk({}, problems, counters)
-    return Chunk(out.to_arrow(), [], counters)
+    return TRACES.convert_documents(documents, corpus)
 
 
 def summary_notes(counters: dict[str, int]) -> list[str]:
@@ -250,21 +197,6 @@ def summary_notes(counters: dict[str, int]) -> list[str]:
     if counters.get("dropped_parents"):
         notes.append(f"{counters['dropped_parents']} tool call(s) had no later APPLY_DELTA to link to.")
     return notes
-
-
-def _trace_files(path: Path | None) -> list[tuple[str, str]]:
-    if path is None:
-        raise IngestFailed([InputError("<no path>", None, "a MAADBench trace file or folder is needed.")])
-    path = Path(path)
-    if path.is_file():
-        files = [(str(path), path.name)]
-    elif path.is_dir():
-        files = list(walk_json_files(path))
-    else:
-        raise IngestFailed([InputError(path, None, "no such file or folder.")])
-    if not files:
-        raise IngestFailed([InputError(path, None, "holds no *.json trace files.")])
-    return files
 
 
 def normalise_backbone(model: str | None) -> str | None:
@@ -286,7 +218,7 @@ def display_failure_mode(fm_id: Any) -> str | None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Rows and files
+# Rows
 
 
 # Runs converted before their rows become Arrow columns (``kit.rows`` says why it is bounded).
@@ -307,26 +239,9 @@ class _Output(RunBuffers):
         self.unlabeled += self.steps.count_null("label")
 
 
-def _read_file(file: str, rel: str, corpus: str, out: _Output, problems: list[InputError]) -> None:
-    doc = load_object(file, rel, problems, what=WHAT, required=REQUIRED_KEYS)
-    if doc is None:
-        return
-    _convert_document(doc, rel, corpus, out, problems)
-
-
-def _convert_document(doc: dict, rel: str, corpus: str, out: _Output, problems: list[InputError]) -> None:
-    """Convert one parsed run; a run with any problem leaves no row behind."""
-    before = len(problems)
-    marks = out.mark()
-    try:
-        _convert_run(doc, rel, corpus, out, problems)
-    except RecursionError:  # parsed, but too deep to encode into text/extra columns
-        problems.append(InputError(rel, None, f"nests arrays or objects more than {MAX_DEPTH} levels deep; "
-                                              f"{WHAT} is never shaped like that."))
-    if len(problems) > before:
-        out.rollback(marks)
-    else:
-        out.run_done()
+def _counters(out: _Output) -> dict[str, int]:
+    return {"runs": len(out.runs), "steps": len(out.steps), "unlabeled": out.unlabeled,
+            "inferred_parents": out.inferred_parents, "dropped_parents": out.dropped_parents}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -465,7 +380,7 @@ def _convert_steps(
                                        f"({show(raw_action)})."))
             continue
         action = ALIASES.get(raw_action, raw_action)
-        step_id = _opt_str(entry.get("action_id"))
+        step_id = text_or_none(entry.get("action_id"))
         scope = _scope_of(entry, step_id, room_id)
         verification = _object_at(entry.get("verification"), rel, i, "verification", problems)
         stats = _object_at(entry.get("call_statistic"), rel, i, "call_statistic", problems) or {}
@@ -478,7 +393,7 @@ def _convert_steps(
         failure_mode = display_failure_mode(fm_id) or ("FM-5" if label == 1 and is_cascade else None)
 
         out.steps.append((
-            run_id, corpus, i, step_id, _opt_str(entry.get("agent")), action, scope,
+            run_id, corpus, i, step_id, text_or_none(entry.get("agent")), action, scope,
             (scope in solved) if scope is not None else None,
             _text_in(entry), _text_out(entry),
             _count_at(stats.get("input_tokens"), rel, i, "call_statistic.input_tokens", problems),
@@ -493,7 +408,7 @@ def _convert_steps(
         actions.append(action)
         scopes.append(scope)
         step_ids.append(step_id)
-        parents.append(_opt_str(entry.get("parent_action_id")))
+        parents.append(text_or_none(entry.get("parent_action_id")))
 
     if len(actions) == len(trace):  # edges only make sense over a complete trace
         for src, dst, kind, provenance in _edges(actions, scopes, step_ids, parents, out):
@@ -548,7 +463,7 @@ def _is_legacy(entry: dict) -> bool:
 
 
 def _text_in(entry: dict) -> str | None:
-    return _as_text(entry.get("input"))
+    return as_text(entry.get("input"))
 
 
 def _text_out(entry: dict) -> str | None:
@@ -556,7 +471,7 @@ def _text_out(entry: dict) -> str | None:
         message, structured = entry.get("output_message"), entry.get("output_structured")
     else:  # legacy v2
         message, structured = entry.get("message"), entry.get("structured")
-    parts = [p for p in (_as_text(message), None if structured is None else readable(structured)) if p]
+    parts = [p for p in (as_text(message), None if structured is None else readable(structured)) if p]
     return "\n".join(parts) if parts else None
 
 
@@ -674,14 +589,8 @@ def _number_at(value: Any, rel: str, i: int, field: str, problems: list[InputErr
     return number_field(value, rel, f"trace[{i}].{field}", problems, low=low)
 
 
-def _opt_str(value: Any) -> str | None:
-    return None if value is None or value == "" else str(value)
-
-
-def _as_text(value: Any) -> str | None:
-    if value is None or value == "":
-        return None
-    return value if isinstance(value, str) else readable(value)
+# The format as the toolkit's one-object-per-run-file skeleton runs it (``kit.documents``).
+TRACES = RunDocuments(what=WHAT, required=REQUIRED_KEYS, buffers=_Output, convert=_convert_run, counters=_counters)
 
 
 def corpus_row(corpus: str, kind: str) -> dict:

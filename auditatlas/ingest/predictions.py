@@ -34,7 +34,6 @@ from . import Batch, Context
 from .kit import MAX_INT64, show
 
 FORMAT = "predictions"
-NEEDS_PATH = True
 KEY_COLUMNS = ("source_file", "action_id", "step_num")
 SCORE = "pred_score"
 LABEL = "pred_label"

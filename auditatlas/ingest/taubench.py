@@ -37,7 +37,6 @@ from .kit import first_json, is_count, json_files, load_json, show
 from . import Batch, Context
 
 FORMAT = "taubench"
-NEEDS_PATH = True
 SOURCE = "taubench"
 CORPUS = "taubench"
 TITLE = "tau-bench"

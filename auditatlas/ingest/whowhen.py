@@ -47,7 +47,6 @@ from . import Batch, Context
 from .kit import first_json, json_files, load_json, show
 
 FORMAT = "whowhen"
-NEEDS_PATH = True
 SOURCE = "whowhen"
 CORPUS = "whowhen"
 TITLE = "Who&When"

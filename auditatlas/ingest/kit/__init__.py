@@ -3,7 +3,9 @@
 - :mod:`.jsonfiles`: finding release JSON files and reading one (orjson fast path, ``json``
   as the reference), every reading problem one sentence naming the file;
 - :mod:`.fields`: field checks and typed getters whose problems name file and field;
-- :mod:`.rows`: Arrow row buffers for adapters that convert many runs in chunks.
+- :mod:`.rows`: Arrow row buffers for adapters that convert many runs in chunks;
+- :mod:`.documents`: the skeleton of a format of one JSON object per run file (find, chunk,
+  convert run by run, all or nothing per run).
 
 An adapter keeps only its conversion rules; what it reads and how it words a bad field in its
 own terms stays in its module.
@@ -12,13 +14,13 @@ from __future__ import annotations
 
 from .fields import (MAX_INT64, count_field, first_line, is_count, is_int, json_type, number_field, object_field,
                      show, string_field)
-from .jsonfiles import (MAX_DEPTH, check_value, compact, first_json, has_keys, json_files, load_json, load_object,
-                        loads, parse_json_text, readable, walk_json_files)
+from .jsonfiles import (MAX_DEPTH, as_text, check_value, compact, first_json, has_keys, json_files, load_json,
+                        load_object, loads, parse_json_text, readable, text_or_none, walk_json_files)
 from .rows import RowBuffer, RunBuffers, no_cycle_collection
 
 __all__ = [
-    "MAX_DEPTH", "MAX_INT64", "RowBuffer", "RunBuffers", "check_value", "compact", "count_field", "first_json",
+    "MAX_DEPTH", "MAX_INT64", "RowBuffer", "RunBuffers", "as_text", "check_value", "compact", "count_field", "first_json",
     "first_line", "has_keys", "is_count", "is_int", "json_files", "json_type", "load_json", "load_object", "loads",
     "no_cycle_collection", "number_field", "object_field", "parse_json_text", "readable", "show", "string_field",
-    "walk_json_files",
+    "text_or_none", "walk_json_files",
 ]

@@ -92,6 +92,18 @@ def readable(value: Any) -> str:
     return _ENCODER.encode(value)
 
 
+def text_or_none(value: Any) -> str | None:
+    """A text column from an id-like value: None for null or "", else ``str(value)``."""
+    return None if value is None or value == "" else str(value)
+
+
+def as_text(value: Any) -> str | None:
+    """A text column from a message: a string as it is, a structure as :func:`readable` JSON."""
+    if value is None or value == "":
+        return None
+    return value if isinstance(value, str) else readable(value)
+
+
 # --------------------------------------------------------------------------- finding files
 
 def json_files(path: Path) -> list[Path]:
