@@ -21,5 +21,5 @@ def whole_number(minimum: int) -> Callable[[str], int]:
     return parse
 
 
-positive_int = whole_number(1)  # counts of things that must exist: rooms, seeds, workers
-count = whole_number(0)  # seeds, worker counts where 0 means "this process only"
+positive_int = whole_number(1)  # counts of things that must exist: rooms
+count = whole_number(0)  # seeds, and worker counts (ingest, demo), where 0 means "this process only"
