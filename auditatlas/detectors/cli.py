@@ -114,7 +114,7 @@ def run(args: argparse.Namespace, root: Path) -> int:
         return _list()
     from ..cluster import client_session
 
-    from .engine import check_request
+    from .request import check_request
 
     slice_ = parse_slice(args.slice)
     detectors = _detectors(args.detector)
