@@ -558,3 +558,25 @@ def test_cli_says_when_the_scheduler_cannot_be_reached(toy):
     assert "Traceback" not in done.stderr
     assert read_manifest(toy)["sources"].keys() == {"toy"}
 
+
+def test_cli_workers_0_runs_the_jobs_in_this_process(toy):
+    """Issue 22: ``--workers 0`` means this process only, on both subcommands that take it."""
+    def run(*args):
+        return subprocess.run([str(VENV_BIN / "auditatlas"), "--store", str(toy), *args], capture_output=True,
+                              text=True, timeout=300, cwd=REPO)
+
+    done = run("score", "--detector", "random", "--workers", "0")
+    assert done.returncode == 0, done.stderr
+    assert "wrote 1 prediction set(s)" in done.stdout
+    assert "Dask" not in done.stderr  # no cluster was started
+    (params,) = [json.loads(p) for (p,) in _con(toy).execute(
+        "SELECT params FROM prediction_sets WHERE source = 'rescore'").fetchall()]
+    assert params["executor"] == "in-process"
+
+    done = run("cross-backbone", "--detector", "random", "--slice", "backbone=A", "--slice", "backbone=B",
+               "--workers", "0", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["executor"] == "in-process"
+
+    bad = run("score", "--detector", "random", "--workers", "-1")
+    assert bad.returncode == 2 and "--workers" in bad.stderr and "Traceback" not in bad.stderr
