@@ -46,6 +46,7 @@ import numpy as np
 from .detectors import registry as detector_registry
 from .errors import UndefinedMetric
 from .features import RunFeatures, prefix_features
+from .stats import roc_auc
 
 RANDOM_SEED = 0
 CV_SEEDS: tuple[int, ...] = (0, 1, 2, 3, 4)
@@ -171,13 +172,6 @@ def ecod_scores(X: np.ndarray) -> np.ndarray:
 def random_scores(n: int, seed: int = RANDOM_SEED) -> np.ndarray:
     """n uniform scores from numpy.random.RandomState(seed): the board's floor."""
     return transductive_scores(detector_registry.get("random"), np.empty((n, 0)), seed)
-
-
-def roc_auc(y: Sequence[int], scores: Sequence[float]) -> float:
-    """ROC-AUC with ties counting one half; UndefinedMetric on a single class."""
-    from .stats import roc_auc as _roc_auc
-
-    return _roc_auc(np.asarray(y, dtype=np.int64), np.asarray(scores, dtype=float))
 
 
 # ------------------------------------------------------------------------------- entrants

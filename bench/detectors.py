@@ -117,7 +117,7 @@ def _child_score(store: str, detector: str, mode: str) -> dict:
 def _child_panel(store: str, mode: str) -> dict:
     sys.path.insert(0, str(REPO))
     from auditatlas.cluster import client_session
-    from auditatlas.detectors.engine import run_standard_panel
+    from auditatlas.detectors.panel import run_standard_panel
 
     out: dict = {"store": store, "mode": mode}
     with TreeMemory() as mem:

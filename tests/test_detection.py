@@ -18,11 +18,11 @@ from auditatlas.detection import (
     live_trajectories,
     prediction_set_entrants,
     random_scores,
-    roc_auc,
     time_to_detection,
 )
 from auditatlas.errors import UndefinedMetric
 from auditatlas.features import FAMILIES, prefix_features
+from auditatlas.stats import roc_auc
 from auditatlas.store import write_source
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"

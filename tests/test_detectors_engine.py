@@ -19,11 +19,12 @@ import pyarrow.dataset as ds
 import pytest
 from sklearn.metrics import accuracy_score, balanced_accuracy_score, f1_score, roc_auc_score
 
-from auditatlas.detectors import engine, registry
+from auditatlas.detectors import engine, jobs, panel, registry
 from auditatlas.detectors.features import step_features
-from auditatlas.detectors.metrics import roc_auc, summarize
+from auditatlas.detectors.metrics import summarize
 from auditatlas.detectors.splits import group_split, run_groups
 from auditatlas.errors import AtlasError, UndefinedMetric
+from auditatlas.stats import roc_auc
 from auditatlas.store import read_manifest, write_source
 from conftest import REPO
 
@@ -169,6 +170,40 @@ def test_registry_has_the_required_detectors_and_one_interface():
         registry.get("no-such-detector")
 
 
+def test_training_rows_are_the_registry_entrys_rule():
+    """Hand-worked: 6 steps, the first 4 on the training side; labels 0, 1, NaN, 0 there."""
+    train = np.array([True, True, True, True, False, False])
+    label = np.array([0.0, 1.0, np.nan, 0.0, 1.0, 0.0])
+    unsupervised = registry.get("hbos").training_rows(train, label, 0)
+    np.testing.assert_array_equal(unsupervised.rows, [0, 1, 2, 3])
+    assert unsupervised.y is None and unsupervised.problem is None
+    assert unsupervised.described == "training steps (labels unused)"
+    one_class = registry.get("ocsvm").training_rows(train, label, 0)
+    np.testing.assert_array_equal(one_class.rows, [0, 3])
+    assert one_class.y is None and one_class.described == "normal training steps"
+    supervised = registry.get("logreg").training_rows(train, label, 0)
+    np.testing.assert_array_equal(supervised.rows, [0, 1, 3])  # the NaN label is left out
+    np.testing.assert_array_equal(supervised.y, [0, 1, 0])
+    assert supervised.problem is None
+    # Training steps of one class: a supervised fit is refused, an unsupervised one is not.
+    normal_only = np.array([0.0, 0.0, np.nan, 0.0, 1.0, 0.0])
+    assert "no anomalous labeled step" in registry.get("logreg").training_rows(train, normal_only, 0).problem
+    assert registry.get("hbos").training_rows(train, normal_only, 0).problem is None
+    one_normal = np.array([0.0, 1.0, np.nan, 1.0, 1.0, 0.0])  # one normal step on the training side
+    assert "holds 1 usable step" in registry.get("ocsvm").training_rows(train, one_normal, 0).problem
+
+
+def test_training_rows_subsample_is_seeded_and_capped():
+    knn = registry.get("knn")  # capped at SMALL_FIT rows
+    n = knn.max_train + 500
+    train, label = np.ones(n, dtype=bool), np.zeros(n)
+    a, b, c = (knn.training_rows(train, label, seed) for seed in (0, 0, 1))
+    assert len(a.rows) == knn.max_train and np.all(np.diff(a.rows) > 0)
+    np.testing.assert_array_equal(a.rows, b.rows)
+    assert not np.array_equal(a.rows, c.rows)
+    assert a.described.endswith(f"seeded subsample of {knn.max_train:,}")
+
+
 def test_every_detector_scores_planted_anomalies_higher():
     """Higher score = more anomalous: far-off rows (and, for supervised ones, labeled rows) score
     above the bulk. Random is the floor and must not separate them systematically."""
@@ -187,8 +222,8 @@ def test_every_detector_scores_planted_anomalies_higher():
             fit_rows, fit_y = np.flatnonzero(y == 0), None
         else:
             fit_rows, fit_y = np.arange(len(X)), None
-        fitted = engine.fit_job(name, 0, X, fit_rows, fit_y)
-        scored = engine.score_job(fitted, X, 0, len(X))
+        fitted = jobs.fit_job(name, 0, X, fit_rows, fit_y)
+        scored = jobs.score_job(fitted, X, 0, len(X))
         auc = roc_auc_score(y, scored.scores)
         if name == "random":
             assert 0.3 < auc < 0.7
@@ -394,7 +429,7 @@ def test_stale_prediction_sets_name_the_sets_a_reingest_invalidates(toy):
 
 
 def test_standard_panel_scores_every_engine_detector(toy):
-    result = engine.run_standard_panel(toy, seeds=1)
+    result = panel.run_standard_panel(toy, seeds=1)
     assert result.source is None and "standard panel skipped" in result.notes[0]  # no simulated corpus here
 
 
@@ -522,3 +557,26 @@ def test_cli_says_when_the_scheduler_cannot_be_reached(toy):
     assert f"cannot reach the Dask scheduler at tcp://127.0.0.1:{port}" in done.stderr
     assert "Traceback" not in done.stderr
     assert read_manifest(toy)["sources"].keys() == {"toy"}
+
+
+def test_cli_workers_0_runs_the_jobs_in_this_process(toy):
+    """Issue 22: ``--workers 0`` means this process only, on both subcommands that take it."""
+    def run(*args):
+        return subprocess.run([str(VENV_BIN / "auditatlas"), "--store", str(toy), *args], capture_output=True,
+                              text=True, timeout=300, cwd=REPO)
+
+    done = run("score", "--detector", "random", "--workers", "0")
+    assert done.returncode == 0, done.stderr
+    assert "wrote 1 prediction set(s)" in done.stdout
+    assert "Dask" not in done.stderr  # no cluster was started
+    (params,) = [json.loads(p) for (p,) in _con(toy).execute(
+        "SELECT params FROM prediction_sets WHERE source = 'rescore'").fetchall()]
+    assert params["executor"] == "in-process"
+
+    done = run("cross-backbone", "--detector", "random", "--slice", "backbone=A", "--slice", "backbone=B",
+               "--workers", "0", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["executor"] == "in-process"
+
+    bad = run("score", "--detector", "random", "--workers", "-1")
+    assert bad.returncode == 2 and "--workers" in bad.stderr and "Traceback" not in bad.stderr

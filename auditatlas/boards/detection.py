@@ -16,7 +16,7 @@ import queries
 from .. import detection
 from ..detectors.registry import board_roles
 from ..errors import UndefinedMetric
-from ..stats import Contrast, delong_paired
+from ..stats import Contrast, delong_paired, roc_auc
 from . import Board, BoardResult, EntrantScore, Family, Task, contrasts_for
 
 PREFIXES = detection.LIVE_FRACTIONS
@@ -65,9 +65,10 @@ def _row(name: str, entrant: detection.Entrant, metrics: dict) -> EntrantScore:
     return EntrantScore(name, metrics, items, n_items=len(entrant.y), role=_role(name))
 
 
-def _auc(entrant: detection.Entrant) -> float | None:
+def _cell_auc(entrant: detection.Entrant) -> float | None:
+    """The entrant's ROC-AUC (``stats.roc_auc``), or None, a blank cell, where it is undefined."""
     try:
-        return detection.roc_auc(entrant.y, entrant.scores)
+        return roc_auc(entrant.y, entrant.scores)
     except UndefinedMetric:
         return None
 
@@ -80,7 +81,7 @@ POST_FAMILIES = (
 
 def compute_post(root: Path, corpus: str, slice_: dict | None = None) -> BoardResult:
     entrants = detection.detection_entrants(root, corpus, slice_, 1.0, 1, board="post", max_runs=BOARD_MAX_RUNS)
-    rows = [_row(name, e, {"roc_auc": _auc(e)}) for name, e in entrants.items()]
+    rows = [_row(name, e, {"roc_auc": _cell_auc(e)}) for name, e in entrants.items()]
     first = next(iter(entrants.values()))
     notes = [f"{len(first.y)} runs ({int(first.y.sum())} failed); supervised entrants: 5-fold stratified CV averaged over 5 seeds."]
     notes += _sample_notes(root, corpus, slice_, 1, len(first.y))
@@ -108,7 +109,7 @@ def compute_live(root: Path, corpus: str, slice_: dict | None = None) -> BoardRe
     names = list(per_prefix[PREFIXES[0]])
     rows = []
     for name in names:
-        aucs = {f: (_auc(per_prefix[f][name]) if name in per_prefix[f] else None) for f in PREFIXES}
+        aucs = {f: (_cell_auc(per_prefix[f][name]) if name in per_prefix[f] else None) for f in PREFIXES}
         t2d = detection.time_to_detection(aucs)
         metrics = {_prefix_key(f): aucs[f] for f in PREFIXES}
         metrics["t2d"] = None if t2d is None else float(round(t2d * 100))

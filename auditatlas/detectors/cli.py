@@ -1,7 +1,8 @@
 """The ``score`` and ``cross-backbone`` subcommands of ``auditatlas`` (wired in auditatlas/cli.py).
 
 Both run their jobs through Dask: a local cluster of processes (``--workers``, default 2) or
-the cluster at ``--scheduler ADDRESS``. Progress goes to stderr, results to stdout.
+the cluster at ``--scheduler ADDRESS``; ``--workers 0`` (without ``--scheduler``) runs them in
+this process, as everywhere in the CLI. Progress goes to stderr, results to stdout.
 """
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ import json
 import shutil
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Iterator, TextIO
 
 from queries import SLICE_COLUMNS as SLICE_KEYS
-from ..cli_types import positive_int
+from ..cli_types import count, positive_int
 
 COMMANDS = ("score", "cross-backbone", "detectors")
 
@@ -33,8 +35,8 @@ def add_parsers(sub: Any) -> None:
                        help=f"one of: {', '.join(FEATURE_SETS)} (default {DEFAULT_FEATURE_SET})")
         p.add_argument("--scheduler", metavar="ADDRESS", help="an existing Dask scheduler (tcp://host:8786); "
                        "default: a local cluster of processes")
-        p.add_argument("--workers", type=positive_int, default=2, metavar="N",
-                       help="local cluster size when no --scheduler is given (default 2)")
+        p.add_argument("--workers", type=count, default=2, metavar="N",
+                       help="local cluster size when no --scheduler is given (0: this process only; default 2)")
 
     score = sub.add_parser("score", help="fit and score registry detectors on a slice; write prediction sets")
     common(score)
@@ -43,8 +45,6 @@ def add_parsers(sub: Any) -> None:
     cross.add_argument("--corpus", help="corpus of the slice to use (default: the first one with labels)")
     cross.add_argument("--json", action="store_true")
     sub.add_parser("detectors", help="list the detector registry")
-
-
 
 
 def parse_slice(items: list[str]) -> dict[str, list]:
@@ -112,9 +112,7 @@ def run(args: argparse.Namespace, root: Path) -> int:
     """Handle one of ``COMMANDS`` (or ``detectors``); returns the exit code."""
     if args.command == "detectors":
         return _list()
-    from ..cluster import client_session
-
-    from .engine import check_request
+    from .request import check_request
 
     slice_ = parse_slice(args.slice)
     detectors = _detectors(args.detector)
@@ -122,13 +120,27 @@ def run(args: argparse.Namespace, root: Path) -> int:
     check_request(root, detectors, slice_, args.feature_set)
     bar = ProgressBar()
     try:
-        bar(0.0, "starting the Dask cluster" if not args.scheduler else f"connecting to {args.scheduler}")
-        with client_session(args.scheduler, n_workers=args.workers) as client:
+        with _jobs_client(args.scheduler, args.workers, bar) as client:
             if args.command == "score":
                 return _score(root, detectors, slice_, args, client, bar)
             return _cross(root, detectors, slice_, args, client, bar)
     finally:
         bar.close()
+
+
+@contextmanager
+def _jobs_client(scheduler: str | None, workers: int, bar: ProgressBar) -> Iterator[Any]:
+    """The Dask client the jobs run on, or None (this process) for ``--workers 0`` without a
+    scheduler; a local cluster made here is closed on exit."""
+    if workers == 0 and not scheduler:
+        bar(0.0, "running the jobs in this process")
+        yield None
+        return
+    from ..cluster import client_session
+
+    bar(0.0, "starting the Dask cluster" if not scheduler else f"connecting to {scheduler}")
+    with client_session(scheduler, n_workers=workers) as client:
+        yield client
 
 
 def _list() -> int:

@@ -2,11 +2,12 @@
 
 For each seed, one room-disjoint split over *all* runs of the corpus (the same room is played
 under every backbone, so splitting per backbone would test on rooms seen in training); then,
-per detector and training backbone A, the detector is fitted on A's training steps (by its
-supervision, as in the engine) and scores every test step; cell (A, B) is the ROC-AUC over
-B's labeled test steps. The diagonal is therefore the ordinary within-backbone score, on the
-same held-out rooms as the off-diagonal cells. Cells are averaged over seeds; a cell whose
-test steps hold one class is undefined (None, with the reason), never 0.5.
+per detector and training backbone A, the detector is fitted on A's training steps (the rows
+its registry entry chooses for its supervision, as in the engine) and scores every test step;
+cell (A, B) is the ROC-AUC over B's labeled test steps. The diagonal is therefore the ordinary
+within-backbone score, on the same held-out rooms as the off-diagonal cells. Cells are
+averaged over seeds; a cell whose test steps hold one class is undefined (None, with the
+reason), never 0.5.
 
 Computed on request and not stored: it is a view of detectors, not a prediction set.
 """
@@ -20,9 +21,11 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AtlasError, UndefinedMetric
-from . import engine, registry
-from .features import DEFAULT_FEATURE_SET, check_feature_set, step_features
-from .metrics import roc_auc
+from ..stats import roc_auc
+from .executors import Cancelled, ShouldStop, execute
+from .features import DEFAULT_FEATURE_SET, Progress, check_feature_set, step_features
+from .jobs import Unit, score_parts
+from .request import detector_list, scorable_corpora, seed_list, slice_corpora
 from .splits import TEST_SIZE, group_split
 
 
@@ -64,8 +67,8 @@ class CrossResult:
 
 
 def _pick_corpus(root: Path, slice_: Mapping[str, Any], corpus: str | None) -> tuple[str, list[str]]:
-    counts = engine.slice_corpora(root, slice_)
-    ok, notes = engine.scorable_corpora(counts)
+    counts = slice_corpora(root, slice_)
+    ok, notes = scorable_corpora(counts)
     if corpus is not None:
         if corpus not in ok:
             raise UndefinedMetric(next((n for n in notes if f"'{corpus}'" in n),
@@ -85,8 +88,8 @@ def cross_backbone(
     *,
     corpus: str | None = None,
     client: Any = None,
-    progress: engine.Progress | None = None,
-    should_stop: engine.ShouldStop | None = None,
+    progress: Progress | None = None,
+    should_stop: ShouldStop | None = None,
     test_size: float = TEST_SIZE,
 ) -> CrossResult:
     """The train-on-A / test-on-B ROC-AUC matrix of each detector on one corpus of the slice.
@@ -96,8 +99,8 @@ def cross_backbone(
     """
     root = Path(root)
     report = progress or (lambda fraction, message: None)
-    chosen = engine._detector_list(detectors)
-    seed_list = engine._seed_list(seeds)
+    chosen = detector_list(detectors)
+    seed_values = seed_list(seeds)
     check_feature_set(feature_set)
     slice_ = {k: list(v) for k, v in dict(slice or {}).items() if v}
     corpus, notes = _pick_corpus(root, slice_, corpus)
@@ -110,9 +113,9 @@ def cross_backbone(
                               "matrix needs at least two.")
     step_backbone = pd.Categorical(run_backbone[features.run_pos], categories=backbones).codes  # -1 = none
 
-    units: list[engine.Unit] = []
+    units: list[Unit] = []
     splits: dict[int, np.ndarray] = {}
-    for seed in seed_list:
+    for seed in seed_values:
         split = group_split(features.runs, seed, test_size)
         test_step = split.test_run[features.run_pos]
         test_rows = np.flatnonzero(test_step)
@@ -120,31 +123,28 @@ def cross_backbone(
         for detector in chosen:
             for a, name in enumerate(backbones):
                 train = ~test_step & (step_backbone == a)
-                rows, y, what = engine._fit_rows(detector, train, features.label, seed)
-                problem = engine._unit_problem(detector, rows, y)
-                if problem:
-                    notes.append(f"{detector.name}, seed {seed}, trained on {name}: {problem}; row left blank.")
+                training = detector.training_rows(train, features.label, seed)
+                if training.problem:
+                    notes.append(f"{detector.name}, seed {seed}, trained on {name}: {training.problem}; row left blank.")
                     continue
-                parts = engine._partitions(len(test_rows), engine.PARTITION_ROWS)
-                if not detector.reads_features:
-                    parts = [(0, len(test_rows))]
-                units.append(engine.Unit(detector, seed, rows, y, what, parts, score_rows=test_rows, tag=(seed, a)))
+                units.append(Unit(detector, seed, training, score_parts(detector, len(test_rows)), score_rows=test_rows,
+                                  tag=(seed, a)))
 
-    total = sum(1 + len(u.parts) for u in units)
+    total = sum(u.jobs() for u in units)
     done = [0]
 
     def tick(message: str) -> None:
         done[0] += 1
         report(0.1 + 0.85 * done[0] / max(total, 1), f"{message} ({done[0]}/{total} jobs)")
         if should_stop is not None and should_stop():
-            raise engine.Cancelled("cross-backbone matrix cancelled.")
+            raise Cancelled("cross-backbone matrix cancelled.")
 
-    executor = engine.execute(units, features.X, client, tick, should_stop)
+    executor = execute(units, features.X, client, tick, should_stop)
 
     k = len(backbones)
     values: dict[str, dict[tuple[int, int], list[float]]] = {d.name: {} for d in chosen}
     undefined: dict[str, dict[tuple[int, int], str]] = {d.name: {} for d in chosen}
-    first = seed_list[0]
+    first = seed_values[0]
     test_pos: dict[str, int] = {}
     test_neg: dict[str, int] = {}
     for b, name in enumerate(backbones):
@@ -179,7 +179,7 @@ def cross_backbone(
                       for (a, b), why in sorted(undefined[detector.name].items()) if count[a, b] == 0]
         matrices.append(CrossMatrix(detector.name, backbones, mean, std, count, test_pos, test_neg, cell_notes))
     report(1.0, "cross-backbone matrix ready")
-    return CrossResult(corpus, feature_set, seed_list, matrices, notes, executor)
+    return CrossResult(corpus, feature_set, seed_values, matrices, notes, executor)
 
 
 def result_json(result: CrossResult) -> dict[str, Any]:

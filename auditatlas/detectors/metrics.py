@@ -14,13 +14,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import UndefinedMetric
-
-
-def roc_auc(y: Sequence[int], scores: Sequence[float]) -> float:
-    """ROC-AUC of ``scores`` against 0/1 labels; UndefinedMetric when one class is missing."""
-    from ..stats import roc_auc as _roc_auc
-
-    return _roc_auc(np.asarray(y, dtype=np.int64), np.asarray(scores, dtype=float))
+from ..stats import roc_auc
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,10 @@ kind of detector they hold:
 - ``predict(X)``: the estimator's own 0/1 decision (PyOD: the contamination threshold on its
   training scores; a classifier: its class prediction).
 
-Supervision modes say which rows a detector is fitted on (engine.py):
-``unsupervised`` on every training step, labels unseen; ``one-class`` on the normal training
-steps only; ``supervised`` on the labeled training steps with their labels. Unlabeled steps
-(label null) are scored but never used as a label.
+Supervision modes say which rows a detector is fitted on (``Detector.training_rows``, which the
+engine and the cross-backbone matrix ask): ``unsupervised`` on every training step, labels
+unseen; ``one-class`` on the normal training steps only; ``supervised`` on the labeled training
+steps with their labels. Unlabeled steps (label null) are scored but never used as a label.
 
 Adding a detector is one ``Detector(...)`` line in ``DETECTORS``. An entry may also declare the
 run-level board entrants it provides (``boards``): the POST detection and LIVE boards build
@@ -215,6 +215,21 @@ class BoardEntrant:
 
 
 @dataclass(frozen=True)
+class TrainingRows:
+    """The rows one fit uses, as its detector's supervision decides.
+
+    ``rows``: indices into the step matrix; ``y``: their labels (supervised detectors only);
+    ``described``: what the rows are, recorded in the prediction set's provenance
+    (``params.fit_rows``); ``problem``: why no fit is possible on them (None when one is).
+    """
+
+    rows: np.ndarray
+    y: np.ndarray | None
+    described: str
+    problem: str | None
+
+
+@dataclass(frozen=True)
 class Detector:
     """One registry entry. ``make(seed)`` returns a fresh, unfitted estimator.
 
@@ -239,6 +254,40 @@ class Detector:
 
     def make(self, seed: int = 0) -> Any:
         return self.factory(int(seed))
+
+    def training_rows(self, train: np.ndarray, label: np.ndarray, seed: int) -> TrainingRows:
+        """The rows this detector is fitted on, of the steps marked ``train`` (bool per step)
+        with labels ``label`` (1, 0 or NaN per step).
+
+        By supervision: unsupervised on every training step; one-class on the normal ones;
+        supervised on the labeled ones, with their labels. A null label is never a label. Where
+        ``max_train`` caps the size, a subsample seeded by ``seed`` (the split's seed, so a
+        re-run fits on the same rows).
+        """
+        if self.supervision == "supervised":
+            rows = np.flatnonzero(train & ~np.isnan(label))
+            described = "labeled training steps"
+        elif self.supervision == "one-class":
+            rows = np.flatnonzero(train & (label == 0))
+            described = "normal training steps"
+        else:
+            rows = np.flatnonzero(train)
+            described = "training steps (labels unused)"
+        if self.max_train is not None and len(rows) > self.max_train:
+            pick = np.random.RandomState(seed).choice(len(rows), self.max_train, replace=False)
+            rows = np.sort(rows[pick])
+            described += f", seeded subsample of {self.max_train:,}"
+        y = label[rows].astype(np.int64) if self.supervision == "supervised" else None
+        return TrainingRows(rows.astype(np.int64), y, described, self._training_problem(rows, y))
+
+    def _training_problem(self, rows: np.ndarray, y: np.ndarray | None) -> str | None:
+        if self.supervision == "supervised":
+            if y is None or len(np.unique(y)) < 2:
+                have = "no anomalous" if y is None or not (y == 1).any() else "no normal"
+                return f"the training split holds {have} labeled step, so a supervised detector cannot be fitted"
+        elif len(rows) < 2:
+            return f"the training split holds {len(rows)} usable step(s)"
+        return None
 
     @property
     def estimator_class(self) -> str:

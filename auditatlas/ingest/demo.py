@@ -90,7 +90,7 @@ def _build_default(store: Path, rooms: int, seed: int, report: Progress, panel: 
         batch, entry = ingest("catchbench", None, store, notify=notify)
         result["catchbench"] = {"rows": entry["rows"], "notes": batch.notes}
     if panel:
-        from ..detectors.engine import run_standard_panel
+        from ..detectors.panel import run_standard_panel
 
         report(0.5, "scoring the standard detector panel (every registry detector, 5 seeds)")
         outcome = run_standard_panel(store, lambda x, m: report(0.5 + 0.5 * x, m))
