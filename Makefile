@@ -28,8 +28,10 @@ browser:
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
 	  || echo "warning: could not install chromium; browser tests will fail"; }
 
+# One pytest worker per core; the stores the tests read are built once and shared (tests/stores.py).
+TEST_WORKERS ?= auto
 test: $(STAMP) browser
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 bench: $(STAMP)
 	$(PY) bench/run.py

@@ -6,7 +6,7 @@ import streamlit as st
 from components import cached
 from components.filters import slice_sidebar
 from components.safe import md
-from auditatlas.errors import StoreError
+from auditatlas.errors import AtlasError, StoreError
 from auditatlas.store import is_empty
 
 # No page_icon: a material-symbol favicon is fetched from fonts.gstatic.com (offline means offline).
@@ -49,6 +49,10 @@ try:
     ensure_store()
 except StoreError:
     pass  # reported just below, in one sentence
+except AtlasError as exc:  # e.g. a default-store size in the environment that is not a number
+    st.title("Audit Atlas")
+    st.error(md(str(exc)))
+    st.stop()
 stop_on_broken_store()
 
 st.session_state["slice"] = slice_sidebar(cached.query("slice_options"))

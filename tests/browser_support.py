@@ -4,8 +4,8 @@ Debian's chromium (``make test`` installs it when missing); never a browser down
 request is recorded, and one that leaves localhost is a failure: offline means offline.
 Screenshots go to a temporary folder, never inside the repository tree.
 
-A test module that wants one app server on the session's demo store and one browser imports the
-module-scoped fixtures: ``from browser_support import browser, server  # noqa: F401 (fixtures)``.
+The session's app server (``app_server``, on the app store) and browser (``browser``) are
+fixtures of tests/conftest.py, shared by every module.
 """
 from __future__ import annotations
 
@@ -152,17 +152,3 @@ def shots_dir(name: str = "") -> Path:
     folder = SHOTS / name
     folder.mkdir(parents=True, exist_ok=True)
     return folder
-
-
-@pytest.fixture(scope="module")
-def server(app_store) -> Iterator[str]:
-    """One app server per test module, on the session's demo store (tests/conftest.py)."""
-    with streamlit_server(app_store) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator:
-    """One headless Debian chromium per test module."""
-    with chromium() as b:
-        yield b

@@ -1,28 +1,66 @@
-"""Shared fixtures: a small default store (simulated corpus + CatchBench release, plus the real
-corpora from ../shared/data when present) that the app, page and browser tests all use."""
+"""Shared fixtures: the stores every module reads (built once per session, tests/stores.py), one
+app server and one browser for every browser test on the app store, and the xdist grouping that
+keeps tests sharing a server on one worker."""
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = REPO.parent / "shared" / "data"
-WHOWHEN = SHARED_DATA / "whowhen" / "Algorithm-Generated"
-TAUBENCH = SHARED_DATA / "tau-bench" / "gpt-4o-airline.trials01.json"
-APP_ROOMS = 1500  # the size `make run` builds (about 5 s)
+from stores import APP_ROOMS, REPO, SHARED_DATA, TAUBENCH, WHOWHEN, copy_of, shared_store  # noqa: F401 (re-exported)
+
+STORES_ENV = "AUDITATLAS_TEST_STORES"
+
+
+def pytest_configure(config) -> None:
+    # The controller (or a plain run) picks the folder the session's stores live in; xdist
+    # workers inherit it through the environment, so every worker reads the same builds.
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        config._auditatlas_stores = tempfile.mkdtemp(prefix="auditatlas-test-stores-")
+        os.environ[STORES_ENV] = config._auditatlas_stores
+
+
+def pytest_unconfigure(config) -> None:
+    folder = getattr(config, "_auditatlas_stores", None)
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Tests that share a Streamlit server run on one worker (``--dist loadgroup``): the app
+    store's server is one group; a browser module with a server of its own is a group of its own."""
+    for item in items:
+        if item.get_closest_marker("browser") is None or item.get_closest_marker("xdist_group"):
+            continue
+        uses_app_server = "app_server" in getattr(item, "fixturenames", ())
+        group = "app-server" if uses_app_server else item.module.__name__
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(scope="session")
-def app_store(tmp_path_factory) -> Path:
-    """A store like the one `make run` builds, smaller, with the real corpora added when present."""
-    from auditatlas.ingest import ingest
-    from auditatlas.ingest.demo import build_default_store
+def app_store() -> Path:
+    """A store like the one `make run` builds, with the real corpora added when present.
+    Shared: a test that writes takes ``copy_of("app", tmp_path / "store")``."""
+    return shared_store("app")
 
-    root = tmp_path_factory.mktemp("app-store")
-    build_default_store(root, rooms=APP_ROOMS, seed=0)
-    if WHOWHEN.exists():
-        ingest("whowhen", WHOWHEN, root)
-    if TAUBENCH.exists():
-        ingest("taubench", TAUBENCH, root)
-    return root
+
+@pytest.fixture(scope="session")
+def app_server(app_store) -> Iterator[str]:
+    """One Streamlit server on the app store for every browser module of the session."""
+    from browser_support import streamlit_server
+
+    with streamlit_server(app_store) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator:
+    """One headless Debian chromium per worker (each test opens its own page)."""
+    from browser_support import chromium
+
+    with chromium() as b:
+        yield b

@@ -110,13 +110,41 @@ def test_valid_link_shows_no_store_warning(app):
 
 
 def test_first_launch_builds_the_default_store(tmp_path, monkeypatch):
-    """An empty store at first launch is filled with the embedded default, offline."""
+    """An empty store at first launch is filled with the embedded default, offline (at a size
+    the environment sets, so the test takes seconds; `make run` builds 1,500 rooms, 5 seeds)."""
+    from auditatlas.store import read_manifest
+
     store = tmp_path / "empty-store"
     monkeypatch.setenv("AUDITATLAS_STORE", str(store))
+    monkeypatch.setenv("AUDITATLAS_DEFAULT_ROOMS", "45")
+    monkeypatch.setenv("AUDITATLAS_DEFAULT_SEEDS", "1")
     monkeypatch.chdir(REPO)
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=300)
     at.run()
     assert not at.exception, at.exception
     assert (store / "MANIFEST.json").exists()
     assert "Simulated data" in _texts(at)
-    assert "1,500 runs" in _texts(at)
+    assert "45 runs" in _texts(at)
+    sources = read_manifest(store)["sources"]
+    assert {"demo", "catchbench"} <= set(sources)
+    panel = [name for name in sources if name.startswith("rescore-")]
+    assert len(panel) == 1 and sources[panel[0]]["rows"]["prediction_sets"] == 11  # 11 detectors x 1 seed
+
+
+def test_default_store_size_from_the_environment_must_be_a_number(tmp_path, monkeypatch):
+    store = tmp_path / "empty-store"
+    monkeypatch.setenv("AUDITATLAS_STORE", str(store))
+    monkeypatch.setenv("AUDITATLAS_DEFAULT_ROOMS", "many")
+    monkeypatch.chdir(REPO)
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    at.run()
+    assert not at.exception, at.exception
+    assert any("AUDITATLAS_DEFAULT_ROOMS is 'many'" in _plain(e.value) for e in at.error)
+    assert not (store / "MANIFEST.json").exists()
+
+def test_default_size_is_what_make_run_builds(monkeypatch):
+    from auditatlas.ingest import demo
+
+    monkeypatch.delenv("AUDITATLAS_DEFAULT_ROOMS", raising=False)
+    monkeypatch.delenv("AUDITATLAS_DEFAULT_SEEDS", raising=False)
+    assert demo.default_size() == (1500, 5)

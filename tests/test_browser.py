@@ -4,37 +4,37 @@ from __future__ import annotations
 
 import pytest
 
-from browser_support import browser, new_page, server, shots_dir, wait_idle  # noqa: F401 (fixtures)
+from browser_support import new_page, shots_dir, wait_idle
 
 pytestmark = pytest.mark.browser
 BUSY = "Scoring "  # the boards' "Scoring …" spinner text: wait until it is gone too
 
 
-def test_overview_renders_offline(server, browser):
+def test_overview_renders_offline(app_server, browser):
     outside: list[str] = []
     page = new_page(browser, outside)
-    page.goto(server + "/")
+    page.goto(app_server + "/")
     wait_idle(page, "Action success rate per backbone", busy_text=BUSY)
     page.get_by_text("Simulated data", exact=False).first.wait_for()
     page.screenshot(path=str(shots_dir() / "overview.png"), full_page=True)
     assert not outside, f"requests left localhost: {outside}"
 
 
-def test_link_restores_the_slice(server, browser):
+def test_link_restores_the_slice(app_server, browser):
     outside: list[str] = []
     page = new_page(browser, outside)
-    page.goto(server + "/?backbone=GPT-4.1&difficulty=easy")
+    page.goto(app_server + "/?backbone=GPT-4.1&difficulty=easy")
     wait_idle(page, "Action success rate per backbone", busy_text=BUSY)
     page.get_by_text("backbone (llm) in GPT-4.1; difficulty in easy", exact=False).first.wait_for()
     page.screenshot(path=str(shots_dir() / "overview-sliced.png"), full_page=True)
     assert not outside, f"requests left localhost: {outside}"
 
 
-def test_choosing_a_filter_updates_the_url(server, browser):
+def test_choosing_a_filter_updates_the_url(app_server, browser):
     """The interactive path: picking a backbone in the sidebar filters the page and the link."""
     outside: list[str] = []
     page = new_page(browser, outside)
-    page.goto(server + "/")
+    page.goto(app_server + "/")
     wait_idle(page, "Action success rate per backbone", busy_text=BUSY)
     # Streamlit marks the app inert while a run is still settling; wait until it is live.
     page.wait_for_function("""() => { const el = document.querySelector('input[aria-label="Backbone (LLM)"]');
@@ -48,10 +48,10 @@ def test_choosing_a_filter_updates_the_url(server, browser):
 
 
 @pytest.mark.parametrize("tab", ["PRE", "LIVE", "POST"])
-def test_board_tabs_render(server, browser, tab):
+def test_board_tabs_render(app_server, browser, tab):
     outside: list[str] = []
     page = new_page(browser, outside)
-    page.goto(server + "/boards")
+    page.goto(app_server + "/boards")
     wait_idle(page, "Boards", busy_text=BUSY)
     page.get_by_role("tab", name=tab, exact=True).click()
     if tab != "PRE":  # the default tab keeps the URL clean
@@ -61,7 +61,7 @@ def test_board_tabs_render(server, browser, tab):
     assert not outside, f"requests left localhost: {outside}"
 
 
-def test_live_trajectories_for_taubench_from_a_link(server, browser):
+def test_live_trajectories_for_taubench_from_a_link(app_server, browser):
     """LIVE on the real tau-bench runs, opened straight from a shared link."""
     from conftest import TAUBENCH
 
@@ -69,7 +69,7 @@ def test_live_trajectories_for_taubench_from_a_link(server, browser):
         pytest.skip("needs ../shared/data/tau-bench")
     outside: list[str] = []
     page = new_page(browser, outside)
-    page.goto(server + "/boards?tab=LIVE&board_live_corpus=taubench")
+    page.goto(app_server + "/boards?tab=LIVE&board_live_corpus=taubench")
     wait_idle(page, "rests on", busy_text=BUSY)
     page.get_by_text("on taubench", exact=False).first.wait_for()
     page.locator("[data-testid='stPlotlyChart']").first.wait_for(timeout=120_000)  # the trajectories

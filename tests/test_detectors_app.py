@@ -5,7 +5,6 @@ value the store does not hold is reported, and a store without step-level sets s
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
@@ -57,12 +56,17 @@ def write_sets(root: Path) -> dict[str, list[str]]:
     return ids
 
 
+SET_IDS = {"random": ["test:random:0", "test:random:1", "test:random:2"],
+           "iforest": ["test:iforest:0", "test:iforest:1", "test:iforest:2"],
+           "xgboost": ["test:xgboost:None"]}  # the ids write_sets gives its sets
+
+
 @pytest.fixture(scope="module")
-def detector_store(app_store, tmp_path_factory) -> tuple[Path, dict]:
-    root = tmp_path_factory.mktemp("detectors-store") / "store"
-    shutil.copytree(app_store, root)
-    without_panel(root)
-    return root, write_sets(root)
+def detector_store() -> tuple[Path, dict]:
+    """The app store without its panel, with write_sets' sets (built once, tests/stores.py)."""
+    from stores import shared_store
+
+    return shared_store("detectors"), SET_IDS
 
 
 def without_panel(root: Path) -> None:

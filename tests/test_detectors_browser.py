@@ -4,31 +4,21 @@ cell lists its errors and puts the choice in the URL, a shared link restores it,
 tabs render, no exception reaches the user, and no request leaves localhost."""
 from __future__ import annotations
 
-import shutil
 from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from browser_support import chromium, exceptions_on, new_page, streamlit_server, wait_idle
-from test_detectors_app import without_panel, write_sets
+from browser_support import exceptions_on, new_page, streamlit_server, wait_idle
 
 pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
-def server(app_store, tmp_path_factory):
-    root = tmp_path_factory.mktemp("detectors-browser") / "store"
-    shutil.copytree(app_store, root)
-    without_panel(root)
-    write_sets(root)
-    with streamlit_server(root) as url:
+def server():
+    from stores import shared_store
+
+    with streamlit_server(shared_store("detectors")) as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as b:
-        yield b
 
 
 @pytest.fixture(scope="module")

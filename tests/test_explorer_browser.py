@@ -10,14 +10,14 @@ from urllib.parse import parse_qs, quote, urlparse
 
 import pytest
 
-from browser_support import browser, graph_frame, new_page, server, shots_dir, wait_idle  # noqa: F401 (fixtures)
+from browser_support import graph_frame, new_page, shots_dir, wait_idle
 from conftest import WHOWHEN
 
 pytestmark = pytest.mark.browser
 VIEWPORT = {"width": 1500, "height": 2600}  # tall enough for the graph, the step detail and the strip
 
 
-def test_whowhen_deep_link(server, browser):
+def test_whowhen_deep_link(app_server, browser):
     if not WHOWHEN.exists():
         pytest.skip("needs ../shared/data/whowhen")
     import json
@@ -26,7 +26,7 @@ def test_whowhen_deep_link(server, browser):
     outside: list[str] = []
     page = new_page(browser, outside, **VIEWPORT)
     run, judge = "whowhen:Algorithm-Generated/1", "whowhen:judge:all_at_once:gpt-5.4"
-    page.goto(f"{server}/explorer?run={quote(run, safe='')}&step=1&set={quote(judge, safe='')}&top_k=1")
+    page.goto(f"{app_server}/explorer?run={quote(run, safe='')}&step=1&set={quote(judge, safe='')}&top_k=1")
     wait_idle(page, "Judges on this run")
     frame = graph_frame(page)
     assert frame.evaluate("() => window.traceNetwork.body.data.nodes.length") == n
@@ -56,7 +56,7 @@ def test_whowhen_deep_link(server, browser):
     assert not outside, f"requests left localhost: {outside}"
 
 
-def test_simulated_maadbench_deep_link(server, browser, app_store):
+def test_simulated_maadbench_deep_link(app_server, browser, app_store):
     import queries
 
     row = queries.run("explorer_runs", {
@@ -66,7 +66,7 @@ def test_simulated_maadbench_deep_link(server, browser, app_store):
         "descending": True, "limit": 1, "offset": 0}, root=app_store).iloc[0]
     outside: list[str] = []
     page = new_page(browser, outside, **VIEWPORT)
-    page.goto(f"{server}/explorer?corpus=maadbench-sim&run={quote(row['run'], safe='')}&step=2&color=action")
+    page.goto(f"{app_server}/explorer?corpus=maadbench-sim&run={quote(row['run'], safe='')}&step=2&color=action")
     wait_idle(page, "Step detail")
     frame = graph_frame(page)
     assert frame.evaluate("() => window.traceNetwork.body.data.nodes.length") == int(row["steps"])
@@ -76,10 +76,10 @@ def test_simulated_maadbench_deep_link(server, browser, app_store):
     assert not outside, f"requests left localhost: {outside}"
 
 
-def test_search_opens_a_step(server, browser):
+def test_search_opens_a_step(app_server, browser):
     outside: list[str] = []
     page = new_page(browser, outside, **VIEWPORT)
-    page.goto(f"{server}/explorer?corpus=maadbench-sim&q=compass")
+    page.goto(f"{app_server}/explorer?corpus=maadbench-sim&q=compass")
     wait_idle(page, "steps match")
     page.screenshot(path=str(shots_dir() / "explorer-search.png"), full_page=True)
     assert not outside, f"requests left localhost: {outside}"

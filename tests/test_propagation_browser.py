@@ -7,7 +7,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from browser_support import browser, new_page, server, shots_dir, wait_idle  # noqa: F401 (fixtures)
+from browser_support import new_page, shots_dir, wait_idle
 
 pytestmark = pytest.mark.browser
 VIEWPORT = {"width": 1500, "height": 2400}
@@ -31,10 +31,10 @@ CELL_XY = """([bb, src, later]) => {
 }"""
 
 
-def test_clicking_a_cell_lists_its_chains(server, browser):
+def test_clicking_a_cell_lists_its_chains(app_server, browser):
     outside: list[str] = []
     page = new_page(browser, outside, **VIEWPORT)
-    page.goto(server + "/propagation")
+    page.goto(app_server + "/propagation")
     wait_idle(page, "Propagation heatmap per backbone")
     page.locator(".js-plotly-plot").first.wait_for(timeout=120_000)
     page.wait_for_function("""() => { const el = document.querySelector('.js-plotly-plot');
@@ -53,10 +53,10 @@ def test_clicking_a_cell_lists_its_chains(server, browser):
     assert not outside, f"requests left localhost: {outside}"
 
 
-def test_a_shared_link_opens_the_same_chain_list(server, browser):
+def test_a_shared_link_opens_the_same_chain_list(app_server, browser):
     outside: list[str] = []
     page = new_page(browser, outside, **VIEWPORT)
-    page.goto(server + "/propagation?cell_backbone=GPT-4.1&src_action=SOLVE_CLUE&later_action=APPLY_DELTA")
+    page.goto(app_server + "/propagation?cell_backbone=GPT-4.1&src_action=SOLVE_CLUE&later_action=APPLY_DELTA")
     wait_idle(page, "are followed by a failed APPLY_DELTA step")
     page.get_by_text("GPT-4.1", exact=False).first.wait_for()
     page.get_by_text("each links to the trace explorer at the source step", exact=False).first.wait_for()
@@ -66,10 +66,10 @@ def test_a_shared_link_opens_the_same_chain_list(server, browser):
 
 
 @pytest.mark.parametrize("tab", ["Chains", "Recall by role", "Failure modes"])
-def test_tabs_render(server, browser, tab):
+def test_tabs_render(app_server, browser, tab):
     outside: list[str] = []
     page = new_page(browser, outside, **VIEWPORT)
-    page.goto(server + "/propagation")
+    page.goto(app_server + "/propagation")
     wait_idle(page, "Propagation heatmap per backbone")
     page.get_by_role("tab", name=tab, exact=True).click()
     page.wait_for_function("() => location.search.includes('tab=')", timeout=60_000, polling=250)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from auditatlas.store import read_manifest
-from browser_support import chromium, exceptions_on, new_page, streamlit_server, wait_idle
+from browser_support import exceptions_on, new_page, streamlit_server, wait_idle
 from conftest import REPO
 
 pytestmark = pytest.mark.browser
@@ -28,12 +28,6 @@ def store(tmp_path_factory) -> Path:
 def server(store):
     with streamlit_server(store) as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as b:
-        yield b
 
 
 def _rescore_sources(store: Path) -> set[str]:

@@ -19,6 +19,7 @@ from auditatlas import actions, rates, simulator
 from auditatlas.ingest import demo
 
 ROOMS, SEED = 5200, 0  # MAADBench-Full's size
+pytestmark = pytest.mark.slow  # 5,200 rooms: deselect with -m "not slow" for a quick loop
 PER_CELL = ROOMS // 20  # rooms per backbone x difficulty
 
 # Table 3: action success rate (%).

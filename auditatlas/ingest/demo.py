@@ -10,6 +10,7 @@ leaves nothing behind but a staging folder the next write removes).
 from __future__ import annotations
 
 import importlib
+import os
 from pathlib import Path
 from typing import Any, Callable
 
@@ -40,11 +41,37 @@ def build_demo(store: Path, rooms: int = DEFAULT_ROOMS, seed: int = 0, progress:
     return result
 
 
+# The default store's size can be set from outside (tests build a few dozen rooms and one
+# panel seed in a second instead of 1,500 rooms and 5 seeds in half a minute); `make run`
+# leaves them unset.
+ROOMS_ENV = "AUDITATLAS_DEFAULT_ROOMS"
+SEEDS_ENV = "AUDITATLAS_DEFAULT_SEEDS"
+PANEL_SEEDS = 5
+
+
+def default_size() -> tuple[int, int]:
+    """Rooms and panel seeds of the default store: 1,500 and 5 unless the environment says."""
+    from ..errors import AtlasError
+
+    sizes = []
+    for name, fallback in ((ROOMS_ENV, DEFAULT_ROOMS), (SEEDS_ENV, PANEL_SEEDS)):
+        raw = os.environ.get(name, "").strip()
+        try:
+            value = int(raw) if raw else fallback
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise AtlasError(f"the environment variable {name} is '{raw}'; it must be a whole number of at least 1.")
+        sizes.append(value)
+    return sizes[0], sizes[1]
+
+
 def build_default_store(store: Path, rooms: int = DEFAULT_ROOMS, seed: int = 0,
-                        progress: Progress | None = None, *, panel: bool = True, scheduler: str | None = None,
-                        workers: int | None = None, notify: Callable[[str], None] | None = None) -> dict:
+                        progress: Progress | None = None, *, panel: bool = True, seeds: int = PANEL_SEEDS,
+                        scheduler: str | None = None, workers: int | None = None,
+                        notify: Callable[[str], None] | None = None) -> dict:
     """The store the dashboard starts on: the simulated MAADBench corpus, the CatchBench release
-    and (``panel``) the standard detector panel on the simulated corpus.
+    and (``panel``) the standard detector panel (``seeds`` seeds) on the simulated corpus.
 
     CatchBench is added only when its adapter can be imported (it ships with the package);
     its absence is reported in the result, not raised, so the demo still starts.
@@ -53,12 +80,14 @@ def build_default_store(store: Path, rooms: int = DEFAULT_ROOMS, seed: int = 0,
 
     report = progress or (lambda fraction, message: None)
     with store_lock(store, notify=notify):  # the whole default store is one writer's job
-        return _build_default(store, rooms, seed, report, panel, scheduler, workers, notify)
+        return _build_default(store, rooms, seed, report, seeds if panel else 0, scheduler, workers, notify)
 
 
 def ensure_default_store(store: Path, progress: Progress | None = None,
                          notify: Callable[[str], None] | None = None) -> bool:
     """Build the default store if ``store`` is empty; returns whether this call built it.
+
+    Its size is :func:`default_size` (the environment may shrink it).
 
     The emptiness check and the build happen under the store lock, so several first visitors
     (threads of one app, or processes) build it once: the others wait, then find it built.
@@ -70,12 +99,14 @@ def ensure_default_store(store: Path, progress: Progress | None = None,
     with store_lock(store, notify=notify):
         if not is_empty(store):
             return False
-        build_default_store(store, progress=progress, notify=notify)
+        rooms, seeds = default_size()
+        build_default_store(store, rooms=rooms, seeds=seeds, progress=progress, notify=notify)
         return True
 
 
-def _build_default(store: Path, rooms: int, seed: int, report: Progress, panel: bool, scheduler: str | None,
+def _build_default(store: Path, rooms: int, seed: int, report: Progress, seeds: int, scheduler: str | None,
                    workers: int | None, notify: Callable[[str], None] | None) -> dict:
+    panel = seeds > 0
     share = 0.45 if panel else 0.85
     result = {"demo": build_demo(store, rooms, seed, lambda x, m: report(share * x, m), scheduler=scheduler,
                                  workers=workers, notify=notify)}
@@ -92,8 +123,8 @@ def _build_default(store: Path, rooms: int, seed: int, report: Progress, panel: 
     if panel:
         from ..detectors.panel import run_standard_panel
 
-        report(0.5, "scoring the standard detector panel (every registry detector, 5 seeds)")
-        outcome = run_standard_panel(store, lambda x, m: report(0.5 + 0.5 * x, m))
+        report(0.5, f"scoring the standard detector panel (every registry detector, {seeds} seed{'s' if seeds > 1 else ''})")
+        outcome = run_standard_panel(store, lambda x, m: report(0.5 + 0.5 * x, m), seeds=seeds)
         result["panel"] = {"source": outcome.source, "sets": len(outcome.sets), "notes": outcome.notes,
                            "seconds": round(outcome.seconds, 1)}
     report(1.0, "default store ready")

@@ -1,0 +1,99 @@
+"""The stores the tests read, each built once per test session and shared by every xdist worker.
+
+Building a store is most of what the suite used to spend its time on: the app store alone (the
+1,500 simulated rooms ``make run`` builds, the CatchBench release, the standard panel of 11
+detectors x 5 seeds and the real corpora from ../shared/data) takes half a minute, and it was
+built again in several modules. Here each named recipe is built at most once per session: the
+first worker that asks builds it under a file lock, into a scratch folder renamed into place,
+and every other asker waits for it and reads the same folder.
+
+A test that writes into a store asks for :func:`copy_of` (a private copy under its own
+``tmp_path``), never the shared folder itself.
+
+Readers may still write the store's ``derived/`` cache: that is safe to share (each build goes
+to a scratch folder renamed into place, see queries/derived.py).
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+from pathlib import Path
+from typing import Callable
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data"
+WHOWHEN = SHARED_DATA / "whowhen" / "Algorithm-Generated"
+TAUBENCH = SHARED_DATA / "tau-bench" / "gpt-4o-airline.trials01.json"
+APP_ROOMS = 1500  # the size `make run` builds
+BUILT = ".built"  # written last: a folder without it is a build that did not finish
+
+
+def _app(root: Path) -> None:
+    """A store like the one `make run` builds, with the real corpora added when present."""
+    from auditatlas.ingest import ingest
+    from auditatlas.ingest.demo import build_default_store
+
+    build_default_store(root, rooms=APP_ROOMS, seed=0)
+    if WHOWHEN.exists():
+        ingest("whowhen", WHOWHEN, root)
+    if TAUBENCH.exists():
+        ingest("taubench", TAUBENCH, root)
+
+
+def _detectors(root: Path) -> None:
+    """The app store without its standard panel, plus three known prediction sets (the Detectors
+    page and browser tests read exactly these)."""
+    from test_detectors_app import SET_IDS, without_panel, write_sets
+
+    shutil.rmtree(root)
+    shutil.copytree(shared_store("app"), root, ignore=shutil.ignore_patterns(BUILT, "derived"))
+    without_panel(root)
+    assert write_sets(root) == SET_IDS
+
+
+def _demo(rooms: int, seed: int) -> Callable[[Path], None]:
+    def build(root: Path) -> None:
+        from auditatlas.ingest.demo import build_demo
+
+        build_demo(root, rooms=rooms, seed=seed)
+    return build
+
+
+RECIPES: dict[str, Callable[[Path], None]] = {
+    "app": _app,
+    "detectors": _detectors,
+    "demo-300-s0": _demo(300, 0),
+    "demo-300-s1": _demo(300, 1),
+}
+
+
+def _home() -> Path:
+    """The folder every worker of this session shares (pytest's base temp, or its parent
+    under xdist, where each worker has a base temp of its own)."""
+    base = Path(os.environ["AUDITATLAS_TEST_STORES"])
+    base.mkdir(parents=True, exist_ok=True)
+    return base
+
+
+def shared_store(name: str) -> Path:
+    """The store of recipe ``name``, built now if no worker of this session has built it yet."""
+    home = _home()
+    root = home / name
+    with open(home / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not (root / BUILT).exists():
+            scratch = home / f".{name}.building"
+            shutil.rmtree(scratch, ignore_errors=True)
+            scratch.mkdir()
+            RECIPES[name](scratch)
+            (scratch / BUILT).touch()
+            shutil.rmtree(root, ignore_errors=True)
+            os.replace(scratch, root)
+    return root
+
+
+def copy_of(name: str, dest: Path) -> Path:
+    """A private copy of recipe ``name`` at ``dest`` (a test that writes owns it)."""
+    shutil.copytree(shared_store(name), dest, ignore=shutil.ignore_patterns(BUILT))
+    return dest
