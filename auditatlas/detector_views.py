@@ -21,12 +21,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
-from urllib.parse import urlencode
 
 import numpy as np
 import pandas as pd
 
 from . import actions
+from .views import explorer_url
 
 QueryFn = Callable[[str, Mapping[str, Any]], pd.DataFrame]
 
@@ -47,11 +47,6 @@ SUPERVISION_ORDER = ("unsupervised", "one-class", "semi-supervised", "supervised
 
 
 # ----------------------------------------------------------------------------- small helpers
-
-def explorer_link(run_id: str, step_idx: int, set_id: str) -> str:
-    """The explorer page on one step, scored by one prediction set (ids URL-encoded)."""
-    return "/explorer?" + urlencode({"run": run_id, "step": int(step_idx), "set": set_id})
-
 
 def check_threshold(mode: str, top_k: float) -> tuple[str, float]:
     """Validate the threshold choice; a user-supplied bad value is an error with one sentence."""
@@ -367,7 +362,7 @@ def cell_errors(query: QueryFn, set_id: str, backbone: str, action: str, slice_:
     ids = frame[["run_id", "step_idx"]].merge(steps, on=["run_id", "step_idx"], how="left")
     frame.insert(frame.columns.get_loc("step_idx") + 1, "step_id", ids["step_id"].to_numpy())
     frame.insert(frame.columns.get_loc("step_id") + 1, "agent", ids["agent"].to_numpy())
-    frame["explorer"] = [explorer_link(r, s, set_id) for r, s in zip(frame["run_id"], frame["step_idx"])]
+    frame["explorer"] = [explorer_url(r, s, set_id) for r, s in zip(frame["run_id"], frame["step_idx"])]
     frame["threshold_used"] = [threshold_text(own, cut, top_k) for own, cut in zip(frame["own_labels"], frame["cut"])]
     return frame
 

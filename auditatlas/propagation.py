@@ -16,7 +16,6 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
-from urllib.parse import urlencode
 
 import pandas as pd
 
@@ -24,6 +23,7 @@ import queries
 
 from . import actions
 from .chains import DOWN, MID, ORIGIN, ROLES
+from .views import explorer_url
 
 Query = tuple[str, dict[str, Any]]
 Slice = Mapping[str, Any] | None
@@ -223,11 +223,6 @@ def load_heatmap(root: str | Path | None, slice_: Slice) -> pd.DataFrame:
 # Chains
 
 
-def explorer_link(run_id: str, step_idx: int) -> str:
-    """The trace explorer at one step: ``/explorer?run=<run_id>&step=<step_idx>`` (URL-encoded)."""
-    return "/explorer?" + urlencode({"run": str(run_id), "step": int(step_idx)})
-
-
 def _action_path(values: Any) -> str:
     return " → ".join(action_label(str(a)) for a in (list(values) if values is not None else []))
 
@@ -240,7 +235,7 @@ def chain_table(rows: pd.DataFrame, step_column: str) -> pd.DataFrame:
     if out.empty:
         out["explorer"] = pd.Series(dtype=str)
         return out
-    out["explorer"] = [explorer_link(r, s) for r, s in zip(out["run_id"], out[step_column])]
+    out["explorer"] = [explorer_url(str(r), s) for r, s in zip(out["run_id"], out[step_column])]
     out["actions"] = out["actions"].map(_action_path)
     out["steps"] = out["steps"].map(lambda v: ", ".join(str(int(i)) for i in v))
     first = ["backbone", step_column, "length", "origin_action", "actions", "steps", "explorer", "scope", "run_id"]

@@ -14,6 +14,11 @@ INT = pa.int64()
 FLOAT = pa.float64()
 BOOL = pa.bool_()
 
+# The run columns of the slice every page shares (each filters the run column of its name). The
+# query layer filters on them and the view state declares them (auditatlas/views), so they live
+# here, below both.
+SLICE_COLUMNS: tuple[str, ...] = ("corpus", "backbone", "difficulty", "temperature", "domain", "outcome")
+
 TABLES: dict[str, pa.Schema] = {
     # One row per corpus a source brings (what the Overview says is loaded).
     "corpora": pa.schema([

@@ -6,15 +6,19 @@ Streamlit's ``bind="query-params"`` keeps widget and URL in step in both directi
 A link can ask for a value the store does not hold (a typo, another store's backbone, a corpus
 not ingested here). Streamlit 1.67 drops such a value from a bound widget and from the URL
 without a word, and the page would then show everything. So the URL is read before the widgets
-exist, the values that are not options are remembered, and one warning names each of them.
+exist, the values that are not options are remembered, and one warning names each of them
+(drawn by ``view_state.report``, as every page's link problems are).
 """
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
+from auditatlas.views import SLICE
 from components.safe import md
-from queries import SLICE_COLUMNS
+from components.view_state import report
+
+SLICE_COLUMNS = tuple(f.name for f in SLICE)
 
 LABELS = {
     "corpus": "Corpus",
@@ -52,16 +56,17 @@ def slice_sidebar(options: pd.DataFrame) -> dict[str, list[str]]:
         )
     _forget_touched(unknown, chosen, {c for c, counts in by_column.items() if counts})
     if unknown:
-        st.warning(not_in_store_message({c: values for c, (values, _) in unknown.items()}))
+        report([not_in_store_message({c: values for c, (values, _) in unknown.items()})])
     return chosen
 
 
 def not_in_store_message(unknown: dict[str, list[str]]) -> str:
-    """One sentence naming each value a link asked for that the store does not hold (escaped)."""
+    """One sentence naming each value a link asked for that the store does not hold (plain
+    text: ``report`` escapes it)."""
     parts = []
     for column, values in unknown.items():
         verb = "is" if len(values) == 1 else "are"
-        parts.append(f"{column} {', '.join(md(v) for v in values)} {verb} not in this store")
+        parts.append(f"{column} {', '.join(values)} {verb} not in this store")
     return "; ".join(parts) + ". Left out of the slice, so this view shows more than the link asked for."
 
 

@@ -11,7 +11,9 @@ ensure_app_navigation()
 from auditatlas.boards import PILLARS
 from auditatlas.boards import registry as board_registry
 from auditatlas.errors import AtlasError
-from components import board_view, cached
+from auditatlas.views.pages import BOARDS as BOARDS_STATE
+from auditatlas.views.pages import board_corpus_key
+from components import board_view, cached, view_state
 from components.safe import md
 from components.tables import table
 
@@ -21,6 +23,8 @@ st.title("Boards")
 st.caption("Every number is regenerated from predictions in the store. Entrants are ordered only where a paired test "
            "(Holm-adjusted within its declared family) separates them from the floor or baseline; the rest share an "
            "unresolved band.")
+# Read before the widgets: a bound widget drops a value it does not offer (see view_state).
+link = view_state.read(BOARDS_STATE)
 
 available = cached.board_corpora()
 # One tab per pillar, its boards in registry order: a board added to the registry shows up here.
@@ -43,7 +47,8 @@ def board_section(name: str) -> None:
     if not corpora:
         st.info(f"The store holds no corpus the **{name}** board can score. Load one with `auditatlas ingest`.")
         return
-    corpus = st.selectbox("Corpus", corpora, key=f"board_{name}_corpus", bind="query-params")
+    corpus = st.selectbox("Corpus", corpora, key=board_corpus_key(name), bind="query-params")
+    link.not_held(board_corpus_key(name), f"the {name} board's corpus", corpus)
     with st.spinner(f"Scoring {name} on {md(corpus)}…"):
         try:
             result, cells = cached.board(name, corpus, slice_)

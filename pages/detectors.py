@@ -9,30 +9,20 @@ from components.shell import ensure_app_navigation
 ensure_app_navigation()
 
 from auditatlas import detector_views as dv
-from components import auroc_grid, cached
+from auditatlas.views.pages import DETECTOR_TABS, DETECTOR_VIEW_MODES, DETECTORS, RULES
+from components import auroc_grid, cached, view_state
 from components.filters import describe
 from components.safe import md
 from components.tables import table
 
 slice_ = st.session_state.get("slice", {})
-# What the link asked for, read before the widgets on the page's first run in this session (a
-# link opened): a bound widget drops a value it does not offer, and a value the store does not
-# hold must be reported, never silently dropped. Later runs are the user's own choices.
-asked = ({} if st.session_state.get("detectors_link_read") else
-         {k: st.query_params.get(k) for k in ("detectors_corpus", "grid_backbone", "action", "detector", "set")})
-st.session_state["detectors_link_read"] = True
-
-
-def report_unknown(key: str, label: str, chosen) -> None:
-    if asked.get(key) not in (None, "") and asked[key] != chosen:
-        st.warning(f"The link asks for {label} **{md(asked[key])}**, which this view does not hold here; "
-                   f"showing **{md(chosen)}** instead.")
-
 
 st.title("Detectors")
 st.caption("Step-level prediction sets of one corpus, re-scored here or released (imported CSVs, judges), compared "
            "on the labeled test steps of the sidebar slice (split test, or all for sets without a split). "
            f"Slice: {md(describe(slice_))}.")
+# Read before the widgets: a bound widget drops a value it does not offer (see view_state).
+link = view_state.read(DETECTORS)
 
 corpora = cached.query("detector_corpora")
 if slice_.get("corpus"):
@@ -47,13 +37,14 @@ top = st.columns([2, 2, 1])
 corpus = top[0].selectbox("Corpus", list(with_steps["corpus"]), key="detectors_corpus", bind="query-params",
                           help="Corpora with step-level prediction sets (sets per corpus: " +
                                ", ".join(f"{md(c)}: {n}" for c, n in zip(with_steps["corpus"], with_steps["step_sets"])) + ")")
-threshold = top[1].radio("Decision threshold", dv.THRESHOLD_MODES, key="threshold", bind="query-params",
-                         horizontal=True,
-                         help="own: a set's own pred_label where every scored step has one, else its top k%. "
-                              "top_k: every set flags its top k% of labeled test steps (ties at the cut all flagged).")
-top_k = top[2].number_input("top k (%)", min_value=0.5, max_value=100.0, value=dv.DEFAULT_TOP_K, step=1.0,
-                            key="top_k", bind="query-params")
-report_unknown("detectors_corpus", "corpus", corpus)
+rule = top[1].radio("Decision rule", RULES, key="rule", bind="query-params", horizontal=True,
+                    help="own: a set's own pred_label where every scored step has one, else its top share. "
+                         "top_pct: every set flags its top share of labeled test steps (ties at the cut all flagged).")
+top_pct = top[2].number_input("top share (%)", min_value=DETECTORS["top_pct"].low, max_value=DETECTORS["top_pct"].high,
+                              value=DETECTORS["top_pct"].default, step=1.0, key="top_pct", bind="query-params")
+# The detector views name the rule their ``threshold`` mode and the share their ``top_k``.
+view_mode = DETECTOR_VIEW_MODES[rule]
+link.not_held("detectors_corpus", "corpus", corpus)
 
 sets_all = dv.prediction_sets(cached.query, corpus)
 sets = dv.step_sets(sets_all)
@@ -66,7 +57,7 @@ if len(hidden):
     st.caption(f"{len(hidden)} prediction set(s) of this corpus do not fit these step-level views "
                "(run-level, or no test predictions); the Prediction sets tab lists them with the reason.")
 
-TABS = ["AUROC grid", "Overall", "Cost", "Prediction sets"]
+TABS = list(DETECTOR_TABS)
 tabs = st.tabs(TABS, key="tab", bind="query-params")
 
 
@@ -89,7 +80,7 @@ def grid_tab() -> None:
 
     facet = st.selectbox("Table and errors for backbone", [*backbones, dv.ALL_BACKBONES], key="grid_backbone",
                          bind="query-params", help="'(all backbones)' pools the backbones of the slice into one grid.")
-    report_unknown("grid_backbone", "backbone", facet)
+    link.not_held("grid_backbone", "backbone", facet)
     shown = grid if facet != dv.ALL_BACKBONES else dv.compute_grid(cached.query, corpus, slice_, by_backbone=False, sets=sets)
     text, num, titles = dv.wide_grid(shown, facet)
     actions = list(num["action"].iloc[:-1])
@@ -114,15 +105,14 @@ def grid_tab() -> None:
 
     st.subheader("Errors behind a cell")
     c1, c2, c3 = st.columns([2, 3, 3])
-    action = c1.selectbox("Action", [dv.ALL_ACTIONS, *actions], key="action", bind="query-params",
-)
+    action = c1.selectbox("Action", [dv.ALL_ACTIONS, *actions], key="action", bind="query-params")
     detector = c2.selectbox("Detector", detectors, key="detector", bind="query-params")
     own_sets = list(sets.loc[sets["detector"] == detector, "set_id"])
     set_id = c3.selectbox("Prediction set (seed)", own_sets, key="set", bind="query-params")
-    report_unknown("action", "action", action)
-    report_unknown("detector", "detector", detector)
-    report_unknown("set", "prediction set", set_id)
-    errors = dv.cell_errors(cached.query, set_id, facet, action, slice_, threshold, top_k)
+    link.not_held("action", "action", action)
+    link.not_held("detector", "detector", detector)
+    link.not_held("set", "prediction set", set_id)
+    errors = dv.cell_errors(cached.query, set_id, facet, action, slice_, view_mode, top_pct)
     if errors.empty:
         st.info("No false positive and no false negative in this cell for this set at its threshold.")
         return
@@ -139,7 +129,7 @@ def grid_tab() -> None:
 def overall_tab() -> None:
     st.subheader("Overall comparison (MAADBench Figure 5)")
     with st.spinner("Scoring the detectors…"):
-        overall = dv.compute_overall(cached.query, corpus, slice_, threshold, top_k, sets=sets)
+        overall = dv.compute_overall(cached.query, corpus, slice_, view_mode, top_pct, sets=sets)
     per = overall.per_detector
     if overall.per_set["n_steps"].sum() == 0:
         st.warning("No labeled test step of this slice is scored by these sets. Widen the filters in the sidebar.")
@@ -156,8 +146,8 @@ def overall_tab() -> None:
         st.caption(f"Random baseline: **{md(overall.baseline)}**. Test against it: one-tailed (is the ROC-AUC above "
                    f"random's?) paired t-test (scipy.stats.ttest_rel) over shared seeds when there are at least "
                    f"{dv.MIN_SEEDS_FOR_TEST}, else Mann-Whitney U over unpaired seeds, else not possible (said per row).")
-    metric = st.selectbox("Chart", list(dv.METRICS), format_func=lambda m: dv.METRIC_LABELS[m], key="metric",
-                          bind="query-params")
+    label = st.selectbox("Chart", list(DETECTORS["metric"].choices), key="metric", bind="query-params")
+    metric = dict(zip(DETECTORS["metric"].choices, dv.METRICS))[label]
     st.plotly_chart(auroc_grid.overall_chart(per, metric), key="overall-chart")
     table(auroc_grid.overall_frame(per), f"overall-{corpus}", placeholder="")
     st.markdown("**Silent and loud anomalies, detected apart**")
@@ -171,7 +161,7 @@ def overall_tab() -> None:
 
 def cost_tab() -> None:
     st.subheader("Cost beside accuracy (MAADBench Figure 10)")
-    overall = dv.compute_overall(cached.query, corpus, slice_, threshold, top_k, sets=sets)
+    overall = dv.compute_overall(cached.query, corpus, slice_, view_mode, top_pct, sets=sets)
     if overall.per_set["n_steps"].sum() == 0:
         st.warning("No labeled test step of this slice is scored by these sets. Widen the filters in the sidebar.")
         return

@@ -12,12 +12,16 @@ import pandas as pd
 
 from auditatlas import graph as tg
 from components import cached, judges_strip, step_detail, trace_graph
+from auditatlas.views import EXPLORER
 from components import explorer_links as links
 from components import explorer_lists as lists
+from components import view_state
 from components.safe import md
 
 slice_ = st.session_state.get("slice", {})
-state = links.read(st.query_params)
+# No widget here is bound to the URL: the callbacks below write it, so it is the one truth.
+link_view = view_state.read(EXPLORER, bound=False, show=False)
+state = links.from_values(link_view.values, st.query_params, link_view.problems)
 SEARCH_PAGE_SIZE = 50
 SNIPPET_CONTEXT = 60
 
@@ -30,7 +34,7 @@ def _update(**changes) -> None:
     current = links.read(st.query_params)
     for name, value in changes.items():
         setattr(current, name, value)
-    links.write(st.query_params, current)
+    view_state.write(EXPLORER, links.url_values(current))
 
 
 def open_run(run_id: str) -> None:
@@ -67,8 +71,7 @@ st.title("Explorer")
 st.caption("Pick a run to see its dependency graph: steps in trace order, one lane per scope, "
            "ground truth on every step and, for a chosen prediction set, which steps it flags. "
            "The URL keeps the whole view: copy it to share exactly this.")
-for problem in state.problems:
-    st.warning(problem)
+view_state.report(state.problems)
 
 # --- The run list ----------------------------------------------------------------------------
 with st.expander("Runs of the slice", expanded=state.run is None):
@@ -90,8 +93,8 @@ with st.expander("Search the slice's step text", expanded=bool(state.q)):
     actions_in_slice = cached.query("explorer_actions", {"slice": slice_})["action"].tolist()
     unknown_actions = [a for a in state.actions if a not in actions_in_slice]
     if unknown_actions:
-        st.warning("The slice has no step of action " + ", ".join(f"'{md(a)}'" for a in unknown_actions)
-                   + "; the search leaves that filter out.")
+        view_state.report(["The slice has no step of action " + ", ".join(f"'{a}'" for a in unknown_actions)
+                           + "; the search leaves that filter out."])
     st.session_state["search_q"] = state.q
     st.session_state["search_actions"] = [a for a in state.actions if a in actions_in_slice]
     s1, s2, s3 = st.columns([3, 2, 1])
@@ -130,9 +133,9 @@ def rule_controls(run_sets: pd.DataFrame) -> tuple[str | None, tg.DecisionRule |
     if state.set_id and chosen is None:
         known = cached.query("explorer_set", {"set": state.set_id})
         if known.empty:
-            st.warning(f"The store holds no prediction set '{md(state.set_id)}'; no detector is drawn.")
+            view_state.report([f"The store holds no prediction set '{state.set_id}'; no detector is drawn."])
         else:
-            st.warning(f"Prediction set '{md(state.set_id)}' scores no step of this run; no detector is drawn.")
+            view_state.report([f"Prediction set '{state.set_id}' scores no step of this run; no detector is drawn."])
     c1, c2, c3 = st.columns([4, 2, 2])
     st.session_state["explorer_set"] = chosen
     c1.selectbox("Prediction set (detector or judge)", [None] + ids, key="explorer_set", placeholder="none",
@@ -210,8 +213,8 @@ def run_view(run: pd.Series) -> None:
 
     selected = state.step
     if selected is not None and not 0 <= selected < n:
-        st.warning(f"This run has {n} steps (0 to {n - 1}); the link's step {md(state.step_text)} is not one of them, "
-                   "so no step is open.")
+        view_state.report([f"This run has {n} steps (0 to {n - 1}); the link's step {state.step_text} is not one of "
+                           "them, so no step is open."])
         selected = None
 
     steps = cached.query("explorer_steps", {"run": run_id})
@@ -241,7 +244,7 @@ def run_view(run: pd.Series) -> None:
     if n > tg.COLLAPSE_ABOVE:
         unknown = [s for s in state.expand if s not in scopes]
         if unknown:
-            st.warning("This run has no scope " + ", ".join(f"'{md(s)}'" for s in unknown) + "; it stays collapsed.")
+            view_state.report(["This run has no scope " + ", ".join(f"'{s}'" for s in unknown) + "; it stays collapsed."])
         st.session_state["explorer_expand"] = [s for s in state.expand if s in scopes]
         o3.multiselect("Open scopes", scopes, key="explorer_expand", on_change=_from_widget,
                        args=("explorer_expand", "expand"),
@@ -293,7 +296,7 @@ def run_view(run: pd.Series) -> None:
 if state.run:
     found = cached.query("explorer_run", {"run": state.run})
     if found.empty:
-        st.warning(f"The store holds no run with id '{md(state.run)}'; choose one in the run list above.")
+        view_state.report([f"The store holds no run with id '{state.run}'; choose one in the run list above."])
     else:
         run_view(found.iloc[0])
 

@@ -8,7 +8,8 @@ from components.shell import ensure_app_navigation
 ensure_app_navigation()
 
 from auditatlas import actions, rates
-from components import cached
+from auditatlas.views.pages import OVERVIEW
+from components import cached, view_state
 from components.charts import rate_heatmap
 from components.filters import describe
 from components.safe import md
@@ -17,6 +18,7 @@ from components.tables import table
 slice_ = st.session_state.get("slice", {})
 
 st.title("Overview")
+view_state.read(OVERVIEW)  # the slice is the sidebar's; anything else a link gives is reported
 
 st.subheader("What is loaded")
 corpora = cached.query("corpora")

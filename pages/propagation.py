@@ -9,7 +9,9 @@ from components.shell import ensure_app_navigation
 ensure_app_navigation()
 
 from auditatlas import propagation as P
-from components import cached
+from auditatlas.views import not_held
+from auditatlas.views.pages import PROPAGATION, PROPAGATION_TABS, RULES
+from components import cached, view_state
 from components import propagation_view as view
 from components.charts import rate_heatmap
 from components.filters import describe
@@ -29,6 +31,8 @@ st.title("Propagation")
 st.caption("Within one scope (the same run and puzzle; the run for corpora without puzzles), does a failed step "
            "come with later failures? A chain is the sorted failed steps of one scope when there are at least two: "
            "the first is its origin, the last its down step, the rest mid (MAADBench Figures 4, 8 and 11).")
+# Read before the widgets: a bound widget drops a value it does not offer (see view_state).
+link = view_state.read(PROPAGATION)
 
 sources = q(P.sources_query(slice_))
 corpora = P.corpora(sources, q(P.corpora_query(slice_)))
@@ -46,7 +50,7 @@ simulated = sorted(set(known.loc[known["kind"] == "simulated", "corpus"]) & set(
 if simulated:
     st.caption(f"Simulated data ({md(', '.join(simulated))}): explore the tool with it, do not cite its numbers.")
 
-tabs = st.tabs(["Heatmap", "Chains", "Recall by role", "Failure modes"], key="tab", bind="query-params")
+tabs = st.tabs(list(PROPAGATION_TABS), key="tab", bind="query-params")
 
 
 def no_chains() -> None:
@@ -101,6 +105,9 @@ def cell_section(cells) -> None:
                        on_change=reset_cell_page)
     later = c3.selectbox("Later failed action", acts, index=None, key="later_action", bind="query-params",
                          on_change=reset_cell_page)
+    for name, what, chosen in (("cell_backbone", "backbone", backbone), ("src_action", "source action", src),
+                               ("later_action", "later action", later)):
+        link.not_held(name, what, chosen, instead=f"showing '{chosen}' instead" if chosen else "no cell is chosen")
     if not (backbone and src and later):
         st.caption("Click a heatmap cell, or choose a backbone and both actions, to list the chains behind it.")
         return
@@ -153,7 +160,7 @@ def paged(query_for_page, page: int):
         rows = q(query_for_page(1))
         total = P.total_rows(rows)
         if total:
-            st.warning(f"Page {page} is past the last page ({P.page_count(total)}); showing page 1.")
+            view_state.report([f"Page {page} is past the last page ({P.page_count(total)}); showing page 1."])
         page = 1
     return rows, total, page
 
@@ -177,12 +184,17 @@ def chains_section() -> None:
     c1, c2 = st.columns([2, 1])
     chosen = c1.multiselect("Origin action", origins, key="origin", bind="query-params",
                             on_change=lambda: st.session_state.update(chain_page=1))
+    link.not_held_items("origin", "origin action", origins)
     if longest > 2:
         low, high = c2.slider("Length", min_value=2, max_value=longest, value=(2, longest), key="length",
                               bind="query-params", on_change=lambda: st.session_state.update(chain_page=1))
     else:
         low = high = 2
         c2.caption("Every chain here has length 2.")
+    asked = link.asked["length"]
+    if asked and tuple(asked) != (low, high):
+        view_state.report([not_held("chain lengths", f"{asked[0]} to {asked[1]}", f"showing lengths {low} to {high} "
+                                    f"(the longest chain here has {longest} failed steps)")])
     page = st.columns([1, 4])[0].number_input("Page", min_value=1, step=1, key="chain_page", bind="query-params")
     rows, total, page = paged(lambda n: P.chains_query(slice_, chosen, low, high, page=n), int(page))
     if total == 0:
@@ -205,20 +217,23 @@ def roles_section() -> None:
                 "`auditatlas ingest predictions` or re-score a detector.")
         return
     c1, c2 = st.columns([1, 1])
-    mode = c1.segmented_control("Threshold", ["own labels", "top k%"], default="own labels", key="threshold",
-                                bind="query-params", required=True)
-    top_k = None
-    if mode == "top k%":
-        top_k = c2.number_input("k (% of the set's scored steps in the slice)", min_value=0.1, max_value=100.0,
-                                value=10.0, step=1.0, key="top_k", bind="query-params")
-    rows = q(P.role_recall_query(slice_, top_k))
+    rule = c1.segmented_control("Flagged by", RULES, default=PROPAGATION["rule"].default, key="rule",
+                                bind="query-params", required=True,
+                                help="own: the set's own labels; top_pct: its top share of scored steps")
+    top_pct = None  # None: the sets' own labels
+    if rule == "top_pct":
+        share = PROPAGATION["top_pct"]
+        top_pct = c2.number_input("top share (% of the set's scored steps in the slice)", min_value=share.low,
+                                max_value=share.high, value=share.default, step=1.0, key="top_pct",
+                                bind="query-params")
+    rows = q(P.role_recall_query(slice_, top_pct))
     per_set = P.role_recall(rows)
     if per_set.empty:
         st.info("The step-level sets here flag nothing on the anomalous steps of this slice"
-                + (" (they carry no labels of their own: try top k%)." if top_k is None else "."))
+                + (" (they carry no labels of their own: try top_pct)." if top_pct is None else "."))
         return
-    st.caption(("Flagged = the set's own label. " if top_k is None else
-                f"Flagged = score among the top {top_k:g}% of the set's scored steps in the slice (ties at the cut "
+    st.caption(("Flagged = the set's own label. " if top_pct is None else
+                f"Flagged = score among the top {top_pct:g}% of the set's scored steps in the slice (ties at the cut "
                 "all flagged). ")
                + "Recall on a role = share of its anomalous steps flagged; in isolation = the same actions' recall "
                "over all anomalies, weighted by the role's action mix; delta = role - isolation. Training rows "

@@ -23,12 +23,12 @@ from auditatlas.detectors.cross import cross_backbone, result_json
 from auditatlas.detectors.features import DEFAULT_FEATURE_SET, FEATURE_SETS
 from auditatlas.detectors.registry import engine_detectors, registry
 from auditatlas.errors import AtlasError
-from components import cached
+from auditatlas.views.pages import RESCORE
+from components import cached, view_state
 from components.filters import describe
 from components.safe import md, plotly, plotly_list
 from components.tables import table
 
-DEFAULT_DETECTORS = ["random", "iforest", "logreg"]
 REPO = Path(__file__).resolve().parents[1]
 
 slice_ = {k: v for k, v in st.session_state.get("slice", {}).items() if v}
@@ -41,6 +41,8 @@ st.caption("Fit detectors from the registry on the steps of the sidebar slice an
            "ones on the normal training steps, supervised ones on the labeled training steps; unlabeled steps are "
            "scored but never used as labels.")
 st.markdown(f"**Slice:** {md(describe(slice_))}")
+# Read before the widgets: a bound widget drops a value it does not offer (see view_state).
+link = view_state.read(RESCORE)
 
 counts = cached.query("step_label_counts", {"slice": slice_})
 scorable, notes = engine.scorable_corpora(counts.to_dict(orient="records"))
@@ -86,13 +88,15 @@ if not scorable:
                "no detector could be evaluated. Widen the slice in the sidebar.")
 else:
     chosen = st.multiselect(
-        "Detectors", engine_detectors(), default=DEFAULT_DETECTORS, key="rescore_detectors", bind="query-params",
+        "Detectors", engine_detectors(), default=RESCORE["rescore_detectors"].default, key="rescore_detectors", bind="query-params",
         help="; ".join(f"{d.name}: {d.title}, {d.supervision}" for d in detectors.values() if d.engine))
     left, right = st.columns(2)
     feature_set = left.selectbox(
-        "Feature set", list(FEATURE_SETS), index=list(FEATURE_SETS).index(DEFAULT_FEATURE_SET),
+        "Feature set", list(FEATURE_SETS), index=list(FEATURE_SETS).index(RESCORE["rescore_feature_set"].default),
         key="rescore_feature_set", bind="query-params", help="; ".join(f"{k}: {v}" for k, v in FEATURE_SETS.items()))
-    seeds = right.number_input("Seeds", min_value=1, max_value=10, value=1, step=1, key="rescore_seeds",
+    seeds_field = RESCORE["rescore_seeds"]
+    seeds = right.number_input("Seeds", min_value=seeds_field.low, max_value=seeds_field.high,
+                               value=seeds_field.default, step=1, key="rescore_seeds",
                                bind="query-params", help="Seeds 0..N-1: one split and one fit per seed.")
     # A click records a request in session state (on_click runs before the page does), so the
     # request survives the navigation guard's rerun instead of being lost with the button value.
@@ -153,11 +157,14 @@ st.caption("Train on one backbone's steps, test on another's (MAADBench Figure 7
 if not scorable:
     st.caption("Needs a slice with anomalous and normal labeled steps.")
 else:
-    cross_chosen = st.multiselect("Detectors for the matrix", engine_detectors(), default=["logreg"],
+    cross_chosen = st.multiselect("Detectors for the matrix", engine_detectors(), default=RESCORE["cross_detectors"].default,
                                   key="cross_detectors", bind="query-params")
     c1, c2 = st.columns(2)
     cross_corpus = c1.selectbox("Corpus", scorable, key="cross_corpus", bind="query-params")
-    cross_seeds = c2.number_input("Seeds", min_value=1, max_value=5, value=1, step=1, key="cross_seeds",
+    link.not_held("cross_corpus", "corpus", cross_corpus)
+    cross_field = RESCORE["cross_seeds"]
+    cross_seeds = c2.number_input("Seeds", min_value=cross_field.low, max_value=cross_field.high,
+                                  value=cross_field.default, step=1, key="cross_seeds",
                                   bind="query-params")
     st.button("Compute the matrix", disabled=not cross_chosen, key="cross_run", on_click=_request, args=("cross",))
     if st.session_state.pop("cross_requested", False) and cross_chosen:

@@ -22,7 +22,7 @@ from typing import Any, Callable, Mapping
 import duckdb
 import pyarrow as pa
 
-from auditatlas.schema import TABLES
+from auditatlas.schema import SLICE_COLUMNS, TABLES
 from auditatlas.store import MANIFEST, read_manifest, store_dir, table_files
 
 from . import derived
@@ -30,8 +30,8 @@ from . import derived
 SQL_DIR = Path(__file__).resolve().parent / "sql"
 _log = logging.getLogger(__name__)
 
-# The columns of the slice every page shares, and the run column each one filters.
-SLICE_COLUMNS: tuple[str, ...] = ("corpus", "backbone", "difficulty", "temperature", "domain", "outcome")
+# SLICE_COLUMNS (imported above): the columns of the slice every page shares, each filtering
+# the run column of its name.
 
 
 class _Database:

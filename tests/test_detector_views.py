@@ -420,7 +420,9 @@ def test_provenance_nested_and_missing(tmp_path):
 
 
 def test_explorer_link_encodes_ids():
-    assert dv.explorer_link("whowhen:Algorithm-Generated/1", 3, "a&b") == \
+    from auditatlas.views import explorer_url
+
+    assert explorer_url("whowhen:Algorithm-Generated/1", 3, "a&b") == \
         "/explorer?run=whowhen%3AAlgorithm-Generated%2F1&step=3&set=a%26b"
 
 

@@ -114,7 +114,7 @@ def test_link_restores_cell_and_lists_errors(detector_store, monkeypatch):
     store, ids = detector_store
     set_id = ids["iforest"][1]
     at = _open(store, monkeypatch, grid_backbone="GPT-4.1", action="SOLVE_CLUE", detector="iforest · basic",
-               set=set_id, threshold="top_k", top_k="20")
+               set=set_id, rule="top_pct", top_pct="20")
     assert at.selectbox(key="grid_backbone").value == "GPT-4.1"
     assert at.selectbox(key="action").value == "SOLVE_CLUE"
     assert at.selectbox(key="set").value == set_id

@@ -89,7 +89,7 @@ def test_choosing_a_cell_lists_its_errors(server, browser, shots):
 def test_shared_link_and_other_tabs(server, browser, shots):
     outside: list[str] = []
     page = new_page(browser, outside)
-    page.goto(server + "/detectors?tab=Overall&threshold=top_k&top_k=15&backbone=GPT-4.1")
+    page.goto(server + "/detectors?tab=Overall&rule=top_pct&top_pct=15&backbone=GPT-4.1")
     wait_idle(page, "Random baseline")
     body = page.inner_text("body")
     assert "Random baseline: random" in body

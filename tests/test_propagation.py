@@ -242,7 +242,9 @@ def test_cell_drill_down_pages(store):
 
 
 def test_explorer_link_is_url_encoded():
-    assert P.explorer_link("maadbench-sim:run_1/2026 room&x", 7) == \
+    from auditatlas.views import explorer_url
+
+    assert explorer_url("maadbench-sim:run_1/2026 room&x", 7) == \
         "/explorer?run=maadbench-sim%3Arun_1%2F2026+room%26x&step=7"
 
 

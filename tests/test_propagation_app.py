@@ -112,9 +112,9 @@ def test_roles_tab_with_prediction_sets(roles_store, monkeypatch):
     assert set(per_set["set_id"]) == {"maadbench-sim:noisy:0", "maadbench-sim:noisy:1"}
 
 
-def test_roles_tab_top_k_from_a_link(roles_store, monkeypatch):
-    at = _open(roles_store, monkeypatch, tab="Recall by role", threshold="top k%", top_k="5")
-    assert at.number_input(key="top_k").value == 5
+def test_roles_tab_top_pct_from_a_link(roles_store, monkeypatch):
+    at = _open(roles_store, monkeypatch, tab="Recall by role", rule="top_pct", top_pct="5")
+    assert at.number_input(key="top_pct").value == 5
     assert "top 5% of the set's scored steps" in _texts(at)
     per_set = next(df.value for df in at.dataframe if "origin_recall" in df.value.columns)
     flagged_share = per_set["flagged_steps"] / per_set["scored_steps"]

@@ -1,0 +1,284 @@
+"""The mechanics of declared view state: a typed field, a page's state, its parse and its URL.
+
+A page's view state is data (DESIGN.md, "Links"): the URL, a tour stop and an export are
+renderings of the same declaration. ``PageState.parse`` turns a query string into typed
+values and one plain sentence per value it cannot use (the drawing side escapes them, so a
+link's text is shown as text); ``url`` writes the values back, only those that differ from
+the defaults, in the declaration's order, so one view has one link.
+
+No Streamlit and no store here: the values a store holds (a run, a backbone) are checked by
+the page against the store, with ``not_held`` giving the sentence.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence
+from urllib.parse import urlencode
+
+from ..schema import SLICE_COLUMNS
+
+KINDS = ("str", "int", "float", "bool", "choice", "list")
+TRUE_TEXTS = ("1", "true", "yes")
+FALSE_TEXTS = ("0", "false", "no")
+# Streamlit's own query parameters: a link may carry them on any page.
+STREAMLIT_PARAMS = frozenset({"embed", "embed_options"})
+
+
+@dataclass(frozen=True)
+class Field:
+    """One URL parameter of a page.
+
+    ``kind``: str, int, float, bool, choice (one of ``choices``) or list (repeatable; its
+    items are ``item`` values, from ``choices`` when given, exactly ``count`` of them when
+    given). ``low``/``high`` bound int and float values (and int items), inclusive.
+    ``expects`` and ``fallback`` word the problem sentence: "The link's step 'abc' is not
+    {expects}; {fallback}." (defaults are derived from the kind, the bounds and the default).
+    """
+
+    name: str
+    kind: str
+    default: Any = None
+    help: str = ""
+    choices: tuple[str, ...] | None = None
+    low: float | None = None
+    high: float | None = None
+    item: str = "str"
+    count: int | None = None
+    expects: str | None = None
+    fallback: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"field {self.name}: kind must be one of {', '.join(KINDS)}, not {self.kind!r}")
+        if self.kind == "choice" and not self.choices:
+            raise ValueError(f"field {self.name}: a choice needs its choices")
+
+    # ------------------------------------------------------------------ reading one parameter
+
+    def parse(self, raw: Sequence[str]) -> tuple[Any, str | None]:
+        """The value ``raw`` (the parameter's values in the URL) asks for, and the sentence
+        saying why it cannot be used (None when it can). A missing or empty parameter is the
+        default, with no sentence."""
+        if self.kind == "list":
+            return self._parse_list([v for v in raw if v != ""])
+        text = raw[-1] if raw else ""
+        if text == "":
+            return self.default, None
+        value = self._parse_one(text, self.kind)
+        if value is _BAD:
+            return self.default, self.problem(text)
+        return value, None
+
+    def _parse_one(self, text: str, kind: str) -> Any:
+        if kind == "str":
+            return text
+        if kind == "choice":
+            return text if text in (self.choices or ()) else _BAD
+        if kind == "bool":
+            low = text.lower()
+            return True if low in TRUE_TEXTS else False if low in FALSE_TEXTS else _BAD
+        try:
+            value = int(text) if kind == "int" else float(text)
+        except ValueError:
+            return _BAD
+        if isinstance(value, float) and not math.isfinite(value):
+            return _BAD
+        if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
+            return _BAD
+        return value
+
+    def _parse_list(self, raw: list[str]) -> tuple[list[Any], str | None]:
+        if not raw:
+            return list(self.default or []), None
+        kept, bad = [], []
+        for text in raw:
+            value = self._parse_one(text, "choice" if self.choices else self.item)
+            (bad if value is _BAD else kept).append(text if value is _BAD else value)
+        if self.count is not None and len(raw) != self.count:
+            return list(self.default or []), self.problem(", ".join(raw))
+        if bad and self.count is not None:
+            return list(self.default or []), self.problem(", ".join(bad))
+        if bad:
+            return kept, self.problem(", ".join(bad), fallback="left out" if kept else None)
+        return kept, None
+
+    # ------------------------------------------------------------------ the problem sentence
+
+    def problem(self, text: str, fallback: str | None = None) -> str:
+        """One sentence naming this parameter and the value the link gave it."""
+        return f"The link's {self.name} '{text}' {self.is_not()}; {fallback or self.fallback or self.default_fallback()}."
+
+    def is_not(self) -> str:
+        if self.expects:
+            return f"is not {self.expects}"
+        choices = ("1", "0") if self.kind == "bool" else self.choices
+        if choices:
+            if len(choices) == 2:
+                return f"is neither {choices[0]} nor {choices[1]}"
+            return "is not one of " + ", ".join(choices)
+        kind = self.item if self.kind == "list" else self.kind
+        what = {"int": "a whole number", "float": "a number"}.get(kind, "a value")
+        if self.count:
+            what = f"{self.count} values, each {what}"
+        return f"is not {what}{self._bounds()}"
+
+    def _bounds(self) -> str:
+        if self.low is not None and self.high is not None:
+            return f" from {_text(self.low)} to {_text(self.high)}"
+        if self.low is not None:
+            return f" ≥ {_text(self.low)}"
+        if self.high is not None:
+            return f" ≤ {_text(self.high)}"
+        return ""
+
+    def default_fallback(self) -> str:
+        if self.default in (None, "", [], ()):
+            return "left out"
+        if isinstance(self.default, (list, tuple)):
+            return "using " + ", ".join(_text(v) for v in self.default)
+        return f"using {_text(self.default)}"
+
+    # ------------------------------------------------------------------ writing it back
+
+    def items(self, value: Any) -> list[tuple[str, str]]:
+        """The (name, text) pairs that write ``value`` into a URL; none for the default."""
+        if value is None or value == "" or value == self.default:
+            return []
+        if isinstance(value, (list, tuple)):
+            if list(value) == list(self.default or []):
+                return []
+            return [(self.name, _text(v)) for v in value]
+        if self.kind == "bool":
+            return [(self.name, "1")] if value else []
+        return [(self.name, _text(value))]
+
+    def describe(self) -> str:
+        """Kind, choices or range, default: the README's words for this parameter."""
+        kind = f"list of {self.item}" if self.kind == "list" else self.kind
+        if self.choices:
+            kind += ": " + " \\| ".join(f"`{c}`" for c in self.choices)
+        elif self._bounds():
+            kind += self._bounds()
+        if self.count:
+            kind += f", {self.count} values"
+        default = self.default_fallback().removeprefix("using ") if self.default not in (None, "", [], ()) else "—"
+        return f"{kind}; default {default}"
+
+
+_BAD = object()  # a value the field cannot use (never a real value)
+
+
+def _text(value: Any) -> str:
+    """A value as a link writes it: whole floats keep their ``.0`` (``6.0``) as before."""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def values_of(params: Any, name: str) -> list[str]:
+    """Every value ``params`` (``st.query_params``, or a plain mapping) gives ``name``."""
+    if hasattr(params, "get_all"):
+        return [str(v) for v in params.get_all(name)]
+    value = params.get(name) if isinstance(params, Mapping) else None
+    if value is None:
+        return []
+    return [str(v) for v in value] if isinstance(value, (list, tuple)) else [str(value)]
+
+
+def names_in(params: Any) -> list[str]:
+    return [str(k) for k in (params.keys() if hasattr(params, "keys") else [])]
+
+
+# ---------------------------------------------------------------------------- the shared slice
+
+SLICE_HELP = {
+    "corpus": "corpora to show", "backbone": "LLM backbones", "difficulty": "run difficulties",
+    "temperature": "sampling temperatures", "domain": "task domains", "outcome": "run outcomes",
+}
+# Repeatable, values from the store (checked against it by the sidebar): every page reads them.
+SLICE: tuple[Field, ...] = tuple(Field(c, "list", default=[], help=SLICE_HELP[c]) for c in SLICE_COLUMNS)
+
+
+# ---------------------------------------------------------------------------- a page's state
+
+Check = Callable[[dict[str, Any], list[str]], None]
+
+
+@dataclass(frozen=True)
+class PageState:
+    """A page's declared view state: its path, what it shows, its own fields in URL order, and
+    an optional ``check`` of rules across fields (it may change values and add sentences)."""
+
+    path: str
+    title: str
+    what: str
+    fields: tuple[Field, ...] = ()
+    check: Check | None = None
+    notes: str = ""
+    _by_name: dict[str, Field] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        names = [f.name for f in self.fields]
+        clash = set(names) & set(SLICE_COLUMNS) or {n for n in names if names.count(n) > 1}
+        if clash:
+            raise ValueError(f"page {self.path}: parameter(s) {', '.join(sorted(clash))} declared twice")
+        self._by_name.update({f.name: f for f in self.fields})
+
+    def __getitem__(self, name: str) -> Field:
+        return self._by_name[name]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._by_name)
+
+    def defaults(self) -> dict[str, Any]:
+        return {f.name: (list(f.default) if isinstance(f.default, (list, tuple)) else f.default) for f in self.fields}
+
+    def parse(self, params: Any) -> tuple[dict[str, Any], list[str]]:
+        """Typed values for every field and one sentence per value the link gives that the
+        page cannot use: a wrong type, out of range, an unknown choice, or a parameter this
+        page does not read."""
+        values: dict[str, Any] = {}
+        problems: list[str] = []
+        for f in self.fields:
+            values[f.name], problem = f.parse(values_of(params, f.name))
+            if problem:
+                problems.append(problem)
+        known = set(self.names) | set(SLICE_COLUMNS) | STREAMLIT_PARAMS
+        for name in names_in(params):
+            if name not in known:
+                shown = ", ".join(values_of(params, name))
+                problems.append(f"The link's {name} '{shown}' is not a parameter of this page ({self.path}); ignored.")
+        if self.check is not None:
+            self.check(values, problems)
+        return values, problems
+
+    def url(self, slice_: Mapping[str, Iterable[Any]] | None = None, values: Mapping[str, Any] | None = None,
+            base: str | None = None) -> str:
+        """``base?slice…&field…``: the slice in its column order, then the fields that differ
+        from their defaults in declaration order, URL-encoded (a value never ends the URL)."""
+        unknown = set(values or {}) - set(self.names)
+        if unknown:
+            raise KeyError(f"page {self.path} has no parameter {', '.join(sorted(unknown))}")
+        items: list[tuple[str, str]] = []
+        for col in SLICE_COLUMNS:
+            items += [(col, _text(v)) for v in (slice_ or {}).get(col) or []]
+        for f in self.fields:
+            items += f.items((values or {}).get(f.name, f.default))
+        query = urlencode(items)
+        base = self.path if base is None else base
+        return f"{base}?{query}" if query else base
+
+
+def url(page: PageState, slice_: Mapping[str, Iterable[Any]] | None = None,
+        values: Mapping[str, Any] | None = None, base: str | None = None) -> str:
+    """The link to ``page`` showing ``values`` inside ``slice_`` (see ``PageState.url``)."""
+    return page.url(slice_, values, base)
+
+
+def not_held(what: str, asked: Any, instead: str) -> str:
+    """The sentence for a link value the store (or this view of it) does not hold."""
+    return f"The link asks for {what} '{asked}', which this view does not hold here; {instead}."

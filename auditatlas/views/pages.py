@@ -1,0 +1,119 @@
+"""Every page's declared view state, in the app's navigation order.
+
+The explorer's lives in ``explorer.py`` (its link builder is used by core modules, which
+must not import the registries this module reads). Names have one meaning across pages: a
+score cut is ``threshold``; a number of steps is ``top_k``; a share of a set's scored steps,
+in percent, is ``top_pct``; how a set decides which steps it flags is ``rule`` (``own``: its
+own pred_label, ``top_pct``: its top share).
+"""
+from __future__ import annotations
+
+from .. import detector_views as dv
+from ..boards import PILLARS
+from ..boards import registry as board_registry
+from ..detectors.features import DEFAULT_FEATURE_SET, FEATURE_SETS
+from ..detectors.registry import engine_detectors
+from .explorer import EXPLORER
+from .fields import Field, PageState
+
+RULES = ("own", "top_pct")
+# The detector views' own words for the same two rules (the SQL's ``threshold`` parameter).
+DETECTOR_VIEW_MODES = dict(zip(RULES, dv.THRESHOLD_MODES))
+
+
+def board_corpus_key(board: str) -> str:
+    """The parameter holding the corpus a board is scored on."""
+    return f"board_{board}_corpus"
+
+
+def _boards() -> PageState:
+    boards = board_registry()
+    pillars = tuple(p for p in PILLARS if any(b.task.pillar == p for b in boards.values()))
+    return PageState(
+        path="/boards", title="Boards",
+        what="PRE / LIVE / POST boards recomputed from the store, published vs recomputed",
+        fields=(Field("tab", "choice", default=pillars[0], choices=pillars, help="the open pillar"),
+                *(Field(board_corpus_key(name), "str", help=f"the corpus the {name} board is scored on "
+                                                             "(default: the first it applies to)")
+                  for name in boards)),
+    )
+
+
+OVERVIEW = PageState(
+    path="/", title="Overview",
+    what="what is loaded; action success (Table 3), anomaly rate by capability (Figure 3), silent failures (Table 4)",
+)
+
+BOARDS = _boards()
+
+PROPAGATION_TABS = ("Heatmap", "Chains", "Recall by role", "Failure modes")
+PROPAGATION = PageState(
+    path="/propagation", title="Propagation",
+    what="propagation heatmaps per backbone, chains behind a cell, chain browser, recall by chain role, "
+         "failure modes, silent vs loud",
+    fields=(
+        Field("tab", "choice", default=PROPAGATION_TABS[0], choices=PROPAGATION_TABS, help="the open tab"),
+        Field("cell_backbone", "str", help="the heatmap cell's backbone"),
+        Field("src_action", "str", help="the heatmap cell's failed source action"),
+        Field("later_action", "str", help="the heatmap cell's later failed action"),
+        Field("cell_page", "int", default=1, low=1, help="page of the cell's chains"),
+        Field("origin", "list", default=[], help="chain browser: origin actions"),
+        Field("length", "list", default=[], item="int", count=2, low=2,
+              help="chain browser: shortest and longest chain (default: every length)", fallback="showing every length"),
+        Field("chain_page", "int", default=1, low=1, help="page of the chain browser"),
+        Field("rule", "choice", default="own", choices=RULES,
+              help="recall by role: a set flags its own labels, or its top_pct share of scored steps"),
+        Field("top_pct", "float", default=10.0, low=0.1, high=100.0,
+              help="recall by role, rule top_pct: the share flagged, in % of the set's scored steps in the slice"),
+    ),
+)
+
+DETECTOR_TABS = ("AUROC grid", "Overall", "Cost", "Prediction sets")
+METRIC_CHOICES = tuple(dv.METRIC_LABELS[m] for m in dv.METRICS)
+DETECTORS = PageState(
+    path="/detectors", title="Detectors",
+    what="per-action AUROC grid per backbone, a cell's false positives and negatives, overall comparison vs "
+         "random, cost",
+    fields=(
+        Field("tab", "choice", default=DETECTOR_TABS[0], choices=DETECTOR_TABS, help="the open tab"),
+        Field("detectors_corpus", "str", help="the corpus compared (default: the first with step-level sets)"),
+        Field("rule", "choice", default="own", choices=RULES,
+              help="own: a set's own pred_label where every scored step has one, else its top_pct; "
+                   "top_pct: every set flags its top_pct share of labeled test steps"),
+        Field("top_pct", "float", default=dv.DEFAULT_TOP_K, low=0.5, high=100.0,
+              help="the share flagged, in % of the labeled test steps"),
+        Field("grid_backbone", "str", help="the backbone of the grid's table and errors (default: the first)"),
+        Field("action", "str", help="the cell's action (default: all actions)"),
+        Field("detector", "str", help="the cell's detector (default: the first)"),
+        Field("set", "str", help="the cell's prediction set (default: the detector's first)"),
+        # A bound widget writes the option's text into the URL, so the link names a metric as the chart does.
+        Field("metric", "choice", default=METRIC_CHOICES[0], choices=METRIC_CHOICES, help="the overall chart's metric"),
+    ),
+)
+
+DEFAULT_RESCORE_DETECTORS = ["random", "iforest", "logreg"]
+RESCORE = PageState(
+    path="/rescore", title="Re-score",
+    what="re-score detectors on the slice (progress, cancel), cross-backbone ROC-AUC matrices",
+    fields=(
+        Field("rescore_detectors", "list", default=DEFAULT_RESCORE_DETECTORS, choices=tuple(engine_detectors()),
+              help="detectors to fit"),
+        Field("rescore_feature_set", "choice", default=DEFAULT_FEATURE_SET, choices=tuple(FEATURE_SETS),
+              help="the features they fit on"),
+        Field("rescore_seeds", "int", default=1, low=1, high=10, help="seeds 0..N-1"),
+        Field("cross_detectors", "list", default=["logreg"], choices=tuple(engine_detectors()),
+              help="detectors for the cross-backbone matrix"),
+        Field("cross_corpus", "str", help="the matrix's corpus (default: the first scorable)"),
+        Field("cross_seeds", "int", default=1, low=1, high=5, help="seeds of the matrix"),
+    ),
+)
+
+PAGES: tuple[PageState, ...] = (OVERVIEW, BOARDS, EXPLORER, PROPAGATION, DETECTORS, RESCORE)
+
+
+def page(path: str) -> PageState:
+    """The declaration of the page at ``path`` (``/``, ``/explorer``, …)."""
+    for declared in PAGES:
+        if declared.path == path:
+            return declared
+    raise KeyError(f"no page at {path}; pages: {', '.join(p.path for p in PAGES)}")

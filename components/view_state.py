@@ -1,0 +1,112 @@
+"""A page's declared view state, read from the URL, its problems reported one way everywhere.
+
+Every page calls ``read(DECLARATION)`` before drawing a widget. The declaration
+(``auditatlas.views``) parses ``st.query_params``; each value the page cannot use (a wrong
+type, out of range, an unknown choice, a parameter the page does not read) becomes one plain
+sentence, drawn by ``report`` as one ``st.warning`` each, escaped, so a link's text shows as
+text. Values the store does not hold are checked by the page after its widget exists
+(``LinkView.not_held``), with the same sentence shape and the same ``report``.
+
+Pages whose widgets are bound to the URL (``bind="query-params"``) lose a value a widget does
+not offer: Streamlit drops it from the URL on the first run, without a word. So the link as it
+was opened is remembered for as long as the reader stays on the page and has not set that
+parameter to a value of their own, and its problems stay on screen until then.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import streamlit as st
+
+from auditatlas.views import PageState, not_held
+from auditatlas.views.fields import names_in, values_of
+from components.safe import md
+
+OPENING_KEY = "_view_state_opening_link"  # {"page": path, "raw": {name: [values]}}
+
+
+@dataclass
+class LinkView:
+    page: PageState
+    values: dict[str, Any]  # what the URL asks for now (defaults where it gives nothing usable)
+    asked: dict[str, Any]  # what the link asked for when the page was opened (or the URL now)
+    problems: list[str] = field(default_factory=list)
+
+    def not_held(self, name: str, what: str, shown: Any, instead: str | None = None) -> None:
+        """Report the link's ``name`` when the view shows ``shown`` instead (the store, or this
+        view of it, does not hold what the link asked for)."""
+        asked = self.asked.get(name)
+        if _changed_since_first_drawn(name, shown) or asked in (None, "", []) or asked == shown:
+            _forget(name)
+            return
+        report([not_held(what, asked, instead or f"showing '{shown}' instead")])
+
+    def not_held_items(self, name: str, what: str, options: Iterable[Any]) -> None:
+        """Report the items of a repeatable ``name`` that are not among ``options``."""
+        held = {str(o) for o in options}
+        missing = [str(v) for v in self.asked.get(name) or [] if str(v) not in held]
+        if missing:
+            report([not_held(what, ", ".join(missing), "left out")])
+
+
+def _lost(now: list[str] | None, asked: list[str]) -> bool:
+    return not now or (set(now) <= set(asked) and now != asked)
+
+
+def _forget(name: str) -> None:
+    """The view shows the link's value (nothing of it was lost), or the reader chose another:
+    either way the URL speaks for ``name`` from now on."""
+    opening = st.session_state.get(OPENING_KEY) or {}
+    opening.get("raw", {}).pop(name, None)
+
+
+def _changed_since_first_drawn(name: str, shown: Any) -> bool:
+    """Whether the widget shows something else than on the page's first run: the reader chose
+    (the check does not rely on the URL: a widget's change reaches it only from the browser)."""
+    opening = st.session_state.get(OPENING_KEY) or {}
+    first = opening.setdefault("shown", {}).setdefault(name, shown)
+    return first != shown
+
+
+def report(problems: Iterable[str]) -> None:
+    """The one way a page reports a link's problem: one warning per sentence, as text."""
+    for problem in problems:
+        st.warning(md(problem))
+
+
+def read(page: PageState, bound: bool = True, show: bool = True) -> LinkView:
+    """``page``'s state from ``st.query_params``; its problems are reported here unless
+    ``show`` is False (the page then calls ``report(view.problems)`` where it wants them)."""
+    current = {name: values_of(st.query_params, name) for name in names_in(st.query_params)}
+    opening = st.session_state.get(OPENING_KEY)
+    if not opening or opening.get("page") != page.path:
+        opening = {"page": page.path, "raw": dict(current) if bound else {}}
+    else:
+        # Streamlit drops a value a widget does not offer, or keeps the items of a list it
+        # does offer: then the URL lost (part of) the link, which is remembered. Once the URL
+        # carries the link's value whole, or a value of the reader's own, it speaks for itself.
+        opening = {"page": page.path, "raw": {k: v for k, v in opening["raw"].items() if _lost(current.get(k), v)},
+                   "shown": opening.get("shown", {})}
+    st.session_state[OPENING_KEY] = opening
+    values, _ = page.parse(current)
+    asked, problems = page.parse({**current, **opening["raw"]})
+    view = LinkView(page, values, asked, problems)
+    if show:
+        report(problems)
+    return view
+
+
+def write(page: PageState, values: dict[str, Any]) -> None:
+    """Replace ``page``'s own parameters in ``st.query_params`` with ``values`` (for pages
+    that write the URL themselves; the slice's names are left to its widgets)."""
+    wanted: dict[str, list[str]] = {}
+    for f in page.fields:
+        for name, text in f.items(values.get(f.name, f.default)):
+            wanted.setdefault(name, []).append(text)
+    for name in page.names:
+        if name in wanted:
+            if values_of(st.query_params, name) != wanted[name]:
+                st.query_params[name] = wanted[name] if len(wanted[name]) > 1 else wanted[name][0]
+        elif name in st.query_params:
+            del st.query_params[name]
