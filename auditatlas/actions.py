@@ -1,6 +1,6 @@
-"""The MAADBench action vocabulary: code names, the paper's names, the capability it tests and
-the agent that takes it, plus the trace names the runner writes besides them. This is the one
-action table: the importer (``auditatlas.ingest.maadbench``) and the simulator
+"""The MAADBench vocabulary: the actions (code names, the paper's names, the capability each
+tests and the agent that takes it, plus the trace names the runner writes besides them) and the
+paper's names of its five backbones. This is the one action table: the importer (``auditatlas.ingest.maadbench``) and the simulator
 (``auditatlas.simulator``) take their names and agents from it.
 
 Other corpora keep their own action names; views that need the paper's order or capability
@@ -57,3 +57,13 @@ def capability(action: str) -> str:
 
 def sort_key(action: str) -> tuple[int, str]:
     return (ORDER.get(action, len(ORDER)), action)
+
+
+# Model strings of the paper's five backbones -> the names its tables use.
+BACKBONE_NAMES: dict[str, str] = {
+    "claude-opus-4-8": "Claude Opus 4.8",
+    "claude-sonnet-4-6": "Claude Sonnet 4.6",
+    "deepseek-reasoner": "DeepSeek-R1",
+    "gpt-4.1": "GPT-4.1",
+    "gpt-5.4": "GPT-5.4",
+}

@@ -38,16 +38,8 @@ Failure modes and cascades
     trace's ``fm_id`` is kept (the code's "4.3" is FM-5 and shown so); without one, a failed
     cascade step is FM-5, the paper's cascade rule.
 
-Edges (``src_idx < dst_idx`` always)
-    Within a puzzle, the runner's pipeline wiring, ``kind="data"``, ``provenance="observed"``:
-    SOLVE_CLUE <- OBSERVE_CLUE; OBSERVE_ITEM <- SOLVE_CLUE; APPLY_DELTA <- OBSERVE_ITEM;
-    UNIT_TOOL_CALL <- OBSERVE_ITEM; OBSERVE_PUZZLE <- OBSERVE_CLUE, OBSERVE_ITEM, APPLY_DELTA;
-    OBSERVE_(PLANNED_)CLUE <- SELECT_PUZZLE. Each input is the latest earlier step of that
-    action on the same puzzle. A tool call feeds its parent APPLY_DELTA (``kind="tool_parent"``)
-    found by ``parent_action_id`` (observed) or, failing that, the next APPLY_DELTA of the
-    puzzle (inferred). Across puzzles, the previous puzzle's last step feeds the next puzzle's
-    first step (``kind="puzzle_sequence"``, ``provenance="modeled"``: the runner reveals
-    puzzles in sequence, but no message is passed).
+Edges
+    The runner's wiring, in :mod:`auditatlas.ingest.maadbench_wiring`.
 
 Bad input
     Reading a file (unreadable, empty or malformed JSON, a top level that is not an object,
@@ -65,14 +57,15 @@ Speed: one pass per file (orjson); each row is one tuple in the toolkit's row bu
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable
 
-from ..actions import ALIASES, APPLY_DELTA, BY_SHORT, TOOL_CALL, TRACE_NAMES
+from ..actions import ALIASES, BACKBONE_NAMES, TOOL_CALL, TRACE_NAMES
 from ..errors import IngestFailed, InputError
 from . import Batch, Context
-from .kit import (MAX_INT64, RunBuffers, as_text, compact, count_field, json_type, number_field, object_field,
+from .kit import (RunBuffers, as_text, compact, count_at, json_type, number_at, number_field, object_at, object_field,
                   readable, show, string_field, text_or_none)
 from .kit.documents import RunDocuments, file_chunks
+from .maadbench_wiring import parent_notes, run_edges
 
 if TYPE_CHECKING:
     from .stream import Chunk, Plan
@@ -82,31 +75,10 @@ DEFAULT_SOURCE = "maadbench"
 LABEL_PROCESS = "deterministic verifier"
 REQUIRED_KEYS = ("config", "room", "trace")
 WHAT = "a MAADBench trace"  # how problems name a file of this format
+ITEMS = "trace"  # the list of steps: a step's field is reported as trace[i].<field>
 # Provider APIs take temperatures in [0, 2].
 TEMPERATURE_RANGE = (0.0, 2.0)
 
-# Model strings of the paper's five backbones -> the names its tables use.
-BACKBONES: dict[str, str] = {
-    "claude-opus-4-8": "Claude Opus 4.8",
-    "claude-sonnet-4-6": "Claude Sonnet 4.6",
-    "deepseek-reasoner": "DeepSeek-R1",
-    "gpt-4.1": "GPT-4.1",
-    "gpt-5.4": "GPT-5.4",
-}
-
-# dst action -> the actions whose output it reads within the same puzzle (normalised names):
-# the runner's pipeline wiring, by the short names of ``auditatlas.actions``.
-_WIRING: dict[str, tuple[str, ...]] = {
-    "OC": ("SP",),  # nightmare only: no SELECT_PUZZLE elsewhere
-    "SC": ("OC",),
-    "OI": ("SC",),
-    "TC": ("OI",),
-    "AD": ("OI",),
-    "OP": ("OC", "OI", "AD"),
-}
-DATA_INPUTS: dict[str, tuple[str, ...]] = {
-    BY_SHORT[dst].code: tuple(BY_SHORT[src].code for src in srcs) for dst, srcs in _WIRING.items()
-}
 
 # The code stores MAST FM-5 (error propagation) as "4.3".
 _FM_DISPLAY = {"4.3": "FM-5", "FM-4.3": "FM-5"}
@@ -191,12 +163,7 @@ def summary_notes(counters: dict[str, int]) -> list[str]:
              f"{counters.get('files', 0)} file(s)."]
     if counters.get("unlabeled"):
         notes.append(f"{counters['unlabeled']} step(s) carry no verifier status and no schema errors; kept unlabeled.")
-    if counters.get("inferred_parents"):
-        notes.append(f"{counters['inferred_parents']} tool call(s) had no usable parent_action_id; linked to the "
-                     "next APPLY_DELTA of their puzzle (provenance 'inferred').")
-    if counters.get("dropped_parents"):
-        notes.append(f"{counters['dropped_parents']} tool call(s) had no later APPLY_DELTA to link to.")
-    return notes
+    return notes + parent_notes(counters)
 
 
 def normalise_backbone(model: str | None) -> str | None:
@@ -204,7 +171,7 @@ def normalise_backbone(model: str | None) -> str | None:
     if model is None:
         return None
     short = model.rsplit("/", 1)[-1].strip()
-    return BACKBONES.get(short.lower(), model)
+    return BACKBONE_NAMES.get(short.lower(), model)
 
 
 def display_failure_mode(fm_id: Any) -> str | None:
@@ -382,8 +349,8 @@ def _convert_steps(
         action = ALIASES.get(raw_action, raw_action)
         step_id = text_or_none(entry.get("action_id"))
         scope = _scope_of(entry, step_id, room_id)
-        verification = _object_at(entry.get("verification"), rel, i, "verification", problems)
-        stats = _object_at(entry.get("call_statistic"), rel, i, "call_statistic", problems) or {}
+        verification = object_at(entry.get("verification"), rel, ITEMS, i, "verification", problems)
+        stats = object_at(entry.get("call_statistic"), rel, ITEMS, i, "call_statistic", problems) or {}
 
         label, label_source, is_format_error = _label(entry, verification, raw_action == TOOL_CALL)
         is_cascade = scope in failed_scopes
@@ -396,10 +363,10 @@ def _convert_steps(
             run_id, corpus, i, step_id, text_or_none(entry.get("agent")), action, scope,
             (scope in solved) if scope is not None else None,
             _text_in(entry), _text_out(entry),
-            _count_at(stats.get("input_tokens"), rel, i, "call_statistic.input_tokens", problems),
-            _count_at(stats.get("output_tokens"), rel, i, "call_statistic.output_tokens", problems),
-            _number_at(stats.get("duration"), rel, i, "call_statistic.duration", problems, 0.0),
-            _number_at(entry.get("confidence"), rel, i, "confidence", problems, None),
+            count_at(stats.get("input_tokens"), rel, ITEMS, i, "call_statistic.input_tokens", problems),
+            count_at(stats.get("output_tokens"), rel, ITEMS, i, "call_statistic.output_tokens", problems),
+            number_at(stats.get("duration"), rel, ITEMS, i, "call_statistic.duration", problems, 0.0),
+            number_at(entry.get("confidence"), rel, ITEMS, i, "confidence", problems, None),
             raw_action == TOOL_CALL,
             _error_code(verification) if label != 0 else None,
             failure_mode, is_cascade, label, is_format_error, label_source,
@@ -411,7 +378,7 @@ def _convert_steps(
         parents.append(text_or_none(entry.get("parent_action_id")))
 
     if len(actions) == len(trace):  # edges only make sense over a complete trace
-        for src, dst, kind, provenance in _edges(actions, scopes, step_ids, parents, out):
+        for src, dst, kind, provenance in run_edges(actions, scopes, step_ids, parents, out):
             out.edges.append((run_id, corpus, src, dst, kind, provenance))
     return len(trace)
 
@@ -508,85 +475,6 @@ def _step_extra(entry: dict, raw_action: str, action: str, verification: dict | 
     if _is_legacy(entry):
         extra["trace_format"] = "v2"
     return compact(extra) if extra else None
-
-
-# ---------------------------------------------------------------------------------------------
-# Edges
-
-
-def _edges(
-    actions: list[str],
-    scopes: list[str | None],
-    step_ids: list[str | None],
-    parents: list[str | None],
-    out: _Output,
-) -> list[tuple[int, int, str, str]]:
-    edges: list[tuple[int, int, str, str]] = []
-    latest: dict[tuple[str, str], int] = {}
-    for i, (action, scope) in enumerate(zip(actions, scopes)):
-        if scope is None:
-            continue  # without a puzzle there is no pipeline to wire
-        for src_action in DATA_INPUTS.get(action, ()):
-            j = latest.get((scope, src_action))
-            if j is not None:
-                edges.append((j, i, "data", "observed"))
-        latest[(scope, action)] = i
-    edges.extend(_tool_parent_edges(actions, scopes, step_ids, parents, out))
-    edges.extend(_puzzle_sequence_edges(scopes))
-    return edges
-
-
-def _tool_parent_edges(
-    actions: list[str],
-    scopes: list[str | None],
-    step_ids: list[str | None],
-    parents: list[str | None],
-    out: _Output,
-) -> Iterator[tuple[int, int, str, str]]:
-    """Tool call -> its APPLY_DELTA; the runner places the call before its parent."""
-    index = {sid: i for i, sid in enumerate(step_ids) if sid}
-    for i, action in enumerate(actions):
-        if action != TOOL_CALL:
-            continue
-        parent = index.get(parents[i]) if parents[i] else None
-        if parent is not None and parent > i:
-            yield i, parent, "tool_parent", "observed"
-            continue
-        later = next((j for j in range(i + 1, len(actions))
-                      if actions[j] == APPLY_DELTA and scopes[j] == scopes[i]), None)
-        if later is None:
-            out.dropped_parents += 1
-        else:
-            out.inferred_parents += 1
-            yield i, later, "tool_parent", "inferred"
-
-
-def _puzzle_sequence_edges(scopes: list[str | None]) -> Iterator[tuple[int, int, str, str]]:
-    for i in range(1, len(scopes)):
-        if scopes[i] != scopes[i - 1]:
-            yield i - 1, i, "puzzle_sequence", "modeled"
-
-
-# ---------------------------------------------------------------------------------------------
-# Step fields: the toolkit's getters, with the name ``trace[i].<field>`` built only when reported
-
-
-def _object_at(value: Any, rel: str, i: int, field: str, problems: list[InputError]) -> dict | None:
-    if value is None or type(value) is dict:
-        return value
-    return object_field(value, rel, f"trace[{i}].{field}", problems)
-
-
-def _count_at(value: Any, rel: str, i: int, field: str, problems: list[InputError]) -> int | None:
-    if value is None or (type(value) is int and 0 <= value < MAX_INT64):
-        return value
-    return count_field(value, rel, f"trace[{i}].{field}", problems)
-
-
-def _number_at(value: Any, rel: str, i: int, field: str, problems: list[InputError], low: float | None) -> float | None:
-    if value is None or (type(value) is float and value - value == 0.0 and (low is None or value >= low)):
-        return value
-    return number_field(value, rel, f"trace[{i}].{field}", problems, low=low)
 
 
 # The format as the toolkit's one-object-per-run-file skeleton runs it (``kit.documents``).

@@ -12,15 +12,16 @@ own terms stays in its module.
 """
 from __future__ import annotations
 
-from .fields import (MAX_INT64, count_field, first_line, is_count, is_int, json_type, number_field, object_field,
-                     show, string_field)
+from .fields import (MAX_INT64, count_at, count_field, first_line, is_count, is_int, json_type, number_at,
+                     number_field, object_at, object_field, show, string_field)
 from .jsonfiles import (MAX_DEPTH, as_text, check_value, compact, first_json, has_keys, json_files, load_json,
                         load_object, loads, parse_json_text, readable, text_or_none, walk_json_files)
 from .rows import RowBuffer, RunBuffers, no_cycle_collection
 
 __all__ = [
-    "MAX_DEPTH", "MAX_INT64", "RowBuffer", "RunBuffers", "as_text", "check_value", "compact", "count_field", "first_json",
+    "MAX_DEPTH", "MAX_INT64", "RowBuffer", "RunBuffers", "as_text", "check_value", "compact", "count_at", "count_field",
+    "first_json",
     "first_line", "has_keys", "is_count", "is_int", "json_files", "json_type", "load_json", "load_object", "loads",
-    "no_cycle_collection", "number_field", "object_field", "parse_json_text", "readable", "show", "string_field",
+    "no_cycle_collection", "number_at", "number_field", "object_at", "object_field", "parse_json_text", "readable", "show", "string_field",
     "text_or_none", "walk_json_files",
 ]

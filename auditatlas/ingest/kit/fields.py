@@ -102,3 +102,25 @@ def count_field(value: Any, file: str | Path, field: str, problems: list[InputEr
         return int(value)  # 812.0 is a count; 812.5, NaN and 1e300 are not
     problems.append(InputError(file, field, f"must be a count (a whole number >= 0, below 2**63), got {show(value)}."))
     return None
+
+
+# Fields of the i-th item of a list (a trace's steps): the hot path of a large ingest, so the
+# common case returns at once and the name ``<items>[i].<field>`` is built only for a problem.
+
+def object_at(value: Any, file: str | Path, items: str, i: int, field: str, problems: list[InputError]) -> dict | None:
+    if value is None or type(value) is dict:
+        return value
+    return object_field(value, file, f"{items}[{i}].{field}", problems)
+
+
+def count_at(value: Any, file: str | Path, items: str, i: int, field: str, problems: list[InputError]) -> int | None:
+    if value is None or (type(value) is int and 0 <= value < MAX_INT64):
+        return value
+    return count_field(value, file, f"{items}[{i}].{field}", problems)
+
+
+def number_at(value: Any, file: str | Path, items: str, i: int, field: str, problems: list[InputError],
+              low: float | None) -> float | None:
+    if value is None or (type(value) is float and value - value == 0.0 and (low is None or value >= low)):
+        return value
+    return number_field(value, file, f"{items}[{i}].{field}", problems, low=low)
