@@ -30,6 +30,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+from timing import cold_warm  # noqa: E402 (bench/, the script's own folder)
 
 BENCH_SOURCE = "bench-detector-sets"
 REFERENCE_SQL = """
@@ -108,14 +109,7 @@ def _a_difficulty(store: Path, corpus: str) -> str:
 
 
 def timed(fn, repeat: int) -> dict:
-    t0 = time.perf_counter()
-    result = fn()
-    cold = time.perf_counter() - t0
-    warm = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        warm.append(time.perf_counter() - t0)
+    result, cold, warm = cold_warm(fn, repeat)
     return {"cold_s": cold, "warm_median_s": statistics.median(warm), "warm_min_s": min(warm), "result": result}
 
 

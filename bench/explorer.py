@@ -33,6 +33,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+from timing import cold_warm  # noqa: E402 (bench/, the script's own folder)
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
@@ -83,14 +84,7 @@ def synthetic_store(root: Path, seed: int = 0) -> dict[int, str]:
 
 
 def _time(fn, repeat: int) -> dict:
-    t0 = time.perf_counter()
-    result = fn()
-    cold = time.perf_counter() - t0
-    warm = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        warm.append(time.perf_counter() - t0)
+    result, cold, warm = cold_warm(fn, repeat)
     return {"cold_ms": cold * 1000, "warm_ms": statistics.median(warm) * 1000, "best_ms": min(warm) * 1000,
             "result": result}
 

@@ -32,6 +32,7 @@ from typing import Any, Callable
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+from timing import cold_warm  # noqa: E402 (bench/, the script's own folder)
 
 WARM = 5
 SLICE = {"backbone": ["GPT-4.1"], "difficulty": ["hard"]}
@@ -199,14 +200,7 @@ APP_QUERIES: dict[str, tuple[str, Callable[[str], dict]]] = {
 
 
 def _time(fn: Callable[[], Any]) -> tuple[float, float]:
-    t0 = time.perf_counter()
-    fn()
-    cold = time.perf_counter() - t0
-    warm = []
-    for _ in range(WARM):
-        t0 = time.perf_counter()
-        fn()
-        warm.append(time.perf_counter() - t0)
+    _, cold, warm = cold_warm(fn, WARM)
     return cold, statistics.median(warm)
 
 

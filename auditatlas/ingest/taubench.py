@@ -32,8 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import IngestFailed, InputError
-from .kit import first_json, is_count, json_files, load_json, show
+from ..errors import InputError
+from .kit import first_json, is_count, load_json, show
+from .kit.releases import read_runs
 from . import Batch, Context
 
 FORMAT = "taubench"
@@ -102,19 +103,8 @@ def can_read(path: Path) -> bool:
 
 def read(path: Path | None, context: Context) -> Batch:
     """Every run under ``path`` converted into runs, steps, edges and one corpora row."""
-    if path is None:
-        raise IngestFailed([InputError("(none)", None, "tau-bench needs a file or folder to read.")])
-    path = Path(path)
-    files = json_files(path)
-    problems: list[InputError] = []
-    if not files:
-        problems.append(InputError(path, None, "no .json files were found here."))
-    runs = [run for f in files for run in _read_file(f, problems)]
-    _check_unique(runs, problems)
-    if not runs and not problems:  # never replace a loaded source with an empty one
-        problems.append(InputError(path, None, "holds no tau-bench run; the loaded source was kept."))
-    if problems:
-        raise IngestFailed(problems)
+    runs = read_runs(path, "tau-bench", _read_file, _check_unique)
+    path = Path(path)  # not None: read_runs refused that
 
     run_rows, step_rows, edge_rows = [], [], []
     for run in runs:
@@ -128,7 +118,7 @@ def read(path: Path | None, context: Context) -> Batch:
         source=SOURCE,
         tables={"corpora": [_corpus_row()], "runs": run_rows, "steps": step_rows, "edges": edge_rows},
         notes=notes,
-        meta={"files": len(files)},
+        meta={"files": len({run.file for run in runs})},  # every file holds a run, or the read failed
     )
 
 

@@ -42,9 +42,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..errors import IngestFailed, InputError
+from ..errors import InputError
 from . import Batch, Context
-from .kit import first_json, json_files, load_json, show
+from .kit import first_json, load_json, show
+from .kit.releases import read_runs
 
 FORMAT = "whowhen"
 SOURCE = "whowhen"
@@ -96,19 +97,8 @@ def can_read(path: Path) -> bool:
 
 def read(path: Path | None, context: Context) -> Batch:
     """Every run under ``path`` converted into runs, steps, edges and one corpora row."""
-    if path is None:
-        raise IngestFailed([InputError("(none)", None, "Who&When needs a file or folder to read.")])
-    path = Path(path)
-    files = json_files(path)
-    problems: list[InputError] = []
-    if not files:
-        problems.append(InputError(path, None, "no .json files were found here."))
-    runs = [run for f in files if (run := _read_file(f, problems)) is not None]
-    _check_unique(runs, problems)
-    if not runs and not problems:  # never replace a loaded source with an empty one
-        problems.append(InputError(path, None, "holds no Who&When run; the loaded source was kept."))
-    if problems:
-        raise IngestFailed(problems)
+    runs = read_runs(path, "Who&When", _read_file, _check_unique)
+    path = Path(path)  # not None: read_runs refused that
 
     legacy = legacy_keys()
     run_rows, step_rows, edge_rows, unmapped = [], [], [], []
@@ -131,7 +121,7 @@ def read(path: Path | None, context: Context) -> Batch:
         source=SOURCE,
         tables={"corpora": [_corpus_row()], "runs": run_rows, "steps": step_rows, "edges": edge_rows},
         notes=notes,
-        meta={"files": len(files)},
+        meta={"files": len({run.file for run in runs})},  # every file holds a run, or the read failed
     )
 
 
@@ -157,7 +147,13 @@ def relative_name(file: Path, path: Path) -> str:
 # --------------------------------------------------------------------------- parsing
 
 
-def _read_file(file: Path, problems: list[InputError]) -> _Run | None:
+def _read_file(file: Path, problems: list[InputError]) -> list[_Run]:
+    """The file's one run (a Who&When file holds one), or none when it has a problem."""
+    run = _read_run(file, problems)
+    return [] if run is None else [run]
+
+
+def _read_run(file: Path, problems: list[InputError]) -> _Run | None:
     record = load_json(file, problems, expected="one Who&When run (a JSON object)")
     if record is None:
         return None
