@@ -20,6 +20,7 @@ ORIGIN, MID, DOWN = "origin", "mid", "down"
 ROLES: tuple[str, ...] = (ORIGIN, MID, DOWN)
 MIN_CHAIN = 2  # failed steps one scope needs to form a chain
 
+
 def chain_columns(steps: pa.Table) -> tuple[pa.Array, pa.Array]:
     """Each step's chain role and the length of the chain its scope forms, row for row.
 
@@ -31,7 +32,7 @@ def chain_columns(steps: pa.Table) -> tuple[pa.Array, pa.Array]:
     Arrow, not DuckDB: the writer calls it per batch, and DuckDB there held on to about 100 MB
     of a worker's memory after every chunk. Each (run, scope) becomes one integer (dictionary
     codes of both; a missing scope gets its own code), so grouping and looking a step's scope
-    up are integer hash operations: a join on the strings cost ten times as much.
+    up are integer hash operations (a join on the strings took about five times as long).
     """
     scope = _codes(steps.column("scope"))
     scope_count = pc.max(scope).as_py()
@@ -60,18 +61,22 @@ def _one_chunk(values: pa.Array | pa.ChunkedArray) -> pa.Array:
     return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
 
 
-def step_roles(steps: Iterable[tuple[int, str | None, int | None]]) -> dict[int, str]:
-    """``{step_idx: role}`` for the steps of one run that belong to a chain.
+def run_chains(steps: Iterable[tuple[int, str | None, int | None]]) -> dict[int, tuple[str | None, int]]:
+    """``{step_idx: (chain role, chain length)}`` for every step of one run.
 
     ``steps`` holds ``(step_idx, scope, label)``; a step without a scope is in the run's own
-    scope (``None``). For steps that do not come from the store (which carries the roles).
+    scope (``None``). For steps that do not come from the store (which carries both).
     """
     rows = [(int(i), None if s is None else str(s), None if label is None else int(label)) for i, s, label in steps]
-    table = pa.table({
+    roles, lengths = chain_columns(pa.table({
         "run_id": pa.array([""] * len(rows), pa.string()),
         "scope": pa.array([s for _, s, _ in rows], pa.string()),
         "step_idx": pa.array([i for i, _, _ in rows], pa.int64()),
         "label": pa.array([label for _, _, label in rows], pa.int64()),
-    })
-    roles, _ = chain_columns(table)
-    return {i: role for (i, _, _), role in zip(rows, roles.to_pylist()) if role is not None}
+    }))
+    return {i: (role, length) for (i, _, _), role, length in zip(rows, roles.to_pylist(), lengths.to_pylist())}
+
+
+def step_roles(steps: Iterable[tuple[int, str | None, int | None]]) -> dict[int, str]:
+    """``{step_idx: role}`` for the steps of one run that belong to a chain (:func:`run_chains`)."""
+    return {i: role for i, (role, _) in run_chains(steps).items() if role is not None}

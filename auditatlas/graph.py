@@ -29,9 +29,8 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 import networkx as nx
-import pyarrow as pa
 
-from .chains import chain_columns
+from .chains import run_chains
 
 ANOMALY, NORMAL, UNLABELED = "anomaly", "normal", "unlabeled"
 TP, FP, FN, TN = "TP", "FP", "FN", "TN"
@@ -154,15 +153,8 @@ def _chain_marks(rows: list[dict]) -> dict[int, tuple[str | None, int]]:
     """``{step_idx: (chain role, chain length)}``: as stored, or by the rule for other rows."""
     if rows and all("chain_role" in r and "chain_length" in r for r in rows):
         return {int(r["step_idx"]): (_clean(r["chain_role"]), int(_clean(r["chain_length"]) or 0)) for r in rows}
-    steps = pa.table({
-        "run_id": pa.array([""] * len(rows), pa.string()),
-        "scope": pa.array([_clean(r.get("scope")) for r in rows], pa.string()),
-        "step_idx": pa.array([int(r["step_idx"]) for r in rows], pa.int64()),
-        "label": pa.array([1 if truth_of(_clean(r.get("label"))) == ANOMALY else None for r in rows], pa.int64()),
-    })
-    roles, lengths = chain_columns(steps)
-    return {int(r["step_idx"]): (role, length)
-            for r, role, length in zip(rows, roles.to_pylist(), lengths.to_pylist())}
+    return run_chains((int(r["step_idx"]), _clean(r.get("scope")),
+                       1 if truth_of(_clean(r.get("label"))) == ANOMALY else None) for r in rows)
 
 
 def mark(graph: nx.MultiDiGraph, scores: Any = None, rule: DecisionRule | None = None) -> nx.MultiDiGraph:
