@@ -16,8 +16,9 @@ Marks on every step node, and why they are separate attributes:
   the run by rank, or a score cut), and its confusion cell against the truth: ``TP``, ``FP``,
   ``FN``, ``TN``; ``None`` on an unlabeled step, which can be flagged but is neither right nor
   wrong.
-- ``role``: the step's place in its scope's propagation chain (``origin``/``mid``/``down``,
-  auditatlas.chains), or ``None``.
+- ``role`` / ``chain_length``: the step's place in its scope's propagation chain
+  (``origin``/``mid``/``down``, or ``None``) and the length of that chain (0 when the scope
+  forms none), as the store writer stored them (``auditatlas.chains`` states the rule).
 
 Long runs are shown first with each scope contracted to one node (:func:`collapse`); the
 contracted node keeps the counts a reader needs to decide which scope to open.
@@ -29,7 +30,7 @@ from typing import Any, Iterable, Mapping
 
 import networkx as nx
 
-from .chains import step_roles
+from .chains import run_chains
 
 ANOMALY, NORMAL, UNLABELED = "anomaly", "normal", "unlabeled"
 TP, FP, FN, TN = "TP", "FP", "FN", "TN"
@@ -122,7 +123,9 @@ def build(steps: Any, edges: Any, run_id: str | None = None) -> nx.MultiDiGraph:
     ``steps`` rows need ``step_idx`` and may carry the :data:`STEP_FIELDS`; ``edges`` rows
     need ``src_idx``, ``dst_idx``, ``kind``, ``provenance``. A step without a scope is in the
     run's own scope. Ground truth, the decisive step and chain roles are set here because they
-    come from the steps alone.
+    come from the steps alone: the roles as stored (``chain_role``, ``chain_length``, which
+    ``explorer_steps`` carries), else from the rule itself for rows that do not come from the
+    store.
     """
     graph = nx.MultiDiGraph(run_id=run_id)
     rows = sorted(_records(steps), key=lambda r: int(r["step_idx"]))
@@ -134,9 +137,9 @@ def build(steps: Any, edges: Any, run_id: str | None = None) -> nx.MultiDiGraph:
         attrs["truth"] = truth_of(label)
         attrs["decisive"] = attrs["truth"] == ANOMALY and attrs.get("label_source") == DECISIVE_SOURCE
         graph.add_node(idx, step_idx=idx, kind="step", **attrs)
-    roles = step_roles((n, d["scope"], 1 if d["truth"] == ANOMALY else None) for n, d in graph.nodes(data=True))
-    for n, d in graph.nodes(data=True):
-        d["role"] = roles.get(n)
+    for idx, (role, length) in _chain_marks(rows).items():
+        graph.nodes[idx]["role"] = role
+        graph.nodes[idx]["chain_length"] = length
     for row in _records(edges):
         src, dst = int(row["src_idx"]), int(row["dst_idx"])
         if src not in graph or dst not in graph:
@@ -144,6 +147,14 @@ def build(steps: Any, edges: Any, run_id: str | None = None) -> nx.MultiDiGraph:
         kind = _clean(row.get("kind")) or "edge"
         graph.add_edge(src, dst, key=kind, kind=kind, provenance=_clean(row.get("provenance")) or "observed")
     return graph
+
+
+def _chain_marks(rows: list[dict]) -> dict[int, tuple[str | None, int]]:
+    """``{step_idx: (chain role, chain length)}``: as stored, or by the rule for other rows."""
+    if rows and all("chain_role" in r and "chain_length" in r for r in rows):
+        return {int(r["step_idx"]): (_clean(r["chain_role"]), int(_clean(r["chain_length"]) or 0)) for r in rows}
+    return run_chains((int(r["step_idx"]), _clean(r.get("scope")),
+                       1 if truth_of(_clean(r.get("label"))) == ANOMALY else None) for r in rows)
 
 
 def mark(graph: nx.MultiDiGraph, scores: Any = None, rule: DecisionRule | None = None) -> nx.MultiDiGraph:
@@ -325,10 +336,6 @@ def lane_count(graph: nx.MultiDiGraph) -> int:
 
 
 def chain_length(graph: nx.MultiDiGraph) -> int:
-    """The most failed steps in one scope, when they form a chain (two or more); else 0."""
-    per_scope: dict[str, int] = {}
-    for _, d in graph.nodes(data=True):
-        if d.get("kind") == "step" and d["truth"] == ANOMALY:
-            per_scope[d["scope"]] = per_scope.get(d["scope"], 0) + 1
-    longest = max(per_scope.values(), default=0)
-    return longest if longest >= 2 else 0
+    """The run's longest chain (its steps' largest ``chain_length``); 0 when it has none."""
+    return max((int(d.get("chain_length") or 0) for _, d in graph.nodes(data=True) if d.get("kind") == "step"),
+               default=0)

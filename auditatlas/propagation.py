@@ -8,7 +8,8 @@ It imports no Streamlit: the app runs the same ``(name, params)`` pairs through 
 
 A *scope* is where an error can propagate: the same run and puzzle, or the run for corpora
 without puzzles. A *chain* is the sorted failed steps of one scope when there are at least two
-(``auditatlas.chains`` is the one-run form; the queries agree with it, tests check both).
+(``auditatlas.chains`` states the rule; the store writer applies it once, and the queries read
+each step's stored ``chain_role`` and ``chain_length``).
 """
 from __future__ import annotations
 

@@ -43,7 +43,7 @@ TABLES: dict[str, pa.Schema] = {
         # Written by the store writer from the run's steps (never by an adapter), so the run
         # list sorts and filters on them with a scan of runs (data/README.md, "Layout"):
         ("anomalous_steps", INT),  # steps labeled 1
-        ("chain_length", INT),  # most steps labeled 1 in one scope, when 2 or more; else 0
+        ("chain_length", INT),  # the run's longest chain (its steps' largest chain_length); else 0
         ("label_process", STR),
         ("run_key", STR),  # CatchBench sha256 run key (Who&When)
         ("legacy_key", STR),  # CatchBench legacy NNN-<hex> key (Who&When)
@@ -79,6 +79,11 @@ TABLES: dict[str, pa.Schema] = {
         ("label", pa.int8()),  # 1 anomaly, 0 normal, null unlabeled
         ("is_format_error", BOOL),
         ("label_source", STR),
+        # The step's place in its scope's propagation chain, written by the store writer from
+        # the run's steps (never by an adapter; auditatlas/chains.py states the rule), so every
+        # chain view reads it instead of grouping failed steps per scope:
+        ("chain_role", STR),  # origin | mid | down for a failed step of a chain; else null
+        ("chain_length", INT),  # failed steps of the step's scope when they form a chain; else 0
         ("extra", STR),  # JSON
     ]),
     "edges": pa.schema([
@@ -165,6 +170,8 @@ TABLE_NAMES: tuple[str, ...] = tuple(TABLES)
 # Run columns the store writer copies onto each step (the shared slice, minus corpus which
 # every table carries anyway).
 STEP_SLICE_KEYS: tuple[str, ...] = ("backbone", "difficulty", "temperature", "domain", "outcome")
+# Step columns the store writer computes from the run's steps (auditatlas.chains).
+STEP_CHAIN_COLUMNS: tuple[str, ...] = ("chain_role", "chain_length")
 # Run columns the store writer computes from a batch's steps.
 RUN_STEP_COUNTS: tuple[str, ...] = ("anomalous_steps", "chain_length")
 

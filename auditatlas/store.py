@@ -2,7 +2,7 @@
 
 Layout::
 
-    STORE/MANIFEST.json                  {"format": 2, "sources": {NAME: {"dir", ...}}, "retired": [...]}
+    STORE/MANIFEST.json                  {"format": 4, "sources": {NAME: {"dir", ...}}, "retired": [...]}
     STORE/sources/NAME-<token>/TABLE/part-NNNNN.parquet   parts of every table of auditatlas.schema
     STORE/.lock, STORE/.lock-holder      the writer lock and who holds it
 
@@ -21,10 +21,11 @@ Why replaced folders are *retired*, not deleted: a reader (the app's DuckDB view
 mid-query) may still be reading the old files. A retired folder is listed in the manifest and
 removed by a later write once it has been retired for ``RETIRE_GRACE_S``.
 
-Why the sort: every table is written sorted by run (``schema.SORT_KEYS``) in small row groups,
-with the sort recorded in each file's Parquet metadata, so fetching one run reads one or two
-row groups (min/max statistics prune the rest). The run's slice keys are copied onto its steps
-(``schema.STEP_SLICE_KEYS``) so slice aggregates scan one table.
+What a batch becomes before it is written (the schema's shape, the slice keys on the steps,
+the chains, the run counts, the ranks) is ``auditatlas.store_batches``; how its Parquet parts
+are written sorted by run and merged at commit is ``auditatlas.store_parts``. This module
+re-exports the names adapters, workers and tests use (``conform``, ``prepare``,
+``write_part``, ``write_prepared``, ``ROW_GROUP_ROWS``).
 
 A *source* is an ingest unit (``whowhen``, ``catchbench``, ``demo``...), not a corpus: one
 source may bring rows of several corpora (the CatchBench release brings the PRE configs and the
@@ -46,16 +47,19 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
-import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .errors import StoreBusy, StoreError
-from .schema import RUN_STEP_COUNTS, SORT_KEYS, STEP_SLICE_KEYS, TABLES, empty_table
+from .schema import SORT_KEYS, TABLES, empty_table
+from .store_batches import TableLike, conform, prepare  # noqa: F401 - re-exported
+from .store_parts import ROW_GROUP_ROWS, key_lt, part_label, resort, write_part, write_prepared  # noqa: F401
+from .validate import check_staged
 
 MANIFEST = "MANIFEST.json"
 # 3: runs carry anomalous_steps and chain_length (the run list sorts on them without steps).
-FORMAT = 3
+# 4: steps carry chain_role and chain_length (every chain view reads them); the manifest
+#    entry of a source lists the corpora of its runs (run_corpora).
+FORMAT = 4
 LOCK = ".lock"
 LOCK_HOLDER = ".lock-holder"
 STAGING_PREFIX = ".staging-"
@@ -64,11 +68,6 @@ RETIRE_GRACE_S = 120.0
 DEFAULT_STORE = Path(__file__).resolve().parent.parent / "data" / "store"
 _SOURCE_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,80}$")
 
-# Rows per row group: small for the tables one run is fetched from (a run is a few to a few
-# hundred steps), Parquet's default elsewhere.
-ROW_GROUP_ROWS: dict[str, int] = {"steps": 8192, "edges": 16384, "predictions": 16384, "runs": 16384}
-
-TableLike = Any  # pa.Table | pandas.DataFrame | list[dict]
 Notify = Callable[[str], None]
 
 
@@ -131,6 +130,30 @@ def table_files(root: str | Path, table: str, manifest: dict | None = None) -> l
 
 def is_empty(root: str | Path) -> bool:
     return not read_manifest(root)["sources"]
+
+
+def source_corpora(root: str | Path, manifest: dict | None = None) -> dict[str, list[str]]:
+    """The corpora whose runs each store source holds: ``{source: [corpus, ...]}`` (sorted).
+
+    Recorded in the source's manifest entry (``run_corpora``) when it is written. A source
+    entry without the record (written before it existed) is answered from its runs parts'
+    ``corpus`` column, here and nowhere else.
+    """
+    root = Path(root)
+    manifest = manifest if manifest is not None else read_manifest(root)
+    held: dict[str, list[str]] = {}
+    for name, entry in sorted(manifest["sources"].items()):
+        recorded = entry.get("run_corpora")
+        held[name] = sorted(recorded) if isinstance(recorded, list) else _read_run_corpora(root / str(entry.get("dir", "")))
+    return held
+
+
+def _read_run_corpora(folder: Path) -> list[str]:
+    held: set[str] = set()
+    for part in sorted((folder / "runs").glob("part-*.parquet")):
+        with pq.ParquetFile(part) as f:
+            held.update(f.read(columns=["corpus"]).column("corpus").unique().to_pylist())
+    return sorted(c for c in held if c is not None)
 
 
 def health(root: str | Path, deep: bool = False) -> list[str]:
@@ -311,183 +334,6 @@ def _remove(path: Path) -> None:
 
 
 # =============================================================================================
-# Preparing batches
-
-
-def conform(name: str, data: TableLike | None) -> pa.Table:
-    """Cast adapter output to the schema of table ``name`` (missing columns become null)."""
-    schema = TABLES[name]
-    if data is None:
-        return empty_table(name)
-    if isinstance(data, list):
-        cols = {f.name: [row.get(f.name) for row in data] for f in schema}
-        return pa.table(cols, schema=schema)
-    if isinstance(data, pa.RecordBatch):
-        data = pa.Table.from_batches([data])
-    if not isinstance(data, pa.Table):
-        data = pa.Table.from_pandas(data, preserve_index=False)
-    unknown = set(data.column_names) - set(schema.names)
-    if unknown:
-        raise StoreError(f"table '{name}' has columns outside the schema: {sorted(unknown)}")
-    arrays = []
-    for field in schema:
-        if field.name in data.column_names:
-            arrays.append(data.column(field.name).cast(field.type))
-        else:
-            arrays.append(pa.nulls(data.num_rows, field.type))
-    return pa.Table.from_arrays(arrays, schema=schema)
-
-
-def prepare(tables: Mapping[str, TableLike]) -> dict[str, pa.Table]:
-    """One batch in the store's shape: conformed, slice keys on steps, ranks, sorted by run.
-
-    A batch holds whole runs (a run's steps and edges come with it), so the slice keys and the
-    per-run ranks can be computed batch by batch.
-    """
-    unknown = set(tables) - set(TABLES)
-    if unknown:
-        raise StoreError(f"unknown table(s) {sorted(unknown)}; the schema has {list(TABLES)}.")
-    out = {name: conform(name, data) for name, data in tables.items() if data is not None}
-    if "runs" in out and out["runs"].num_rows:
-        out["runs"] = _with_step_counts(out["runs"], out.get("steps"))
-    if "steps" in out and out["steps"].num_rows and "runs" in out and out["runs"].num_rows:
-        out["steps"] = _with_run_keys(out["steps"], out["runs"])
-    if "predictions" in out and out["predictions"].num_rows:
-        out["predictions"] = _with_ranks(out["predictions"])
-    for name, table in out.items():
-        if table.num_rows > 1 and name in SORT_KEYS:
-            out[name] = table.sort_by([(k, "ascending") for k in SORT_KEYS[name]])
-    return out
-
-
-def _with_run_keys(steps: pa.Table, runs: pa.Table) -> pa.Table:
-    """Copy each run's slice keys onto its steps (a step's own value, if any, is overwritten)."""
-    import pyarrow.compute as pc
-
-    index = pc.index_in(steps.column("run_id"), value_set=runs.column("run_id"))
-    for key in STEP_SLICE_KEYS:
-        values = pc.take(runs.column(key), index)
-        steps = steps.set_column(steps.schema.get_field_index(key), key, values.cast(TABLES["steps"].field(key).type))
-    return steps
-
-
-def _with_step_counts(runs: pa.Table, steps: pa.Table | None) -> pa.Table:
-    """Each run's anomalous steps and chain length, from the batch's steps (0 without any).
-
-    Chain length is the most steps labeled 1 in one scope (steps without a scope count as one
-    scope), when they are 2 or more, else 0: the run list's "chain" column. Counted with
-    Arrow's group_by (null scopes form one group, as SQL's GROUP BY): DuckDB here held on to
-    about 100 MB of a worker's memory after every chunk.
-    """
-    anomalous = pa.array([0] * runs.num_rows, pa.int64())
-    chain = anomalous
-    if steps is not None and steps.num_rows:
-        failed = steps.select(["run_id", "scope", "label"]).filter(pc.equal(steps.column("label"), 1))
-        per_scope = failed.group_by(["run_id", "scope"]).aggregate([([], "count_all")])
-        n = per_scope.column("count_all")
-        per_scope = per_scope.append_column("chain", pc.if_else(pc.greater_equal(n, 2), n, 0))
-        counts = per_scope.group_by("run_id").aggregate([("count_all", "sum"), ("chain", "max")])
-        index = pc.index_in(runs.column("run_id"), value_set=counts.column("run_id"))
-        anomalous = pc.fill_null(pc.take(counts.column("count_all_sum"), index), 0).cast(pa.int64())
-        chain = pc.fill_null(pc.take(counts.column("chain_max"), index), 0).cast(pa.int64())
-    for key, values in zip(RUN_STEP_COUNTS, (anomalous, chain)):
-        runs = runs.set_column(runs.schema.get_field_index(key), key, values)
-    return runs
-
-
-def _with_ranks(predictions: pa.Table) -> pa.Table:
-    """Rank of each step-level score within (set_id, run_id): 1 = highest, ties to the earlier step."""
-    import duckdb
-
-    con = duckdb.connect()
-    try:
-        con.register("p", predictions)
-        ranked = con.sql("""
-            SELECT * REPLACE (
-                CASE WHEN step_idx IS NOT NULL AND run_id IS NOT NULL THEN
-                    row_number() OVER (PARTITION BY set_id, run_id, (step_idx IS NOT NULL)
-                                       ORDER BY score DESC NULLS LAST, step_idx)
-                END AS rank)
-            FROM p
-        """).to_arrow_table()
-    finally:
-        con.close()
-    return conform("predictions", ranked)
-
-
-BUCKETED = "b"  # the label prefix of parts written by bucket (merged at commit)
-
-
-def part_label(seq: int, bucket: str | None = None) -> str:
-    """A part's name: parts list in label order, which is the store's row order.
-
-    ``bucket`` marks a part written out of run order (a worker's share of one sort range); at
-    commit the parts of each bucket are merged and sorted, buckets in label order, so a bucket
-    must cover a run-id range that sorts before the next bucket's.
-    """
-    return f"{seq:06d}" if bucket is None else f"{bucket}~{seq:06d}"
-
-
-def write_part(folder: str | Path, table: str, label: str | int, data: pa.Table) -> Path:
-    """Write one prepared batch of ``table`` as part ``label`` of a staging folder.
-
-    Module-level so a Dask worker can write its partition's parts itself (the store must then
-    be on a file system the workers share).
-    """
-    target = Path(folder) / table
-    target.mkdir(parents=True, exist_ok=True)
-    if isinstance(label, int):
-        label = part_label(label)
-    path = target / f"part-{label}.parquet"
-    keys = SORT_KEYS.get(table, ())
-    sorting = [pq.SortingColumn(data.schema.get_field_index(k)) for k in keys] if data.num_rows else None
-    meta = {b"auditatlas.sorted_by": ",".join(keys).encode()} if keys else {}
-    data = data.replace_schema_metadata({**(data.schema.metadata or {}), **meta})
-    pq.write_table(data, path, compression="zstd", row_group_size=ROW_GROUP_ROWS.get(table, 65536),
-                   sorting_columns=sorting)
-    return path
-
-
-def write_prepared(folder: str | Path, tables: Mapping[str, pa.Table], seq: int,
-                   bucket_of: Callable[[str], str] | None = None) -> dict[str, dict]:
-    """Write a prepared batch as parts numbered ``seq``; returns per table its rows and key range.
-
-    With ``bucket_of`` (run id -> sort bucket; buckets must sort as their run ids do) the batch
-    is not in global run order: each table is written as one part whose row groups never
-    straddle two buckets, so the commit can merge the parts bucket by bucket, reading only the
-    row groups of one bucket at a time. This is what a Dask worker runs.
-    """
-    written: dict[str, dict] = {}
-    for name, table in tables.items():
-        if table.num_rows == 0:
-            continue
-        if bucket_of is None or "run_id" not in table.column_names or name not in SORT_KEYS:
-            write_part(folder, name, part_label(seq), table)
-            written[name] = {"rows": table.num_rows, "first": _key(table, name, 0), "last": _key(table, name, -1)}
-            continue
-        _write_bucketed(Path(folder) / name / f"part-{part_label(seq, BUCKETED)}.parquet", name, table, bucket_of)
-        written[name] = {"rows": table.num_rows, "bucketed": True}
-    return written
-
-
-def _write_bucketed(path: Path, name: str, table: pa.Table, bucket_of: Callable[[str], str]) -> None:
-    """``table`` (prepared: sorted by its keys) as one part whose row groups never straddle a
-    bucket."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    run_ids = table.column("run_id").to_pylist()
-    cuts = [0] + [i for i in range(1, len(run_ids)) if run_ids[i] != run_ids[i - 1]
-                  and bucket_of(run_ids[i] or "~") != bucket_of(run_ids[i - 1] or "~")] + [len(run_ids)]
-    with pq.ParquetWriter(path, table.schema, compression="zstd") as writer:
-        for lo, hi in zip(cuts, cuts[1:]):
-            writer.write_table(table.slice(lo, hi - lo), row_group_size=ROW_GROUP_ROWS.get(name, 65536))
-
-
-def _key(table: pa.Table, name: str, i: int) -> list | None:
-    keys = SORT_KEYS.get(name)
-    return [table.column(k)[i].as_py() for k in keys] if keys else None
-
-
-# =============================================================================================
 # Writing a source
 
 
@@ -517,6 +363,7 @@ class SourceWriter:
         self._seq = 0
         self._last_key: dict[str, tuple | None] = dict.fromkeys(TABLES, None)
         self._unsorted: set[str] = set()
+        self._run_corpora: set[str] = set()
         self._lock_cm = None
         self.committed: dict | None = None
         self.bucket_of: Callable[[str], str] | None = None  # set by a plan whose chunks are not in run order
@@ -554,6 +401,7 @@ class SourceWriter:
         """Account for a batch written by ``write_prepared`` (here or on a worker), in batch order."""
         for name, info in written.items():
             self.rows[name] += int(info["rows"])
+            self._run_corpora.update(info.get("corpora", ()))
             if info.get("bucketed"):
                 self._unsorted.add(name)
                 continue
@@ -561,7 +409,7 @@ class SourceWriter:
             if first is None:
                 continue
             prev = self._last_key[name]
-            if prev is not None and _key_lt(tuple(first), prev):
+            if prev is not None and key_lt(tuple(first), prev):
                 self._unsorted.add(name)
             self._last_key[name] = tuple(last)
 
@@ -571,13 +419,15 @@ class SourceWriter:
         """Check invariants over the staged files, then switch the source in. Returns its entry."""
         assert self.staging is not None, "commit() outside the with-block"
         for name in sorted(self._unsorted):
-            _resort(self.staging, name, self.bucket_of)
+            resort(self.staging, name, self.bucket_of)
         for name in TABLES:  # every table present, so views never guess a shape
             if not any((self.staging / name).glob("part-*.parquet")):
                 write_part(self.staging, name, part_label(0), empty_table(name))
-        from .validate import check_staged
-
-        check_staged(self.staging, self.source, scratch=self.root)
+        spill = scratch_dir(self.root, "check")
+        try:
+            check_staged(self.staging, self.source, spill)
+        finally:
+            shutil.rmtree(spill, ignore_errors=True)
         folder = f"{self.source}-{uuid.uuid4().hex[:12]}"
         (self.root / "sources").mkdir(parents=True, exist_ok=True)
         os.replace(self.staging, self.root / "sources" / folder)
@@ -589,6 +439,7 @@ class SourceWriter:
             "ingested_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "rows": dict(self.rows),
             "sorted_by": {name: list(keys) for name, keys in SORT_KEYS.items()},
+            "run_corpora": sorted(self._run_corpora),
             **dict(meta or {}),
         }
         manifest["sources"][self.source] = entry
@@ -597,126 +448,6 @@ class SourceWriter:
         _write_manifest(self.root, manifest)
         self.committed = entry
         return entry
-
-
-def _key_lt(a: tuple, b: tuple) -> bool:
-    """a < b with None sorting last (as DuckDB's NULLS LAST and Arrow's sort_by do)."""
-    for x, y in zip(a, b):
-        if x == y:
-            continue
-        if x is None:
-            return False
-        if y is None:
-            return True
-        return x < y
-    return False
-
-
-MERGED_PART_ROWS = 100_000  # rows per part a merge writes (bounded memory, few files)
-
-
-def _resort(folder: Path, name: str, bucket_of: Callable[[str], str] | None) -> None:
-    """Rewrite a table whose parts are out of run order as one sorted sequence of parts.
-
-    Bucketed parts (``write_prepared``) are merged bucket by bucket, reading only that bucket's
-    row groups from every part, so memory holds one bucket (plus one output part), never the
-    whole table. Parts without buckets (batches that came out of order, such as a re-scoring's
-    sets) are sorted together by DuckDB, which spills past SORT_MEMORY (_sorted_row_groups).
-    """
-    parts = sorted((folder / name).glob("part-*.parquet"))
-    keys = [(k, "ascending") for k in SORT_KEYS[name]]
-    bucketed = [p for p in parts if p.stem.startswith("part-" + part_label(0, BUCKETED)[:-6])]
-    plain = [p for p in parts if p not in bucketed]
-    pending: list[pa.Table] = []
-    seq = 0
-
-    def flush(force: bool = False) -> None:
-        nonlocal pending, seq
-        rows = sum(t.num_rows for t in pending)
-        if pending and (force or rows >= MERGED_PART_ROWS):
-            write_part(folder, name, f"s{seq:06d}", pa.concat_tables(pending))
-            seq += 1
-            pending = []
-
-    if plain:
-        for piece in _sorted_row_groups(folder, plain, SORT_KEYS[name]):
-            pending.append(conform(name, piece))
-            flush()
-        flush(force=True)
-    if bucketed:
-        assert bucket_of is not None, "bucketed parts need the plan's bucket_of to be merged"
-        # Which row groups of which part hold each bucket. The footers are not kept open: 128
-        # parts x 104 row groups of steps held 300 MB of metadata at a million rooms; each
-        # bucket reopens its parts instead (about 2.5 ms a footer).
-        groups: dict[str, dict[Path, list[int]]] = {}
-        for path in bucketed:
-            f = pq.ParquetFile(path)
-            try:
-                column = f.schema_arrow.get_field_index("run_id")
-                for g in range(f.metadata.num_row_groups):
-                    low = f.metadata.row_group(g).column(column).statistics.min
-                    groups.setdefault(bucket_of(low if low is not None else "~"), {}).setdefault(path, []).append(g)
-            finally:
-                f.close()
-        for bucket in sorted(groups):
-            pieces = [_read_row_groups(path, row_groups) for path, row_groups in groups[bucket].items()]
-            table = pa.concat_tables(pieces, promote_options="default").replace_schema_metadata(None)
-            pending.append(conform(name, table).sort_by(keys))
-            del pieces, table
-            flush()
-            # Give freed buffers back to the system between buckets, so the process holds about
-            # one bucket rather than the allocator's high-water mark (the million-room figure in
-            # bench/README.md was measured with this).
-            pa.default_memory_pool().release_unused()
-        flush(force=True)
-    for p in parts:
-        p.unlink()
-    pa.default_memory_pool().release_unused()
-
-
-def _read_row_groups(path: Path, row_groups: list[int]) -> pa.Table:
-    f = pq.ParquetFile(path)
-    try:
-        return f.read_row_groups(row_groups)
-    finally:
-        f.close()
-
-
-SORT_MEMORY = "512MB"  # DuckDB's budget for sorting parts that came out of order; it spills past it
-
-
-def _sorted_row_groups(folder: Path, parts: list[Path], keys: tuple[str, ...]) -> Iterator[pa.Table]:
-    """The rows of ``parts`` sorted on ``keys`` (nulls last, as Arrow's sort_by), a row group at a time.
-
-    DuckDB sorts them into one scratch file, spilling to disk past SORT_MEMORY, so a source of
-    any size (a re-scoring of several sets over a million runs: tens of millions of rows, more
-    string data than one Arrow array can hold) is sorted in bounded memory.
-    """
-    import duckdb
-
-    scratch = folder / f"{TMP_PREFIX}sort-{uuid.uuid4().hex[:8]}"
-    scratch.mkdir()
-    try:
-        sorted_file = scratch / "sorted.parquet"
-        con = duckdb.connect()
-        try:
-            con.execute(f"SET memory_limit = '{SORT_MEMORY}'")
-            con.execute("SET temp_directory = $1", [str(scratch)])
-            order = ", ".join(f'"{k}" ASC NULLS LAST' for k in keys)
-            target = str(sorted_file).replace("'", "''")  # COPY TO takes no bound parameter
-            con.execute(f"COPY (SELECT * FROM read_parquet($files, union_by_name = true) ORDER BY {order}) "
-                        f"TO '{target}' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 65536)",
-                        {"files": [str(p) for p in parts]})
-        finally:
-            con.close()
-        reader = pq.ParquetFile(sorted_file)
-        try:
-            for group in range(reader.metadata.num_row_groups):
-                yield reader.read_row_group(group).replace_schema_metadata(None)
-        finally:
-            reader.close()
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def write_source(

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import queries
-from auditatlas import simulator, store
+from auditatlas import simulator, store, store_parts
 from auditatlas.errors import IngestFailed
 from auditatlas.ingest import Context, ingest, maadbench, simulated
 from auditatlas.ingest.stream import run_plan
@@ -175,15 +175,15 @@ def test_out_of_order_chunks_are_merged_one_bucket_at_a_time(tmp_path, monkeypat
     part whenever enough rows are pending, never the whole table at once (which once took 16 GB
     at a million rooms)."""
     seen: list[int] = []
-    real_write = store.write_part
+    real_write = store_parts.write_part
 
     def spy(folder, table, label, data):
         if table == "steps" and str(label).startswith("s"):
             seen.append(data.num_rows)
         return real_write(folder, table, label, data)
 
-    monkeypatch.setattr(store, "MERGED_PART_ROWS", 2_000)
-    monkeypatch.setattr(store, "write_part", spy)
+    monkeypatch.setattr(store_parts, "MERGED_PART_ROWS", 2_000)
+    monkeypatch.setattr(store_parts, "write_part", spy)
     outcome = run_plan(simulated.plan(1200, 4, chunk_rooms=300), tmp_path, workers=0)
     steps = outcome.counters["steps"]
     assert sum(seen) == steps

@@ -32,6 +32,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from ..store import read_manifest, source_corpora
 from .features import StepFeatures
 from .jobs import Unit, decision_rule, estimator
 from .metrics import Summary
@@ -73,20 +74,9 @@ def versions() -> dict[str, str]:
 
 def data_sources(root: str | Path, corpus: str) -> dict[str, str]:
     """Store sources holding runs of ``corpus`` -> their folder (what a re-ingest replaces)."""
-    from queries import run
-
-    from ..store import read_manifest, table_files
-
     root = Path(root)
     manifest = read_manifest(root)
-    source_of: dict[str, str] = {}
-    for name, entry in manifest["sources"].items():
-        for part in table_files(root, "runs", {"sources": {name: entry}}):
-            source_of[part] = name
-    if not source_of:
-        return {}
-    held = run("runs_part_corpora", {"parts": sorted(source_of)}, root=root)
-    holding = {source_of[part] for part in held.loc[held["corpus"] == corpus, "part"]}
+    holding = [name for name, corpora in source_corpora(root, manifest).items() if corpus in corpora]
     return {name: str(manifest["sources"][name]["dir"]) for name in sorted(holding)}
 
 

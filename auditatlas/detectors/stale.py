@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..store import source_corpora
+
 
 def stale_prediction_sets(root: str | Path, source: str) -> list[str]:
     """Re-scored prediction sets computed from the data of store source ``source``.
@@ -21,7 +23,7 @@ def stale_prediction_sets(root: str | Path, source: str) -> list[str]:
 
     root = Path(root)
     sets = run("rescore_provenance", {}, root=root)
-    corpora = _source_corpora(root, source)
+    corpora = set(source_corpora(root).get(source, ()))
     stale = []
     for rec in sets.to_dict(orient="records"):
         try:
@@ -31,17 +33,3 @@ def stale_prediction_sets(root: str | Path, source: str) -> list[str]:
         if (source in recorded) if isinstance(recorded, dict) else (rec["corpus"] in corpora):
             stale.append(str(rec["set_id"]))
     return sorted(stale)
-
-
-def _source_corpora(root: Path, source: str) -> set[str]:
-    import pyarrow.dataset as ds
-
-    from ..store import read_manifest
-
-    entry = read_manifest(root)["sources"].get(source)
-    if not entry:
-        return set()
-    folder = root / str(entry.get("dir", "")) / "runs"
-    if not folder.is_dir():
-        return set()
-    return set(ds.dataset(str(folder), format="parquet").to_table(columns=["corpus"]).column("corpus").unique().to_pylist())

@@ -1,24 +1,17 @@
 -- Chain roles of the slice's anomalies and the step-level sets that can be scored on them
--- (propagation_role_recall_*.sql): CTEs failed, chain_corpora, anomalies, sets. Roles follow
--- auditatlas/chains.py; role NULL is a failure alone in its scope.
+-- (propagation_role_recall_*.sql): CTEs failed, chain_corpora, anomalies, sets. Roles are the
+-- steps' chain_role (written by the store writer, auditatlas/chains.py); role NULL is a
+-- failure alone in its scope.
 failed AS (
-    SELECT corpus, run_id, step_idx, coalesce(action, '(none)') AS action,
-           count(*) OVER scope_window AS failures,
-           min(step_idx) OVER scope_window AS first_idx,
-           max(step_idx) OVER scope_window AS last_idx
+    SELECT corpus, run_id, step_idx, coalesce(action, '(none)') AS action, chain_role AS role
     FROM sliced_steps
     WHERE label = 1
-    WINDOW scope_window AS (PARTITION BY run_id, scope)
 ),
 chain_corpora AS (
-    SELECT DISTINCT corpus FROM failed WHERE failures >= 2
+    SELECT DISTINCT corpus FROM failed WHERE role IS NOT NULL
 ),
 anomalies AS (
-    SELECT run_id, step_idx, action,
-           CASE WHEN failures < 2 THEN NULL
-                WHEN step_idx = first_idx THEN 'origin'
-                WHEN step_idx = last_idx THEN 'down'
-                ELSE 'mid' END AS role
+    SELECT run_id, step_idx, action, role
     FROM failed
     WHERE corpus IN (SELECT corpus FROM chain_corpora)
 ),

@@ -4,15 +4,11 @@
 -- later action comes after it), with the whole chain of that scope. Paged: $limit rows from
 -- $offset; `total` is the number of rows before paging.
 WITH @slice,
-failed AS (
+in_chains AS (  -- the failed steps of the slice's chains (steps.chain_role, written by the store writer)
     SELECT coalesce(backbone, '(none)') AS backbone, run_id, scope, step_idx,
-           coalesce(action, '(none)') AS action,
-           count(*) OVER (PARTITION BY run_id, scope) AS chain_len
+           coalesce(action, '(none)') AS action
     FROM sliced_steps
-    WHERE label = 1 AND coalesce(backbone, '(none)') = $cell_backbone  -- a scope lies within one run, so one backbone
-),
-in_chains AS (
-    SELECT * FROM failed WHERE chain_len >= 2
+    WHERE chain_role IS NOT NULL AND coalesce(backbone, '(none)') = $cell_backbone  -- a scope lies within one run, so one backbone
 ),
 last_later AS (
     SELECT run_id, scope, max(step_idx) AS last_idx

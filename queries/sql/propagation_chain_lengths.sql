@@ -1,19 +1,10 @@
 -- How long the chains of the slice are, per backbone (and which action they start from), for
--- the chain browser's distribution and its origin-action filter.
-WITH @slice,
-failed AS (
-    SELECT coalesce(backbone, '(none)') AS backbone, run_id, scope, step_idx,
-           coalesce(action, '(none)') AS action
-    FROM sliced_steps
-    WHERE label = 1
-),
-chains AS (
-    SELECT backbone, run_id, scope, count(*) AS length, arg_min(action, step_idx) AS origin_action
-    FROM failed
-    GROUP BY ALL
-    HAVING count(*) >= 2
-)
-SELECT backbone, origin_action, length, count(*) AS chains
-FROM chains
+-- the chain browser's distribution and its origin-action filter. A chain is read from its
+-- origin step (steps.chain_role and chain_length, written by the store writer).
+WITH @slice
+SELECT coalesce(backbone, '(none)') AS backbone, coalesce(action, '(none)') AS origin_action,
+       chain_length AS length, count(*) AS chains
+FROM sliced_steps
+WHERE chain_role = 'origin'
 GROUP BY ALL
 ORDER BY backbone, origin_action, length

@@ -1,23 +1,16 @@
--- The chain browser: every chain of the slice (the sorted failed steps of one scope, kept
--- when there are at least two; auditatlas/chains.py is the one-run form), filtered on its
+-- The chain browser: every chain of the slice (one per origin step: steps.chain_role and
+-- chain_length, written by the store writer from auditatlas/chains.py), filtered on its
 -- origin action ($origin_actions, empty = all) and length ($min_length..$max_length, null =
 -- unbounded). Paged: $limit rows from $offset; `total` counts the chains before paging.
 -- The step and action lists are built for the page's chains only.
 WITH @slice,
-failed AS (
-    SELECT coalesce(backbone, '(none)') AS backbone, run_id, scope, step_idx,
-           coalesce(action, '(none)') AS action
-    FROM sliced_steps
-    WHERE label = 1
-),
 chains AS (
-    SELECT backbone, run_id, scope,
-           count(*) AS length,
-           arg_min(action, step_idx) AS origin_action,
-           min(step_idx) AS origin_step
-    FROM failed
-    GROUP BY ALL
-    HAVING count(*) >= 2
+    SELECT coalesce(backbone, '(none)') AS backbone, run_id, scope,
+           chain_length AS length,
+           coalesce(action, '(none)') AS origin_action,
+           step_idx AS origin_step
+    FROM sliced_steps
+    WHERE chain_role = 'origin'
 ),
 page AS (
     SELECT *, count(*) OVER () AS total
@@ -29,11 +22,11 @@ page AS (
     LIMIT $limit OFFSET $offset
 ),
 members AS (
-    SELECT f.run_id, f.scope,
-           list(f.step_idx ORDER BY f.step_idx) AS steps,
-           list(f.action ORDER BY f.step_idx) AS actions
-    FROM failed f
-    WHERE f.run_id IN (SELECT run_id FROM page)
+    SELECT s.run_id, s.scope,
+           list(s.step_idx ORDER BY s.step_idx) AS steps,
+           list(coalesce(s.action, '(none)') ORDER BY s.step_idx) AS actions
+    FROM sliced_steps s
+    WHERE s.chain_role IS NOT NULL AND s.run_id IN (SELECT run_id FROM page)
     GROUP BY ALL
 )
 SELECT p.backbone, p.run_id, p.scope, p.length, p.origin_action, p.origin_step, m.steps, m.actions, p.total

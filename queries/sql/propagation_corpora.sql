@@ -3,22 +3,19 @@
 -- decisive step (Who&When) or no step labels (tau-bench) cannot, and the page says so instead
 -- of drawing an empty map. Step counts and label sources come from propagation_sources
 -- (auditatlas.propagation.corpora joins the two), so the steps are scanned once.
+-- Read from the chain columns the store writer put on the steps, without grouping by scope:
+-- a chain has one origin, and a failed step outside a chain is alone in its scope.
 WITH @slice,
 run_counts AS (
     SELECT corpus, count(*) AS runs FROM sliced_runs GROUP BY ALL
 ),
-failures_per_scope AS (
-    SELECT corpus, run_id, scope, count(*) AS failed_steps
-    FROM sliced_steps
-    WHERE label = 1
-    GROUP BY ALL
-),
 chain_counts AS (
     SELECT corpus,
-           count(*) AS scopes_with_failures,
-           count(*) FILTER (WHERE failed_steps >= 2) AS chains,
-           max(failed_steps) AS max_failures_in_scope
-    FROM failures_per_scope
+           count(*) FILTER (WHERE chain_role IS NULL OR chain_role = 'origin') AS scopes_with_failures,
+           count(*) FILTER (WHERE chain_role = 'origin') AS chains,
+           max(CASE WHEN chain_role IS NULL THEN 1 ELSE chain_length END) AS max_failures_in_scope
+    FROM sliced_steps
+    WHERE label = 1
     GROUP BY ALL
 )
 SELECT r.corpus, r.runs,

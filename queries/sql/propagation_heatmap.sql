@@ -4,12 +4,14 @@
 -- scope also failed. A scope's last failed step of action a decides that for every s, so s is
 -- joined to one row per (scope, a): each (s, a) counts at most once. Cells absent here are 0.
 -- Per corpus too: a corpus appears here exactly when it forms a chain in the slice.
+-- A failed step followed by another in its scope is a step of a chain, so only the chains'
+-- steps are joined (steps.chain_role, written by the store writer).
 WITH @slice,
 failed AS (
     SELECT corpus, coalesce(backbone, '(none)') AS backbone, run_id, scope, step_idx,
            coalesce(action, '(none)') AS action
     FROM sliced_steps
-    WHERE label = 1
+    WHERE chain_role IS NOT NULL
 ),
 last_failed AS (
     SELECT run_id, scope, action, max(step_idx) AS last_idx

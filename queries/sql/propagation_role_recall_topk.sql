@@ -3,9 +3,8 @@
 -- all flagged; a step is flagged exactly when fewer than m steps score strictly higher).
 -- The cut is read from each set's sorted score list (a window rank over every scored step is
 -- about 8x slower on a 100,000-room store).
--- MAADBench Figures 8 and 11. Roles follow auditatlas/chains.py: the failed steps of one
--- scope, sorted, form a chain when there are at least two; the first is origin, the last
--- down, the rest mid (role NULL: a failure alone in its scope). Only corpora with a chain
+-- MAADBench Figures 8 and 11. Roles are the steps' chain_role (auditatlas/chains.py, written
+-- by the store writer; role NULL: a failure alone in its scope). Only corpora with a chain
 -- in the slice, only step-level sets about them, and no training rows (split 'train').
 -- One row per (set, anomalous, role, action): steps the set scored and how many it flagged;
 -- summed over a set, the rows give its scored and flagged steps in the slice. One pass: the

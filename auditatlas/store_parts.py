@@ -1,0 +1,218 @@
+"""Parquet parts of a staging folder: written batch by batch, merged into run order at commit.
+
+Every table is written sorted by run (``schema.SORT_KEYS``) in small row groups, with the sort
+recorded in each file's Parquet metadata, so fetching one run reads one or two row groups
+(min/max statistics prune the rest). Batches that arrive out of run order (a chunked ingest
+whose workers take every n-th room, a re-scoring appending set after set) are merged at commit
+by :func:`resort`, in bounded memory.
+"""
+from __future__ import annotations
+
+import shutil
+import uuid
+from pathlib import Path
+from typing import Callable, Iterator, Mapping
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from .schema import SORT_KEYS
+from .store_batches import conform
+
+# Rows per row group: small for the tables one run is fetched from (a run is a few to a few
+# hundred steps), Parquet's default elsewhere.
+ROW_GROUP_ROWS: dict[str, int] = {"steps": 8192, "edges": 16384, "predictions": 16384, "runs": 16384}
+SORT_SCRATCH_PREFIX = ".tmp-sort-"  # DuckDB's spill folder inside the staging folder, while it sorts
+MERGED_PART_ROWS = 100_000  # rows per part a merge writes (bounded memory, few files)
+SORT_MEMORY = "512MB"  # DuckDB's budget for sorting parts that came out of order; it spills past it
+BUCKETED = "b"  # the label prefix of parts written by bucket (merged at commit)
+
+
+def part_label(seq: int, bucket: str | None = None) -> str:
+    """A part's name: parts list in label order, which is the store's row order.
+
+    ``bucket`` marks a part written out of run order (a worker's share of one sort range); at
+    commit the parts of each bucket are merged and sorted, buckets in label order, so a bucket
+    must cover a run-id range that sorts before the next bucket's.
+    """
+    return f"{seq:06d}" if bucket is None else f"{bucket}~{seq:06d}"
+
+
+def write_part(folder: str | Path, table: str, label: str | int, data: pa.Table) -> Path:
+    """Write one prepared batch of ``table`` as part ``label`` of a staging folder.
+
+    Module-level so a Dask worker can write its partition's parts itself (the store must then
+    be on a file system the workers share).
+    """
+    target = Path(folder) / table
+    target.mkdir(parents=True, exist_ok=True)
+    if isinstance(label, int):
+        label = part_label(label)
+    path = target / f"part-{label}.parquet"
+    keys = SORT_KEYS.get(table, ())
+    sorting = [pq.SortingColumn(data.schema.get_field_index(k)) for k in keys] if data.num_rows else None
+    meta = {b"auditatlas.sorted_by": ",".join(keys).encode()} if keys else {}
+    data = data.replace_schema_metadata({**(data.schema.metadata or {}), **meta})
+    pq.write_table(data, path, compression="zstd", row_group_size=ROW_GROUP_ROWS.get(table, 65536),
+                   sorting_columns=sorting)
+    return path
+
+
+def write_prepared(folder: str | Path, tables: Mapping[str, pa.Table], seq: int,
+                   bucket_of: Callable[[str], str] | None = None) -> dict[str, dict]:
+    """Write a prepared batch as parts numbered ``seq``; returns per table its rows and key range
+    (and, for ``runs``, the corpora of its runs: the manifest records them per source).
+
+    With ``bucket_of`` (run id -> sort bucket; buckets must sort as their run ids do) the batch
+    is not in global run order: each table is written as one part whose row groups never
+    straddle two buckets, so the commit can merge the parts bucket by bucket, reading only the
+    row groups of one bucket at a time. This is what a Dask worker runs.
+    """
+    written: dict[str, dict] = {}
+    for name, table in tables.items():
+        if table.num_rows == 0:
+            continue
+        if bucket_of is None or "run_id" not in table.column_names or name not in SORT_KEYS:
+            write_part(folder, name, part_label(seq), table)
+            written[name] = {"rows": table.num_rows, "first": part_key(table, name, 0),
+                             "last": part_key(table, name, -1)}
+        else:
+            _write_bucketed(Path(folder) / name / f"part-{part_label(seq, BUCKETED)}.parquet", name, table, bucket_of)
+            written[name] = {"rows": table.num_rows, "bucketed": True}
+        if name == "runs":
+            written[name]["corpora"] = sorted(c for c in pc.unique(table.column("corpus")).to_pylist() if c is not None)
+    return written
+
+
+def _write_bucketed(path: Path, name: str, table: pa.Table, bucket_of: Callable[[str], str]) -> None:
+    """``table`` (prepared: sorted by its keys) as one part whose row groups never straddle a
+    bucket."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    run_ids = table.column("run_id").to_pylist()
+    cuts = [0] + [i for i in range(1, len(run_ids)) if run_ids[i] != run_ids[i - 1]
+                  and bucket_of(run_ids[i] or "~") != bucket_of(run_ids[i - 1] or "~")] + [len(run_ids)]
+    with pq.ParquetWriter(path, table.schema, compression="zstd") as writer:
+        for lo, hi in zip(cuts, cuts[1:]):
+            writer.write_table(table.slice(lo, hi - lo), row_group_size=ROW_GROUP_ROWS.get(name, 65536))
+
+
+def part_key(table: pa.Table, name: str, i: int) -> list | None:
+    """Row ``i``'s sort key (``schema.SORT_KEYS``), or None for a table kept unsorted."""
+    keys = SORT_KEYS.get(name)
+    return [table.column(k)[i].as_py() for k in keys] if keys else None
+
+
+def key_lt(a: tuple, b: tuple) -> bool:
+    """a < b with None sorting last (as DuckDB's NULLS LAST and Arrow's sort_by do)."""
+    for x, y in zip(a, b):
+        if x == y:
+            continue
+        if x is None:
+            return False
+        if y is None:
+            return True
+        return x < y
+    return False
+
+
+def resort(folder: Path, name: str, bucket_of: Callable[[str], str] | None) -> None:
+    """Rewrite a table whose parts are out of run order as one sorted sequence of parts.
+
+    Bucketed parts (``write_prepared``) are merged bucket by bucket, reading only that bucket's
+    row groups from every part, so memory holds one bucket (plus one output part), never the
+    whole table. Parts without buckets (batches that came out of order, such as a re-scoring's
+    sets) are sorted together by DuckDB, which spills past SORT_MEMORY (_sorted_row_groups).
+    """
+    parts = sorted((folder / name).glob("part-*.parquet"))
+    keys = [(k, "ascending") for k in SORT_KEYS[name]]
+    bucketed = [p for p in parts if p.stem.startswith("part-" + part_label(0, BUCKETED)[:-6])]
+    plain = [p for p in parts if p not in bucketed]
+    pending: list[pa.Table] = []
+    seq = 0
+
+    def flush(force: bool = False) -> None:
+        nonlocal pending, seq
+        rows = sum(t.num_rows for t in pending)
+        if pending and (force or rows >= MERGED_PART_ROWS):
+            write_part(folder, name, f"s{seq:06d}", pa.concat_tables(pending))
+            seq += 1
+            pending = []
+
+    if plain:
+        for piece in _sorted_row_groups(folder, plain, SORT_KEYS[name]):
+            pending.append(conform(name, piece))
+            flush()
+        flush(force=True)
+    if bucketed:
+        assert bucket_of is not None, "bucketed parts need the plan's bucket_of to be merged"
+        # Which row groups of which part hold each bucket. The footers are not kept open: 128
+        # parts x 104 row groups of steps held 300 MB of metadata at a million rooms; each
+        # bucket reopens its parts instead (about 2.5 ms a footer).
+        groups: dict[str, dict[Path, list[int]]] = {}
+        for path in bucketed:
+            f = pq.ParquetFile(path)
+            try:
+                column = f.schema_arrow.get_field_index("run_id")
+                for g in range(f.metadata.num_row_groups):
+                    low = f.metadata.row_group(g).column(column).statistics.min
+                    groups.setdefault(bucket_of(low if low is not None else "~"), {}).setdefault(path, []).append(g)
+            finally:
+                f.close()
+        for bucket in sorted(groups):
+            pieces = [_read_row_groups(path, row_groups) for path, row_groups in groups[bucket].items()]
+            table = pa.concat_tables(pieces, promote_options="default").replace_schema_metadata(None)
+            pending.append(conform(name, table).sort_by(keys))
+            del pieces, table
+            flush()
+            # Give freed buffers back to the system between buckets, so the process holds about
+            # one bucket rather than the allocator's high-water mark (the million-room figure in
+            # bench/README.md was measured with this).
+            pa.default_memory_pool().release_unused()
+        flush(force=True)
+    for p in parts:
+        p.unlink()
+    pa.default_memory_pool().release_unused()
+
+
+def _read_row_groups(path: Path, row_groups: list[int]) -> pa.Table:
+    f = pq.ParquetFile(path)
+    try:
+        return f.read_row_groups(row_groups)
+    finally:
+        f.close()
+
+
+def _sorted_row_groups(folder: Path, parts: list[Path], keys: tuple[str, ...]) -> Iterator[pa.Table]:
+    """The rows of ``parts`` sorted on ``keys`` (nulls last, as Arrow's sort_by), a row group at a time.
+
+    DuckDB sorts them into one scratch file, spilling to disk past SORT_MEMORY, so a source of
+    any size (a re-scoring of several sets over a million runs: tens of millions of rows, more
+    string data than one Arrow array can hold) is sorted in bounded memory.
+    """
+    import duckdb
+
+    scratch = folder / f"{SORT_SCRATCH_PREFIX}{uuid.uuid4().hex[:8]}"
+    scratch.mkdir()
+    try:
+        sorted_file = scratch / "sorted.parquet"
+        con = duckdb.connect()
+        try:
+            con.execute(f"SET memory_limit = '{SORT_MEMORY}'")
+            con.execute("SET temp_directory = $1", [str(scratch)])
+            order = ", ".join(f'"{k}" ASC NULLS LAST' for k in keys)
+            target = str(sorted_file).replace("'", "''")  # COPY TO takes no bound parameter
+            con.execute(f"COPY (SELECT * FROM read_parquet($files, union_by_name = true) ORDER BY {order}) "
+                        f"TO '{target}' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 65536)",
+                        {"files": [str(p) for p in parts]})
+        finally:
+            con.close()
+        reader = pq.ParquetFile(sorted_file)
+        try:
+            for group in range(reader.metadata.num_row_groups):
+                yield reader.read_row_group(group).replace_schema_metadata(None)
+        finally:
+            reader.close()
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
