@@ -241,8 +241,8 @@ def _info(root: Path, as_json: bool) -> int:
 
 
 def _board(root: Path, name: str, corpus: str | None, as_json: bool) -> int:
-    from .boards import run_board
-    from .boards.published import reconcile
+    from .analyses.board_published import reconcile
+    from .analyses.board_registry import run_board
 
     result = run_board(name, root, corpus)
     if as_json:

@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
 
     setup = ensure_store(args.store, args.base, args.corpus, args.methods, args.seeds)
     import queries
-    from auditatlas import detector_views as dv
+    from auditatlas.analyses import detector_comparison as dv
 
     t0 = time.perf_counter()
     con = queries.connect(args.store)

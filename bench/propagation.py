@@ -5,7 +5,7 @@
     .venv/bin/python bench/propagation.py [--store /tmp/store100k] [--sets 3] [--repeat 5] [--out FILE]
 
 Timed in one process through the same ``(query, params)`` pairs the page runs
-(``auditatlas.propagation``), each with its pandas post-processing:
+(``auditatlas.analyses.anomaly_propagation``), each with its pandas post-processing:
 
 * ``page header``: what every tab runs first (step counts per corpus and chain counts; the
   step counts are shared with the heatmap through the app's cache);
@@ -48,7 +48,7 @@ import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 
 import queries  # noqa: E402
-from auditatlas import propagation as P  # noqa: E402
+from auditatlas.analyses import anomaly_propagation as P  # noqa: E402
 
 SLICES = {"all": {}, "GPT-4.1 hard": {"backbone": ["GPT-4.1"], "difficulty": ["hard"]}}
 TARGET_MS = 300

@@ -41,8 +41,8 @@ def query(name: str, params: Mapping[str, Any] | None = None) -> pd.DataFrame:
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _board(name: str, corpus: str | None, slice_json: str, root: str, stamp: int):
-    from auditatlas.boards import run_board
-    from auditatlas.boards.published import reconcile
+    from auditatlas.analyses.board_published import reconcile
+    from auditatlas.analyses.board_registry import run_board
 
     result = run_board(name, root, corpus, json.loads(slice_json))
     return result, reconcile(result, Path(root))
@@ -55,7 +55,7 @@ def board(name: str, corpus: str | None, slice_: Mapping[str, Any] | None = None
 
 @st.cache_data(show_spinner=False)
 def _board_corpora(root: str, stamp: int) -> dict[str, list[str]]:
-    from auditatlas.boards import registry
+    from auditatlas.analyses.board_registry import registry
 
     return {name: b.corpora(Path(root)) for name, b in registry().items()}
 
@@ -67,7 +67,7 @@ def board_corpora() -> dict[str, list[str]]:
 
 @st.cache_data(show_spinner=False)
 def _missing_blocks(root: str, stamp: int) -> list[dict[str, str]]:
-    from auditatlas.boards.published import missing_blocks
+    from auditatlas.analyses.board_published import missing_blocks
 
     return missing_blocks(Path(root))
 

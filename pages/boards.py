@@ -8,8 +8,8 @@ from components.shell import ensure_app_navigation
 
 ensure_app_navigation()
 
-from auditatlas.boards import PILLARS
-from auditatlas.boards import registry as board_registry
+from auditatlas.analyses.board_registry import PILLARS
+from auditatlas.analyses.board_registry import registry as board_registry
 from auditatlas.errors import AtlasError
 from components import board_view, cached
 from components.safe import md

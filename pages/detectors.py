@@ -8,7 +8,7 @@ from components.shell import ensure_app_navigation
 
 ensure_app_navigation()
 
-from auditatlas import detector_views as dv
+from auditatlas.analyses import detector_comparison as dv
 from components import auroc_grid, cached
 from components.filters import describe
 from components.safe import md

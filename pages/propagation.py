@@ -8,7 +8,7 @@ from components.shell import ensure_app_navigation
 
 ensure_app_navigation()
 
-from auditatlas import propagation as P
+from auditatlas.analyses import anomaly_propagation as P
 from components import cached
 from components import propagation_view as view
 from components.charts import rate_heatmap

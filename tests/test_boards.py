@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from auditatlas.boards import run_board
-from auditatlas.boards.published import missing_blocks, reconcile
+from auditatlas.analyses.board_published import missing_blocks, reconcile
+from auditatlas.analyses.board_registry import run_board
 from auditatlas.errors import AtlasError
 from auditatlas.ingest import ingest
 from conftest import WHOWHEN

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from auditatlas.detection import (
+from auditatlas.analyses.run_detection import (
     LIVE_ENTRANTS,
     POST_ENTRANTS,
     cv_scores,
@@ -21,7 +21,7 @@ from auditatlas.detection import (
     time_to_detection,
 )
 from auditatlas.errors import UndefinedMetric
-from auditatlas.features import FAMILIES, prefix_features
+from auditatlas.analyses.run_features import FAMILIES, prefix_features
 from auditatlas.stats import roc_auc
 from auditatlas.store import write_source
 
@@ -304,7 +304,7 @@ def test_learner_is_auditables_run_detector():
     X[:, 1] += 0.8 * y
     train, test = np.arange(35), np.arange(35, 50)
     theirs = get_method("run.lr_flat")().fit(X[train], y[train]).predict_proba(X[test])[:, 1]
-    from auditatlas.detection import _learner
+    from auditatlas.analyses.run_detection import _learner
 
     ours = _learner().fit(X[train], y[train]).predict_proba(X[test])[:, 1]
     np.testing.assert_allclose(ours, theirs, rtol=1e-10)
@@ -455,8 +455,8 @@ def test_boards_sample_a_fixed_set_of_runs_above_the_cap(synth, monkeypatch):
     every call, prediction sets restricted to it, and a note saying so."""
     import hashlib
 
-    from auditatlas.boards import detection as board_detection
-    from auditatlas.boards import run_board
+    from auditatlas.analyses import board_detection
+    from auditatlas.analyses.board_registry import run_board
     from queries import connect
 
     runs = [r for (r,) in connect(synth).execute(

@@ -233,7 +233,7 @@ def test_every_detector_scores_planted_anomalies_higher():
 
 
 def test_board_entrants_come_from_the_registry():
-    from auditatlas import detection
+    from auditatlas.analyses import run_detection as detection
 
     assert detection.POST_ENTRANTS == registry.board_entrant_names("post")
     assert detection.LIVE_ENTRANTS == registry.board_entrant_names("live")

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from auditatlas.errors import IngestFailed
-from auditatlas.pre import (
+from auditatlas.analyses.over_privilege import (
     ENTRANTS,
     JUDGE_NAME,
     SOURCES,

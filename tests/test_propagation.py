@@ -19,7 +19,7 @@ import math
 import pandas as pd
 import pytest
 
-from auditatlas import propagation as P
+from auditatlas.analyses import anomaly_propagation as P
 from auditatlas.chains import step_roles
 from auditatlas.store import write_source
 

@@ -72,7 +72,7 @@ def test_silent_failures_keep_a_backbone_without_anomalies(tiny):
 
 
 def test_rates_leave_undefined_blank(tiny):
-    from auditatlas import rates
+    from auditatlas.analyses import step_rates as rates
 
     counts = queries.run("action_rates", {"slice": {}}, root=tiny)
     table = rates.action_success(counts).set_index(["backbone", "action"])

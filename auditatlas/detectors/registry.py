@@ -202,7 +202,7 @@ def _hist_gb(seed: int):
 class BoardEntrant:
     """A run-level entrant this detector provides to a board, on run features.
 
-    ``features`` is a family of ``auditatlas.features.FAMILIES`` or a tuple of run feature
+    ``features`` is a family of ``auditatlas.analyses.run_features.FAMILIES`` or a tuple of run feature
     columns; ``position`` orders the board's entrants (the published board's order); ``role``
     is the board row's role (``floor``, ``baseline`` or ``entrant``).
     """

@@ -22,8 +22,8 @@ import pandas as pd
 
 import queries
 
-from . import actions
-from .chains import DOWN, MID, ORIGIN, ROLES
+from .. import actions
+from ..chains import DOWN, MID, ORIGIN, ROLES
 
 Query = tuple[str, dict[str, Any]]
 Slice = Mapping[str, Any] | None
@@ -343,14 +343,14 @@ def failure_mode_codes(rows: pd.DataFrame) -> pd.DataFrame:
 
 def silent_by_action(rows: pd.DataFrame) -> pd.DataFrame:
     """Silent-failure rates (%) per backbone and action, formatting errors apart (Table 4)."""
-    from .rates import silent_failures
+    from .step_rates import silent_failures
 
     return silent_failures(rows)
 
 
 def silent_by_backbone(rows: pd.DataFrame) -> pd.DataFrame:
     """The same counts summed per backbone (Table 4's rows)."""
-    from .rates import silent_failures
+    from .step_rates import silent_failures
 
     counts = rows.drop(columns=["action"]).groupby("backbone", as_index=False).sum(numeric_only=True)
     return silent_failures(counts)

@@ -110,9 +110,9 @@ class Board:
 
 def registry() -> dict[str, Board]:
     """All boards by CLI name, in lifecycle order (PRE, LIVE, POST)."""
-    from . import detection, localization, pre
+    from . import board_detection, board_localization, board_pre
 
-    boards = [pre.BOARD, detection.LIVE_BOARD, localization.BOARD, detection.POST_BOARD]
+    boards = [board_pre.BOARD, board_detection.LIVE_BOARD, board_localization.BOARD, board_detection.POST_BOARD]
     return {b.name: b for b in boards}
 
 

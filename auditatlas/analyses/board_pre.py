@@ -1,7 +1,7 @@
 """PRE over-privilege board: before a run, which declared capabilities are excess?
 
 Micro precision / recall / F1 over (config, capability) pairs, coverage, and F1 per source with
-each source's flag_all floor. Entrants: ``auditatlas.pre.ENTRANTS`` (floors, oracle, the seven
+each source's flag_all floor. Entrants: ``auditatlas.analyses.over_privilege.ENTRANTS`` (floors, oracle, the seven
 rule scanners) plus every config-level prediction set in the store (the held-out judge, or any
 imported one). Contrasts: each entrant's F1 against the flag_all floor, by a configuration-
 cluster bootstrap (a config's capabilities are labeled together, so pairs are not independent).
@@ -14,10 +14,10 @@ import numpy as np
 
 import queries
 
-from .. import pre
+from . import over_privilege as pre
 from ..errors import AtlasError
 from ..stats import Contrast, paired_bootstrap
-from . import Board, BoardResult, EntrantScore, Family, Task, contrasts_for
+from .board_registry import Board, BoardResult, EntrantScore, Family, Task, contrasts_for
 
 METRICS = ("precision", "recall", "f1", "coverage")
 N_BOOT = 1000

@@ -1,6 +1,6 @@
 """POST detection and LIVE boards: can a run's failure be told from its trace (or a prefix)?
 
-Entrants and scoring live in ``auditatlas.detection`` (feature families, 5x5 CV, ECOD, and
+Entrants and scoring live in ``auditatlas.analyses.run_detection`` (feature families, 5x5 CV, ECOD, and
 run-level aggregates of step prediction sets), whose entrants and their roles come from the
 detector registry (``auditatlas.detectors.registry``); this module turns them into boards: ROC-AUC
 rows, the random floor, the item count, and paired DeLong contrasts in declared families.
@@ -13,11 +13,11 @@ import numpy as np
 
 import queries
 
-from .. import detection
+from . import run_detection as detection
 from ..detectors.registry import board_roles
 from ..errors import UndefinedMetric
 from ..stats import Contrast, delong_paired, roc_auc
-from . import Board, BoardResult, EntrantScore, Family, Task, contrasts_for
+from .board_registry import Board, BoardResult, EntrantScore, Family, Task, contrasts_for
 
 PREFIXES = detection.LIVE_FRACTIONS
 LIVE_MIN_STEPS = 4  # the published LIVE population: runs of at least 4 steps

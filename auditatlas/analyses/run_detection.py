@@ -11,7 +11,7 @@ their run feature family and board position), so this module holds no entrant li
 - ``random`` (registry ``random``): one uniform score per run, ``numpy.random.RandomState(0)``,
   drawn once per population, so it is the same at every prefix (as on the published LIVE board).
 - ``size (flat)``, ``auditable (size+deps)``, ``full`` (registry ``logreg``): supervised, on
-  the feature families of auditatlas.features. Learner: standardize + class-balanced logistic
+  the feature families of auditatlas.analyses.run_features. Learner: standardize + class-balanced logistic
   regression (liblinear), the learner of auditable's ``run.lr_*`` detectors (GRADE's
   failure-detection study). Scores are out-of-fold probabilities of 5-fold stratified CV,
   averaged over seeds 0..4 (``cv_scores``): every run is scored by models that never saw it.
@@ -43,10 +43,10 @@ from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
-from .detectors import registry as detector_registry
-from .errors import UndefinedMetric
-from .features import RunFeatures, prefix_features
-from .stats import roc_auc
+from ..detectors import registry as detector_registry
+from ..errors import UndefinedMetric
+from .run_features import RunFeatures, prefix_features
+from ..stats import roc_auc
 
 RANDOM_SEED = 0
 CV_SEEDS: tuple[int, ...] = (0, 1, 2, 3, 4)

@@ -21,7 +21,7 @@ import queries
 
 from ..errors import AtlasError
 from ..stats import Contrast, mcnemar_exact, paired_bootstrap, wilcoxon_paired
-from . import Board, BoardResult, EntrantScore, Family, Task, contrasts_for
+from .board_registry import Board, BoardResult, EntrantScore, Family, Task, contrasts_for
 
 METRICS = ("top1", "top3", "mrr")
 RANDOM_SEEDS = range(5)

@@ -26,7 +26,7 @@ from urllib.parse import urlencode
 import numpy as np
 import pandas as pd
 
-from . import actions
+from .. import actions
 
 QueryFn = Callable[[str, Mapping[str, Any]], pd.DataFrame]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import queries
 
-from . import BoardResult
+from .board_registry import BoardResult
 
 TOLERANCE = 0.0005  # published values carry three decimals
 
