@@ -42,14 +42,16 @@ def _child(name: str, corpus: str | None, store: str) -> dict:
     """Measure one board inside this (fresh) process."""
     t0 = time.perf_counter()
     sys.path.insert(0, str(REPO))
+    import queries
     from auditatlas.analyses.board_registry import run_board
 
+    query = queries.runner(store)
     t_import = time.perf_counter() - t0
     t0 = time.perf_counter()
-    result = run_board(name, store, corpus)
+    result = run_board(name, query, corpus)
     t_cold = time.perf_counter() - t0
     t0 = time.perf_counter()
-    run_board(name, store, corpus)
+    run_board(name, query, corpus)
     t_warm = time.perf_counter() - t0
     return {
         "board": name, "corpus": result.corpus, "n_items": result.n_items, "item_kind": result.item_kind,

@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     build = {"derived_build_s": round(time.perf_counter() - t0, 2),
              "max_rss_mb_before": rss_before // 1024,
              "max_rss_mb_after": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}
-    query = lambda name, params: queries.run(name, params, root=args.store)  # noqa: E731
+    query = queries.runner(args.store)
     sets = dv.step_sets(dv.prediction_sets(query, args.corpus))
     ids = list(sets["set_id"])
     counts = con.execute("SELECT (SELECT count(*) FROM steps WHERE corpus = $c) AS steps, "

@@ -8,7 +8,8 @@ from components.shell import ensure_app_navigation
 
 ensure_app_navigation()
 
-from auditatlas.analyses.board_registry import PILLARS
+from auditatlas.analyses.board_published import reconcile
+from auditatlas.analyses.board_registry import PILLARS, run_board
 from auditatlas.analyses.board_registry import registry as board_registry
 from auditatlas.errors import AtlasError
 from components import board_view, cached
@@ -46,7 +47,9 @@ def board_section(name: str) -> None:
     corpus = st.selectbox("Corpus", corpora, key=f"board_{name}_corpus", bind="query-params")
     with st.spinner(f"Scoring {name} on {md(corpus)}…"):
         try:
-            result, cells = cached.board(name, corpus, slice_)
+            # The board is computed here from cached queries: only its Python part reruns.
+            result = run_board(name, cached.query, corpus, slice_)
+            cells = reconcile(result, cached.query)
         except AtlasError as exc:
             st.warning(md(str(exc)))
             return

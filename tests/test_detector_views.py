@@ -46,7 +46,7 @@ OWN_LABELS = {"det:s0": [1, 0, 1, 1, 1, 1, 0, 0, 1, 0], "det:s1": [None] * 10}
 
 
 def _query(root: Path):
-    return lambda name, params: queries.run(name, params, root=root)
+    return queries.runner(root)
 
 
 def _toy_tables() -> dict:

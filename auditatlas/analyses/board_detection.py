@@ -7,12 +7,9 @@ rows, the random floor, the item count, and paired DeLong contrasts in declared 
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
-import queries
-
+from . import Query
 from . import run_detection as detection
 from ..detectors.registry import board_roles
 from ..errors import UndefinedMetric
@@ -28,12 +25,12 @@ LIVE_MIN_STEPS = 4  # the published LIVE population: runs of at least 4 steps
 BOARD_MAX_RUNS = 50_000
 
 
-def _sample_notes(root: Path, corpus: str, slice_: dict | None, min_steps: int, n: int) -> list[str]:
+def _sample_notes(query: Query, corpus: str, slice_: dict | None, min_steps: int, n: int) -> list[str]:
     """Says so when a board's population is a sample (one count query, only then)."""
     if n < BOARD_MAX_RUNS:
         return []
-    total = int(queries.run("run_prefix_population", {"slice": {**dict(slice_ or {}), "corpus": [corpus]},
-                                                      "min_steps": min_steps}, root=root)["runs"].iloc[0])
+    total = int(query("run_prefix_population", {"slice": {**dict(slice_ or {}), "corpus": [corpus]},
+                                                "min_steps": min_steps})["runs"].iloc[0])
     if total <= n:
         return []
     return [f"Computed on a fixed sample of {n:,} of the slice's {total:,} runs (the {n:,} with the smallest md5 "
@@ -79,12 +76,12 @@ POST_FAMILIES = (
 )
 
 
-def compute_post(root: Path, corpus: str, slice_: dict | None = None) -> BoardResult:
-    entrants = detection.detection_entrants(root, corpus, slice_, 1.0, 1, board="post", max_runs=BOARD_MAX_RUNS)
+def compute_post(query: Query, corpus: str, slice_: dict | None = None) -> BoardResult:
+    entrants = detection.detection_entrants(query, corpus, slice_, 1.0, 1, board="post", max_runs=BOARD_MAX_RUNS)
     rows = [_row(name, e, {"roc_auc": _cell_auc(e)}) for name, e in entrants.items()]
     first = next(iter(entrants.values()))
     notes = [f"{len(first.y)} runs ({int(first.y.sum())} failed); supervised entrants: 5-fold stratified CV averaged over 5 seeds."]
-    notes += _sample_notes(root, corpus, slice_, 1, len(first.y))
+    notes += _sample_notes(query, corpus, slice_, 1, len(first.y))
     contrasts = contrasts_for(rows, POST_FAMILIES, TESTS)
     return BoardResult("post-detection", "POST detection (run-level ROC-AUC)", "POST", corpus, ("roc_auc",), "random",
                        len(first.y), "runs with an outcome", rows, contrasts, notes,
@@ -102,8 +99,8 @@ LIVE_FAMILIES = (
 )
 
 
-def compute_live(root: Path, corpus: str, slice_: dict | None = None) -> BoardResult:
-    per_prefix = {f: detection.detection_entrants(root, corpus, slice_, f, LIVE_MIN_STEPS, board="live",
+def compute_live(query: Query, corpus: str, slice_: dict | None = None) -> BoardResult:
+    per_prefix = {f: detection.detection_entrants(query, corpus, slice_, f, LIVE_MIN_STEPS, board="live",
                                                   prediction_sets=False, max_runs=BOARD_MAX_RUNS)
                   for f in PREFIXES}
     names = list(per_prefix[PREFIXES[0]])
@@ -123,14 +120,14 @@ def compute_live(root: Path, corpus: str, slice_: dict | None = None) -> BoardRe
              "(blank: never).",
              "A prefix is a fraction of the finished run (the published protocol), so its length still reveals the "
              "final length: size entrants can score early for that reason alone."]
-    notes += _sample_notes(root, corpus, slice_, LIVE_MIN_STEPS, len(first.y))
+    notes += _sample_notes(query, corpus, slice_, LIVE_MIN_STEPS, len(first.y))
     return BoardResult("live", "LIVE streaming early warning (ROC-AUC by prefix)", "LIVE", corpus, LIVE_METRICS, "random",
                        len(first.y), "runs", rows, contrasts, notes,
                        primary_metric="auc@25", primary_family=LIVE_FAMILIES[0].name)
 
 
-def corpora(root: Path) -> list[str]:
-    return queries.run("detection_corpora", root=root)["corpus"].tolist()
+def corpora(query: Query) -> list[str]:
+    return query("detection_corpora")["corpus"].tolist()
 
 
 POST_BOARD = Board("post-detection", "POST detection", Task("POST", "run", None), ("roc_auc",), "random",

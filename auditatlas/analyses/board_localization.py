@@ -13,14 +13,12 @@ format: the origin of the failing chain; see queries/sql/localization_items.sql)
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 
-import queries
-
 from ..errors import AtlasError
 from ..stats import Contrast, mcnemar_exact, paired_bootstrap, wilcoxon_paired
+from . import Query
 from .board_registry import Board, BoardResult, EntrantScore, Family, Task, contrasts_for
 
 METRICS = ("top1", "top3", "mrr")
@@ -93,11 +91,11 @@ def _is_addendum(row: dict) -> bool:
     return "addendum" in str(row.get("set_id", "")) or params.get("board") == "addendum"
 
 
-def prediction_set_entrants(root: Path, corpus: str, run_ids: list[str], truth: np.ndarray) -> tuple[list[EntrantScore], list[str]]:
-    sets = queries.run("prediction_sets", {"corpus": corpus, "granularity": "step"}, root=root)
+def prediction_set_entrants(query: Query, corpus: str, run_ids: list[str], truth: np.ndarray) -> tuple[list[EntrantScore], list[str]]:
+    sets = query("prediction_sets", {"corpus": corpus, "granularity": "step"})
     if sets.empty:
         return [], []
-    ranks = queries.run("localization_ranks", {"corpus": corpus, "items": run_ids, "truths": [int(t) for t in truth]}, root=root)
+    ranks = query("localization_ranks", {"corpus": corpus, "items": run_ids, "truths": [int(t) for t in truth]})
     index = {rid: i for i, rid in enumerate(run_ids)}
     rows, notes = [], []
     for meta in sets.to_dict(orient="records"):
@@ -156,14 +154,14 @@ FAMILIES = (
 TESTS = {"mcnemar": _mcnemar, "wilcoxon": _wilcoxon}
 
 
-def compute(root: Path, corpus: str, slice_: dict | None = None) -> BoardResult:
-    items = queries.run("localization_items", {"target_corpus": corpus, "slice": slice_ or {}}, root=root)
+def compute(query: Query, corpus: str, slice_: dict | None = None) -> BoardResult:
+    items = query("localization_items", {"target_corpus": corpus, "slice": slice_ or {}})
     if items.empty:
         raise AtlasError(f"POST localization on '{corpus}': no failed run with a labeled anomalous step in this slice.")
     n_steps = items["n_steps"].to_numpy(dtype=int)
     truth = items["truth_idx"].to_numpy(dtype=int)
     rows = [random_entrant(n_steps, truth), position_entrant(truth)]
-    set_rows, notes = prediction_set_entrants(root, corpus, items["run_id"].tolist(), truth)
+    set_rows, notes = prediction_set_entrants(query, corpus, items["run_id"].tolist(), truth)
     rows += set_rows
     rows.append(random_expectation(n_steps))
     contrasts = contrasts_for(rows, FAMILIES, TESTS)
@@ -172,8 +170,8 @@ def compute(root: Path, corpus: str, slice_: dict | None = None) -> BoardResult:
                        primary_metric="top1", primary_family=FAMILIES[0].name)
 
 
-def corpora(root: Path) -> list[str]:
-    frame = queries.run("localization_corpora", root=root)
+def corpora(query: Query) -> list[str]:
+    frame = query("localization_corpora")
     return frame["corpus"].tolist()
 
 

@@ -8,12 +8,9 @@ cluster bootstrap (a config's capabilities are labeled together, so pairs are no
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
-import queries
-
+from . import Query
 from . import over_privilege as pre
 from ..errors import AtlasError
 from ..stats import Contrast, paired_bootstrap
@@ -23,15 +20,15 @@ METRICS = ("precision", "recall", "f1", "coverage")
 N_BOOT = 1000
 
 
-def load_configs(root: Path, corpus: str) -> list[pre.PreConfig]:
-    configs = queries.run("pre_configs", {"corpus": corpus}, root=root)
-    caps = queries.run("pre_capabilities", {"corpus": corpus}, root=root)
+def load_configs(query: Query, corpus: str) -> list[pre.PreConfig]:
+    configs = query("pre_configs", {"corpus": corpus})
+    caps = query("pre_capabilities", {"corpus": corpus})
     return pre.configs_from_frames(configs, caps)
 
 
-def stored_entrants(root: Path, corpus: str) -> list[pre.PreEntrant]:
+def stored_entrants(query: Query, corpus: str) -> list[pre.PreEntrant]:
     """One replay entrant per config-level prediction set (abstains where it has no rows)."""
-    frame = queries.run("pre_flags", {"corpus": corpus}, root=root)
+    frame = query("pre_flags", {"corpus": corpus})
     entrants = []
     for set_id, rows in frame.groupby("set_id", sort=True):
         meta = rows.iloc[0]
@@ -120,13 +117,13 @@ FAMILIES = (Family("F1 vs flag_all floor", "f1", "cluster_bootstrap", "flag_all"
 TESTS = {"cluster_bootstrap": _cluster_bootstrap}
 
 
-def compute(root: Path, corpus: str, slice_: dict | None = None) -> BoardResult:
-    configs = load_configs(root, corpus)  # the run slice does not apply to configurations
+def compute(query: Query, corpus: str, slice_: dict | None = None) -> BoardResult:
+    configs = load_configs(query, corpus)  # the run slice does not apply to configurations
     if not configs:
         raise AtlasError(f"PRE board on '{corpus}': no configuration in this slice.")
     truth = np.array([c.excess for cfg in configs for c in cfg.capabilities], dtype=bool)
     cluster = np.array([cfg.config_id for cfg in configs for _ in cfg.capabilities])
-    entrants = [_Memo(e) for e in pre.board_entrants() + stored_entrants(root, corpus)]
+    entrants = [_Memo(e) for e in pre.board_entrants() + stored_entrants(query, corpus)]
     rows, by_source = [], []
     for entrant in entrants:
         score = pre.score_pre(configs, entrant)
@@ -149,8 +146,8 @@ def compute(root: Path, corpus: str, slice_: dict | None = None) -> BoardResult:
                        primary_metric="f1", primary_family=FAMILIES[0].name)
 
 
-def corpora(root: Path) -> list[str]:
-    return queries.run("pre_corpora", root=root)["corpus"].tolist()
+def corpora(query: Query) -> list[str]:
+    return query("pre_corpora")["corpus"].tolist()
 
 
 BOARD = Board("pre", "PRE over-privilege", Task("PRE", "config", "catchbench-pre"), METRICS, "flag_all",

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from ..stats import Contrast, adjust_family
+from . import Query
 
 PILLARS = ("PRE", "LIVE", "POST")
 
@@ -103,8 +103,8 @@ class Board:
     metrics: tuple[str, ...]
     floor: str
     item_kind: str  # what one item is, said on screen ("failed runs", "(config, capability) pairs")
-    compute: Callable[[Path, str, dict | None], BoardResult]
-    corpora: Callable[[Path], list[str]]  # corpora in the store this board can be computed on
+    compute: Callable[[Query, str, dict | None], BoardResult]
+    corpora: Callable[[Query], list[str]]  # corpora in the store this board can be computed on
     allows_slice: bool = True
 
 
@@ -116,16 +116,16 @@ def registry() -> dict[str, Board]:
     return {b.name: b for b in boards}
 
 
-def run_board(name: str, root: str | Path, corpus: str | None = None, slice_: dict | None = None) -> BoardResult:
-    """Compute board ``name`` on ``corpus`` (default: the first corpus it applies to)."""
+def run_board(name: str, query: Query, corpus: str | None = None, slice_: dict | None = None) -> BoardResult:
+    """Compute board ``name`` on ``corpus`` (default: the first corpus it applies to), reading the
+    store through ``query``."""
     from ..errors import AtlasError
 
     boards = registry()
     if name not in boards:
         raise AtlasError(f"unknown board '{name}'; choose one of: {', '.join(boards)}.")
     board = boards[name]
-    root = Path(root)
-    available = board.corpora(root)
+    available = board.corpora(query)
     if corpus is None:
         if not available:
             raise AtlasError(f"board '{name}' needs a corpus that is not in the store ({board.item_kind} of the kind it scores).")
@@ -133,7 +133,7 @@ def run_board(name: str, root: str | Path, corpus: str | None = None, slice_: di
     elif corpus not in available:
         have = ", ".join(available) or "none"
         raise AtlasError(f"board '{name}' cannot be computed on corpus '{corpus}' in this store (available: {have}).")
-    return board.compute(root, corpus, slice_ if board.allows_slice else None)
+    return board.compute(query, corpus, slice_ if board.allows_slice else None)
 
 
 def contrasts_for(rows: Sequence[EntrantScore], families: Sequence[Family], tests: dict[str, Callable]) -> list[Contrast]:

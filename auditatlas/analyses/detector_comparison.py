@@ -14,21 +14,20 @@ cells with their reason, the test against the random baseline, cost from provena
 A *detector* is a method with its feature set (and, for judges, protocol and model); its
 prediction sets are the seeds' replicates. No Streamlit here: callers pass ``query``, a
 function ``(name, params) -> DataFrame`` (``components.cached.query`` in the app,
-``queries.run`` bound to a store in tests and benchmarks).
+``queries.runner(root)`` in tests and benchmarks).
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 from urllib.parse import urlencode
 
 import numpy as np
 import pandas as pd
 
 from .. import actions
-
-QueryFn = Callable[[str, Mapping[str, Any]], pd.DataFrame]
+from . import Query
 
 ALL_BACKBONES = "(all backbones)"
 ALL_ACTIONS = "(all actions)"
@@ -101,7 +100,7 @@ def span(values: pd.Series) -> str:
 
 # ----------------------------------------------------------------------------- prediction sets
 
-def prediction_sets(query: QueryFn, corpus: str) -> pd.DataFrame:
+def prediction_sets(query: Query, corpus: str) -> pd.DataFrame:
     """Every prediction set about ``corpus`` with its detector, provenance and whether the
     step-level views can show it (``shown``, or ``not_shown`` with the reason)."""
     sets = query("detector_sets", {"corpus": corpus})
@@ -229,7 +228,7 @@ def grid_means(cells: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 GRID_CELL_COLUMNS = ["set_id", "backbone", "action", "n_pos", "n_neg", "auc"]
 
 
-def grid_cells(query: QueryFn, slice_: Mapping[str, Any] | None, set_ids: Sequence[str], backbones: Sequence[str],
+def grid_cells(query: Query, slice_: Mapping[str, Any] | None, set_ids: Sequence[str], backbones: Sequence[str],
                actions_: Sequence[str], by_backbone: bool, by_action: bool = True) -> pd.DataFrame:
     """One ROC-AUC per (backbone, action, set): the ``grid_cells`` query.
 
@@ -272,7 +271,7 @@ class Grid:
         return sorted(self.actions["backbone"].unique().tolist()) if not self.actions.empty else []
 
 
-def compute_grid(query: QueryFn, corpus: str, slice_: Mapping[str, Any] | None, by_backbone: bool,
+def compute_grid(query: Query, corpus: str, slice_: Mapping[str, Any] | None, by_backbone: bool,
                  sets: pd.DataFrame | None = None) -> Grid:
     sets = step_sets(prediction_sets(query, corpus)) if sets is None else sets
     slice_ = dict(slice_ or {})
@@ -356,7 +355,7 @@ def wide_grid(grid: Grid, backbone: str) -> tuple[pd.DataFrame, pd.DataFrame, di
     return pd.DataFrame(text_rows, columns=columns), pd.DataFrame(num_rows, columns=columns), titles
 
 
-def cell_errors(query: QueryFn, set_id: str, backbone: str, action: str, slice_: Mapping[str, Any] | None,
+def cell_errors(query: Query, set_id: str, backbone: str, action: str, slice_: Mapping[str, Any] | None,
                 threshold: str = "own", top_k: float = DEFAULT_TOP_K, limit: int = 20) -> pd.DataFrame:
     """A cell's highest-scored false positives and lowest-scored false negatives for one set,
     each with its explorer link. ``threshold_used`` says how the set decided."""
@@ -497,7 +496,7 @@ class Overall:
     notes: list[str] = field(default_factory=list)
 
 
-def compute_overall(query: QueryFn, corpus: str, slice_: Mapping[str, Any] | None, threshold: str = "own",
+def compute_overall(query: Query, corpus: str, slice_: Mapping[str, Any] | None, threshold: str = "own",
                     top_k: float = DEFAULT_TOP_K, sets: pd.DataFrame | None = None) -> Overall:
     threshold, top_k = check_threshold(threshold, top_k)
     sets = step_sets(prediction_sets(query, corpus)) if sets is None else sets

@@ -38,12 +38,12 @@ of that class in every fold).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
 from ..detectors import registry as detector_registry
+from . import Query
 from ..errors import UndefinedMetric
 from .run_features import RunFeatures, prefix_features
 from ..stats import roc_auc
@@ -211,7 +211,7 @@ def feature_entrants(
 
 
 def prediction_set_entrants(
-    root: str | Path | None,
+    query: Query,
     corpus: str,
     features: RunFeatures,
     slice: Mapping[str, Any] | None = None,
@@ -222,9 +222,7 @@ def prediction_set_entrants(
 
     A set that scores only part of the population keeps its own (smaller) run list.
     """
-    from queries import run
-
-    frame = run(
+    frame = query(
         "run_prefix_predictions",
         {
             "slice": {**dict(slice or {}), "corpus": [corpus]},
@@ -232,7 +230,6 @@ def prediction_set_entrants(
             "min_steps": int(min_steps),
             "include_run_level": bool(include_run_level),
         },
-        root=root,
     )
     label = dict(zip(features.run_ids, features.y))
     frame = frame[frame["run_id"].isin(label)]  # the features' runs only (a sampled population)
@@ -245,7 +242,7 @@ def prediction_set_entrants(
 
 
 def detection_entrants(
-    root: str | Path | None,
+    query: Query,
     corpus: str,
     slice: Mapping[str, Any] | None = None,
     fraction: float = 1.0,
@@ -263,11 +260,11 @@ def detection_entrants(
     holds a single outcome or fewer than 5 runs of one outcome. ``max_runs``: see
     ``features.prefix_features`` (a fixed sample above that many runs).
     """
-    features = prefix_features(root, corpus, slice, fraction, min_steps, max_runs)
+    features = prefix_features(query, corpus, slice, fraction, min_steps, max_runs)
     entrants = feature_entrants(features, board, seeds, where=_where(corpus, fraction))
     if prediction_sets:
         sets = prediction_set_entrants(
-            root, corpus, features, slice, min_steps, include_run_level=fraction >= 1.0
+            query, corpus, features, slice, min_steps, include_run_level=fraction >= 1.0
         )
         # A set_id equal to a board name must not replace (or vanish behind) that entrant.
         entrants.update({(k if k not in entrants else f"{k} (prediction set)"): v for k, v in sets.items()})
@@ -284,7 +281,7 @@ def time_to_detection(auc: Mapping[float, float | None], threshold: float = T2D_
 
 
 def live_trajectories(
-    root: str | Path | None,
+    query: Query,
     corpus: str,
     fractions: Sequence[float] = LIVE_FRACTIONS,
     min_steps: int = 4,
@@ -305,7 +302,7 @@ def live_trajectories(
     per_fraction: dict[float, dict[str, Entrant]] = {}
     for fraction in fractions:
         per_fraction[fraction] = detection_entrants(
-            root, corpus, slice, fraction, min_steps, board="live", prediction_sets=prediction_sets, seeds=seeds
+            query, corpus, slice, fraction, min_steps, board="live", prediction_sets=prediction_sets, seeds=seeds
         )
     names: list[str] = []
     for entrants in per_fraction.values():

@@ -56,11 +56,12 @@ cannot be scored) and at least ``min_steps`` steps.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
+
+from . import Query
 
 FLAT: tuple[str, ...] = ("n_steps", "n_tool_calls", "n_decisions", "n_agents")
 EXEC: tuple[str, ...] = ("max_agent_outdeg", "agent_gini", "n_agent_transitions", "agent_recurrence")
@@ -97,7 +98,7 @@ class RunFeatures:
 
 
 def prefix_features(
-    root: str | Path | None,
+    query: Query,
     corpus: str,
     slice: Mapping[str, Any] | None = None,
     fraction: float = 1.0,
@@ -110,8 +111,6 @@ def prefix_features(
     by ``corpus``, because a board is computed on one corpus at a time. ``max_runs``: above
     that many runs, a fixed sample of them (those with the smallest md5 of the run id).
     """
-    from queries import run  # local: keeps the core importable without a store
-
     if not 0.0 < float(fraction) <= 1.0:
         raise ValueError(f"prefix fraction must be in (0, 1], got {fraction!r}.")
     params = {
@@ -119,7 +118,7 @@ def prefix_features(
         "fraction": float(fraction),
         "min_steps": int(min_steps),
     }
-    return _assemble(run("run_prefix_features", {**params, "max_runs": max_runs}, root=root), float(fraction))
+    return _assemble(query("run_prefix_features", {**params, "max_runs": max_runs}), float(fraction))
 
 
 def _assemble(table: pd.DataFrame, fraction: float) -> RunFeatures:
