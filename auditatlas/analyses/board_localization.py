@@ -17,7 +17,7 @@ import json
 import numpy as np
 
 from ..errors import AtlasError
-from ..stats import Contrast, mcnemar_exact, paired_bootstrap, wilcoxon_paired
+from ..stats import Contrast, mcnemar_exact, paired_mean_bootstrap, wilcoxon_paired
 from . import Query
 from .board_registry import Board, BoardResult, EntrantScore, Family, Task, contrasts_for
 
@@ -129,7 +129,7 @@ def _mcnemar(fam: Family, a: EntrantScore, b: EntrantScore) -> Contrast:
     key = "hit1" if fam.metric == "top1" else "hit3"
     xa, xb = _paired(a, b, key)
     res = mcnemar_exact(xa.astype(bool), xb.astype(bool))
-    boot = paired_bootstrap(lambda x, y: (float(np.mean(x)), float(np.mean(y))), xa, xb, n_boot=2000, seed=0)
+    boot = paired_mean_bootstrap(xa, xb, n_boot=2000, seed=0)
     return Contrast(fam.name, a.entrant, b.entrant, float(xa.mean()), float(xb.mean()), float(xa.mean() - xb.mean()),
                     boot.ci95[0], boot.ci95[1], res.p, "exact McNemar (CI: paired bootstrap)")
 
@@ -137,7 +137,7 @@ def _mcnemar(fam: Family, a: EntrantScore, b: EntrantScore) -> Contrast:
 def _wilcoxon(fam: Family, a: EntrantScore, b: EntrantScore) -> Contrast:
     xa, xb = _paired(a, b, "rr")
     res = wilcoxon_paired(xa, xb)
-    boot = paired_bootstrap(lambda x, y: (float(np.mean(x)), float(np.mean(y))), xa, xb, n_boot=2000, seed=0)
+    boot = paired_mean_bootstrap(xa, xb, n_boot=2000, seed=0)
     return Contrast(fam.name, a.entrant, b.entrant, float(xa.mean()), float(xb.mean()), float(xa.mean() - xb.mean()),
                     boot.ci95[0], boot.ci95[1], res.p, "Wilcoxon signed-rank (CI: paired bootstrap)")
 
