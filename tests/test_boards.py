@@ -123,3 +123,35 @@ def test_unknown_board_and_corpus_are_one_sentence(catch_store):
         run_board("nope", runner(catch_store))
     with pytest.raises(AtlasError, match="cannot be computed on corpus 'whowhen'"):
         run_board("pre", runner(catch_store), "whowhen")
+
+
+def test_contrast_families_pick_rows_by_role_and_kind_not_by_name():
+    """A family contrasts the rows its roles (and kinds) admit against the first row holding its
+    ``against`` role, whatever the rows are called; a row without per-item values is skipped."""
+    import numpy as np
+
+    from auditatlas.analyses.board_registry import BoardRow, ContrastFamily, contrasts_for
+    from auditatlas.analyses.entrant import Entrant
+    from auditatlas.stats import Contrast
+
+    items = {"x": np.arange(3.0)}
+    rows = [BoardRow("coin", {}, items, role="floor", kind="random"),
+            BoardRow("length only", {}, items, role="baseline", kind="size"),
+            BoardRow("graph model", {}, items, role="entrant", kind="structure"),
+            BoardRow("outliers", {}, items, role="entrant", kind="outlier detector"),
+            BoardRow("judge set", {}, items, role="extra", kind="prediction set"),
+            BoardRow("expectation", {}, {}, role="extra", kind="expectation")]
+    families = [ContrastFamily("vs floor", "m", "t", against="floor", members=("baseline", "entrant", "extra")),
+                ContrastFamily("beyond size", "m", "t", against="baseline", members=("entrant",), kinds=("structure",))]
+    seen = []
+
+    def test(fam, a, b):
+        seen.append((fam.name, a.entrant, b.entrant))
+        return Contrast(fam.name, a.entrant, b.entrant, 0.0, 0.0, 0.0, 0.0, 0.0, 0.5, "t")
+
+    contrasts_for(rows, families, {"t": test})
+    assert seen == [("vs floor", "length only", "coin"), ("vs floor", "graph model", "coin"),
+                    ("vs floor", "outliers", "coin"), ("vs floor", "judge set", "coin"),
+                    ("beyond size", "graph model", "length only")]
+    with pytest.raises(ValueError, match="role must be one of"):
+        Entrant("x", role="champion")

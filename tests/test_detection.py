@@ -21,11 +21,13 @@ from auditatlas.analyses.run_detection import (
     time_to_detection,
 )
 from auditatlas.errors import UndefinedMetric
-from auditatlas.analyses.run_features import FAMILIES, prefix_features
+from auditatlas.analyses.run_features import FEATURE_GROUPS, prefix_features
 from auditatlas.stats import roc_auc
 from auditatlas.store import write_source
 from queries import runner
 
+POST_NAMES = tuple(e.name for e in POST_ENTRANTS)
+LIVE_NAMES = tuple(e.name for e in LIVE_ENTRANTS)
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 TAU = SHARED_DATA / "tau-bench" / "gpt-4o-airline.trials01.json"
 
@@ -226,10 +228,10 @@ def test_single_agent_run_without_edges(toy):
         assert b[col] == 0
 
 
-def test_families_are_nested_as_in_auditable():
-    assert FAMILIES["size"] == ("n_steps", "n_tool_calls", "n_decisions", "n_agents")
-    assert FAMILIES["size+deps"][:4] == FAMILIES["size"] and len(FAMILIES["size+deps"]) == 8
-    assert FAMILIES["full"][:4] == FAMILIES["size"] and len(FAMILIES["full"]) == 12
+def test_feature_groups_are_nested_as_in_auditable():
+    assert FEATURE_GROUPS["size"] == ("n_steps", "n_tool_calls", "n_decisions", "n_agents")
+    assert FEATURE_GROUPS["size+deps"][:4] == FEATURE_GROUPS["size"] and len(FEATURE_GROUPS["size+deps"]) == 8
+    assert FEATURE_GROUPS["full"][:4] == FEATURE_GROUPS["size"] and len(FEATURE_GROUPS["full"]) == 12
 
 
 @pytest.mark.parametrize("fraction", [1.0, 0.5, 0.25])
@@ -254,9 +256,9 @@ def test_features_equal_auditables_graph_features(tmp_path, fraction):
     for run_id in features.run_ids:
         prefix = by_run[run_id][: int(table.loc[run_id, "prefix_steps"])]
         graph = build_graph(prefix, dependency="explicit", shared_resource=False)
-        for layer, family in (("flatdep", "size+deps"), ("full", "full")):
+        for layer, group in (("flatdep", "size+deps"), ("full", "full")):
             names, values = feature_vector(graph, layer=layer)
-            assert tuple(names) == FAMILIES[family]
+            assert tuple(names) == FEATURE_GROUPS[group]
             ours = table.loc[run_id, list(names)].to_numpy(dtype=float)
             np.testing.assert_allclose(ours, values, rtol=1e-12, err_msg=f"{run_id} {layer}")
 
@@ -349,7 +351,7 @@ def test_undefined_on_one_outcome_or_too_few_runs(toy, synth):
 def test_post_entrants_score_every_run(synth):
     entrants = detection_entrants(runner(synth), "synth")
     # Board entrants first, then the prediction sets; a clashing set_id is renamed, not lost.
-    assert tuple(entrants) == POST_ENTRANTS + ("random (prediction set)", "synth:oracle")
+    assert tuple(entrants) == POST_NAMES + ("random (prediction set)", "synth:oracle")
     ids = entrants["random"].run_ids
     assert len(ids) == 60
     for name, (run_ids, y, scores) in entrants.items():
@@ -388,7 +390,7 @@ def test_time_to_detection():
 
 def test_live_trajectories(synth):
     board = live_trajectories(runner(synth), "synth", seeds=(0, 1))
-    assert tuple(board) == LIVE_ENTRANTS  # released step scores are off on LIVE by default
+    assert tuple(board) == LIVE_NAMES  # released step scores are off on LIVE by default
     rand = board["random"]
     # One population at every prefix: the random floor does not move.
     assert len(set(rand.auc.values())) == 1
@@ -430,7 +432,7 @@ def tau_store(tmp_path_factory) -> Path:
 
 def test_tau_bench_post_detection(tau_store):
     entrants = detection_entrants(runner(tau_store), "taubench")
-    assert tuple(entrants)[: len(POST_ENTRANTS)] == POST_ENTRANTS
+    assert tuple(entrants)[: len(POST_NAMES)] == POST_NAMES
     aucs = {name: roc_auc(e.y, e.scores) for name, e in entrants.items()}
     assert len(entrants["random"].y) == 100
     assert all(np.isfinite(v) for v in aucs.values()), aucs

@@ -1,9 +1,9 @@
 """POST detection and LIVE boards: can a run's failure be told from its trace (or a prefix)?
 
-Entrants and scoring live in ``auditatlas.analyses.run_detection`` (feature families, 5x5 CV, ECOD, and
-run-level aggregates of step prediction sets), whose entrants and their roles come from the
-detector registry (``auditatlas.detectors.registry``); this module turns them into boards: ROC-AUC
-rows, the random floor, the item count, and paired DeLong contrasts in declared families.
+Entrants and scoring live in ``auditatlas.analyses.run_detection`` (its ordered entrant lists,
+feature groups, 5x5 CV, ECOD, and run-level aggregates of step prediction sets); this module
+turns them into boards: ROC-AUC rows, the random floor, the item count, and paired DeLong
+contrasts in declared contrast families, whose members are chosen by role and kind.
 """
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import numpy as np
 
 from . import Query
 from . import run_detection as detection
-from ..detectors.registry import board_roles
 from ..errors import UndefinedMetric
 from ..stats import Contrast, delong_paired, roc_auc
-from .board_registry import Board, BoardResult, EntrantScore, Family, Task, contrasts_for
+from .board_registry import Board, BoardResult, BoardRow, ContrastFamily, Task, contrasts_for
+from .entrant import Entrant
 
 PREFIXES = detection.LIVE_FRACTIONS
 LIVE_MIN_STEPS = 4  # the published LIVE population: runs of at least 4 steps
@@ -37,7 +37,7 @@ def _sample_notes(query: Query, corpus: str, slice_: dict | None, min_steps: int
             f"of their run id): above {BOARD_MAX_RUNS:,} runs the boards sample, so they answer in minutes."]
 
 
-def _delong(fam: Family, a: EntrantScore, b: EntrantScore) -> Contrast:
+def _delong(fam: ContrastFamily, a: BoardRow, b: BoardRow) -> Contrast:
     y = a.items["y"]
     if not np.array_equal(a.items["run_ids"], b.items["run_ids"]):
         # Different populations cannot be paired; say so instead of testing.
@@ -51,41 +51,51 @@ def _delong(fam: Family, a: EntrantScore, b: EntrantScore) -> Contrast:
 TESTS = {"delong": _delong}
 
 
-def _role(name: str) -> str:
-    """The role the detector registry gives a board entrant; stored prediction sets are extras."""
-    return board_roles().get(name, "extra")
+def _declared(board: str) -> dict[str, Entrant]:
+    return {e.name: e for e in detection.BOARD_ENTRANTS[board]}
 
 
-def _row(name: str, entrant: detection.Entrant, metrics: dict) -> EntrantScore:
-    order = np.argsort(entrant.run_ids)
-    items = {"run_ids": entrant.run_ids[order], "y": entrant.y[order], "score": entrant.scores[order]}
-    return EntrantScore(name, metrics, items, n_items=len(entrant.y), role=_role(name))
+def _floor(board: str) -> str:
+    return next(e.name for e in detection.BOARD_ENTRANTS[board] if e.role == "floor")
 
 
-def _cell_auc(entrant: detection.Entrant) -> float | None:
+def _row(entrant: Entrant, scores: detection.RunScores, metrics: dict) -> BoardRow:
+    order = np.argsort(scores.run_ids)
+    items = {"run_ids": scores.run_ids[order], "y": scores.y[order], "score": scores.scores[order]}
+    return BoardRow(entrant.name, metrics, items, n_items=len(scores.y), role=entrant.role, kind=entrant.kind)
+
+
+def _entrant(declared: dict[str, Entrant], name: str) -> Entrant:
+    """The declared entrant called ``name``; any other name is a stored prediction set."""
+    return declared.get(name) or detection.set_entrant(name)
+
+
+def _cell_auc(scores: detection.RunScores) -> float | None:
     """The entrant's ROC-AUC (``stats.roc_auc``), or None, a blank cell, where it is undefined."""
     try:
-        return roc_auc(entrant.y, entrant.scores)
+        return roc_auc(scores.y, scores.scores)
     except UndefinedMetric:
         return None
 
 
-POST_FAMILIES = (
-    Family("ROC-AUC vs random", "roc_auc", "delong", "random", lambda r: r.role in ("baseline", "entrant", "extra")),
-    Family("structure beyond size", "roc_auc", "delong", "size (flat)", lambda r: r.entrant in ("auditable (size+deps)", "full")),
+POST_CONTRAST_FAMILIES = (
+    ContrastFamily("ROC-AUC vs random", "roc_auc", "delong", against="floor", members=("baseline", "entrant", "extra")),
+    ContrastFamily("structure beyond size", "roc_auc", "delong", against="baseline", members=("entrant",),
+                   kinds=("structure",)),
 )
 
 
 def compute_post(query: Query, corpus: str, slice_: dict | None = None) -> BoardResult:
     entrants = detection.detection_entrants(query, corpus, slice_, 1.0, 1, board="post", max_runs=BOARD_MAX_RUNS)
-    rows = [_row(name, e, {"roc_auc": _cell_auc(e)}) for name, e in entrants.items()]
+    declared = _declared("post")
+    rows = [_row(_entrant(declared, name), e, {"roc_auc": _cell_auc(e)}) for name, e in entrants.items()]
     first = next(iter(entrants.values()))
     notes = [f"{len(first.y)} runs ({int(first.y.sum())} failed); supervised entrants: 5-fold stratified CV averaged over 5 seeds."]
     notes += _sample_notes(query, corpus, slice_, 1, len(first.y))
-    contrasts = contrasts_for(rows, POST_FAMILIES, TESTS)
-    return BoardResult("post-detection", "POST detection (run-level ROC-AUC)", "POST", corpus, ("roc_auc",), "random",
+    contrasts = contrasts_for(rows, POST_CONTRAST_FAMILIES, TESTS)
+    return BoardResult("post-detection", "POST detection (run-level ROC-AUC)", "POST", corpus, ("roc_auc",), _floor("post"),
                        len(first.y), "runs with an outcome", rows, contrasts, notes,
-                       primary_metric="roc_auc", primary_family=POST_FAMILIES[0].name)
+                       primary_metric="roc_auc", primary_contrast_family=POST_CONTRAST_FAMILIES[0].name)
 
 
 def _prefix_key(fraction: float) -> str:
@@ -93,9 +103,9 @@ def _prefix_key(fraction: float) -> str:
 
 
 LIVE_METRICS = tuple(_prefix_key(f) for f in PREFIXES) + ("t2d",)
-LIVE_FAMILIES = (
-    Family("earliest prefix (25%) vs size (flat)", "auc@25", "delong", "size (flat)",
-           lambda r: r.role in ("entrant", "extra")),
+LIVE_CONTRAST_FAMILIES = (
+    ContrastFamily("earliest prefix (25%) vs size (flat)", "auc@25", "delong", against="baseline",
+                   members=("entrant", "extra")),
 )
 
 
@@ -104,32 +114,33 @@ def compute_live(query: Query, corpus: str, slice_: dict | None = None) -> Board
                                                   prediction_sets=False, max_runs=BOARD_MAX_RUNS)
                   for f in PREFIXES}
     names = list(per_prefix[PREFIXES[0]])
+    declared = _declared("live")
     rows = []
     for name in names:
         aucs = {f: (_cell_auc(per_prefix[f][name]) if name in per_prefix[f] else None) for f in PREFIXES}
         t2d = detection.time_to_detection(aucs)
         metrics = {_prefix_key(f): aucs[f] for f in PREFIXES}
         metrics["t2d"] = None if t2d is None else float(round(t2d * 100))
-        row = _row(name, per_prefix[PREFIXES[0]][name], metrics)
+        row = _row(_entrant(declared, name), per_prefix[PREFIXES[0]][name], metrics)
         rows.append(row)
     # Contrasts at the earliest prefix: the early-warning question.
-    contrasts = contrasts_for(rows, LIVE_FAMILIES, TESTS)
-    first = per_prefix[PREFIXES[0]]["random"]
+    contrasts = contrasts_for(rows, LIVE_CONTRAST_FAMILIES, TESTS)
+    first = per_prefix[PREFIXES[0]][_floor("live")]
     notes = [f"{len(first.y)} runs of at least {LIVE_MIN_STEPS} steps ({int(first.y.sum())} failed); prefixes "
              f"{', '.join(f'{f:.0%}' for f in PREFIXES)} of each run's steps; t2d = earliest prefix with ROC-AUC >= 0.70 "
              "(blank: never).",
              "A prefix is a fraction of the finished run (the published protocol), so its length still reveals the "
              "final length: size entrants can score early for that reason alone."]
     notes += _sample_notes(query, corpus, slice_, LIVE_MIN_STEPS, len(first.y))
-    return BoardResult("live", "LIVE streaming early warning (ROC-AUC by prefix)", "LIVE", corpus, LIVE_METRICS, "random",
+    return BoardResult("live", "LIVE streaming early warning (ROC-AUC by prefix)", "LIVE", corpus, LIVE_METRICS, _floor("live"),
                        len(first.y), "runs", rows, contrasts, notes,
-                       primary_metric="auc@25", primary_family=LIVE_FAMILIES[0].name)
+                       primary_metric="auc@25", primary_contrast_family=LIVE_CONTRAST_FAMILIES[0].name)
 
 
 def corpora(query: Query) -> list[str]:
     return query("detection_corpora")["corpus"].tolist()
 
 
-POST_BOARD = Board("post-detection", "POST detection", Task("POST", "run", None), ("roc_auc",), "random",
+POST_BOARD = Board("post-detection", "POST detection", Task("POST", "run", None), ("roc_auc",), _floor("post"),
                    "runs with an outcome", compute_post, corpora)
-LIVE_BOARD = Board("live", "LIVE streaming", Task("LIVE", "run", None), LIVE_METRICS, "random", "runs", compute_live, corpora)
+LIVE_BOARD = Board("live", "LIVE streaming", Task("LIVE", "run", None), LIVE_METRICS, _floor("live"), "runs", compute_live, corpora)

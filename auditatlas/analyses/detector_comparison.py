@@ -62,9 +62,10 @@ def check_threshold(mode: str, top_k: float) -> tuple[str, float]:
     return mode, top_k
 
 
-def is_random(method: Any, family: Any = None) -> bool:
-    """The random baseline: the engine's 'random' detector, or a released 'random' set."""
-    return str(method or "").lower() == "random" or str(family or "").lower() == "random"
+def is_random(method: Any, detector_family: Any = None) -> bool:
+    """The random baseline: the engine's 'random' detector, or a released set whose method or
+    detector family (``prediction_sets.family``) is 'random'."""
+    return str(method or "").lower() == "random" or str(detector_family or "").lower() == "random"
 
 
 def _finite(values: Sequence[float]) -> np.ndarray:
@@ -119,7 +120,8 @@ def step_sets(sets: pd.DataFrame) -> pd.DataFrame:
 
 
 def detectors(sets: pd.DataFrame) -> pd.DataFrame:
-    """One row per detector: family, supervision, source, its sets and seeds."""
+    """One row per detector: detector family (column ``family``, as stored), supervision,
+    source, its sets and seeds."""
     rows = []
     for name, group in sets.groupby("detector", sort=True):
         seeds = sorted(int(s) for s in group["seed"].dropna().unique())
@@ -136,7 +138,7 @@ def detectors(sets: pd.DataFrame) -> pd.DataFrame:
         })
     frame = pd.DataFrame(rows, columns=["detector", "method", "family", "supervision", "source", "is_random",
                                         "n_sets", "seeds", "set_ids"])
-    # Columns in the order a reader compares them: by supervision, then family and name; the
+    # Columns in the order a reader compares them: by supervision, then detector family and name; the
     # random baseline last, where the eye ends.
     order = {s: i for i, s in enumerate(SUPERVISION_ORDER)}
     frame["_s"] = frame["supervision"].map(lambda s: order.get(s, len(order)))

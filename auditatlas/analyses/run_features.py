@@ -1,9 +1,9 @@
-"""Run-level features of a run's prefix: the feature families of the POST detection and LIVE
+"""Run-level features of a run's prefix: the feature groups of the POST detection and LIVE
 boards (CatchBench, specs/catchbench.md "POST detection and LIVE boards").
 
 Where the definitions come from
 -------------------------------
-The families are the GRADE structural layers that the ``auditable`` library (0.3.0, the
+The feature groups are the GRADE structural layers that the ``auditable`` library (0.3.0, the
 library of the paper's feature constructions) defines in ``auditable.graph.features`` and
 that its registered run detectors read (``run.lr_flat`` = "size (flat)", ``run.lr_flatdep``
 = "auditable (size+deps)", ``run.lr_full`` = "full", ``run.pyod_ecod`` = "pyod-flatten
@@ -38,11 +38,11 @@ relied on step src):
 
 Blast and audit are *direct* degrees, as auditable defines the run features; the transitive
 downstream reach of one step is a step-level score (auditable's ``step.blast``), not a run
-feature. Two extra columns are not in any family: ``max_span`` (the longest reach back of any
+feature. Two extra columns are not in any feature group: ``max_span`` (the longest reach back of any
 dependency, dst - src) and ``mean_span`` (mean per-step span over the prefix, a step without
 dependencies counting 0), the "dep-span (online)" LIVE entrant.
 
-Families (keys of ``FAMILIES``), nested as in auditable:
+Feature groups (keys of ``FEATURE_GROUPS``), nested as in auditable:
 ``size`` = flat (4 columns); ``size+deps`` = flat + dep_dens + dep_shape (auditable's
 ``flatdep``, 8); ``full`` = flat + exec + dep (auditable's ``full``, 12). Note that ``full``
 is not a superset of ``size+deps``: like the published board it reads the raw dependency
@@ -68,13 +68,13 @@ EXEC: tuple[str, ...] = ("max_agent_outdeg", "agent_gini", "n_agent_transitions"
 DEP: tuple[str, ...] = ("n_dep_edges", "dep_depth", "max_blast_indeg", "max_audit_outdeg")
 DEP_SHAPE: tuple[str, ...] = ("dep_edges_per_step", "rel_dep_depth", "max_blast_share", "max_audit_share")
 
-FAMILIES: dict[str, tuple[str, ...]] = {
+FEATURE_GROUPS: dict[str, tuple[str, ...]] = {
     "size": FLAT,
     "size+deps": FLAT + DEP_SHAPE,
     "full": FLAT + EXEC + DEP,
 }
 
-# Columns of every RunFeatures table: each family's columns plus the span summaries.
+# Columns of every RunFeatures table: each feature group's columns plus the span summaries.
 FEATURE_COLUMNS: tuple[str, ...] = FLAT + EXEC + DEP + DEP_SHAPE + ("max_span", "mean_span")
 
 
@@ -90,11 +90,11 @@ class RunFeatures:
     def __len__(self) -> int:
         return len(self.run_ids)
 
-    def matrix(self, family: str) -> np.ndarray:
-        """The (runs x columns) float matrix of one family of ``FAMILIES``."""
-        if family not in FAMILIES:
-            raise KeyError(f"unknown feature family '{family}'; choose one of {list(FAMILIES)}.")
-        return self.table.loc[:, list(FAMILIES[family])].to_numpy(dtype=float)
+    def matrix(self, group: str) -> np.ndarray:
+        """The (runs x columns) float matrix of one feature group of ``FEATURE_GROUPS``."""
+        if group not in FEATURE_GROUPS:
+            raise KeyError(f"unknown feature group '{group}'; choose one of {list(FEATURE_GROUPS)}.")
+        return self.table.loc[:, list(FEATURE_GROUPS[group])].to_numpy(dtype=float)
 
 
 def prefix_features(
