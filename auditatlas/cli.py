@@ -241,10 +241,13 @@ def _info(root: Path, as_json: bool) -> int:
 
 
 def _board(root: Path, name: str, corpus: str | None, as_json: bool) -> int:
-    from .boards import run_board
-    from .boards.published import reconcile
+    import queries
 
-    result = run_board(name, root, corpus)
+    from .analyses.board_published import reconcile
+    from .analyses.board_registry import run_board
+
+    query = queries.runner(root)
+    result = run_board(name, query, corpus)
     if as_json:
         print(json.dumps(result.to_json(), indent=2))
         return 0
@@ -261,7 +264,7 @@ def _board(root: Path, name: str, corpus: str | None, as_json: bool) -> int:
         for c in result.contrasts:
             print(f"  [{c.family}] {c.a_name} - {c.b_name}: {c.diff:+.3f} [{c.ci_low:+.3f}, {c.ci_high:+.3f}] "
                   f"p_adj={c.p_adj:.3g} {c.verdict}")
-    cells = reconcile(result, root)
+    cells = reconcile(result, query)
     if cells:
         comparable = [c for c in cells if c.delta is not None]
         bad = [c for c in comparable if not c.matches]

@@ -9,7 +9,7 @@ another's imports, open DuckDB views or module caches:
 * ``cli``: wall time of the whole ``auditatlas --store S board NAME [--corpus C]`` command as a
   user runs it (interpreter start, imports, computing the board, reconciling it with the
   published values, printing).
-* ``run_board``: ``time.perf_counter`` around ``auditatlas.boards.run_board`` inside one child
+* ``run_board``: ``time.perf_counter`` around ``auditatlas.analyses.board_registry.run_board`` inside one child
   process, called twice: the first call is cold (views opened, SQL read, lazy imports inside
   the board's module), the second warm (same process, so only the computation repeats). The
   imports before the first call are timed apart.
@@ -42,14 +42,16 @@ def _child(name: str, corpus: str | None, store: str) -> dict:
     """Measure one board inside this (fresh) process."""
     t0 = time.perf_counter()
     sys.path.insert(0, str(REPO))
-    from auditatlas.boards import run_board
+    import queries
+    from auditatlas.analyses.board_registry import run_board
 
+    query = queries.runner(store)
     t_import = time.perf_counter() - t0
     t0 = time.perf_counter()
-    result = run_board(name, store, corpus)
+    result = run_board(name, query, corpus)
     t_cold = time.perf_counter() - t0
     t0 = time.perf_counter()
-    run_board(name, store, corpus)
+    run_board(name, query, corpus)
     t_warm = time.perf_counter() - t0
     return {
         "board": name, "corpus": result.corpus, "n_items": result.n_items, "item_kind": result.item_kind,

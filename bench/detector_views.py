@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
 
     setup = ensure_store(args.store, args.base, args.corpus, args.methods, args.seeds)
     import queries
-    from auditatlas import detector_views as dv
+    from auditatlas.analyses import detector_comparison as dv
 
     t0 = time.perf_counter()
     con = queries.connect(args.store)
@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     build = {"derived_build_s": round(time.perf_counter() - t0, 2),
              "max_rss_mb_before": rss_before // 1024,
              "max_rss_mb_after": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}
-    query = lambda name, params: queries.run(name, params, root=args.store)  # noqa: E731
+    query = queries.runner(args.store)
     sets = dv.step_sets(dv.prediction_sets(query, args.corpus))
     ids = list(sets["set_id"])
     counts = con.execute("SELECT (SELECT count(*) FROM steps WHERE corpus = $c) AS steps, "

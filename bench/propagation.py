@@ -4,8 +4,9 @@
     .venv/bin/auditatlas --store /tmp/store100k demo --rooms 100000 --no-catchbench   # once; minutes
     .venv/bin/python bench/propagation.py [--store /tmp/store100k] [--sets 3] [--repeat 5] [--out FILE]
 
-Timed in one process through the same ``(query, params)`` pairs the page runs
-(``auditatlas.propagation``), each with its pandas post-processing:
+Timed in one process through the same query functions the page runs
+(``auditatlas.analyses.anomaly_propagation``, here over ``queries.runner``), each with its pandas
+post-processing:
 
 * ``page header``: what every tab runs first (step counts per corpus and chain counts; the
   step counts are shared with the heatmap through the app's cache);
@@ -48,14 +49,14 @@ import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 
 import queries  # noqa: E402
-from auditatlas import propagation as P  # noqa: E402
+from auditatlas.analyses import anomaly_propagation as P  # noqa: E402
 
 SLICES = {"all": {}, "GPT-4.1 hard": {"backbone": ["GPT-4.1"], "difficulty": ["hard"]}}
 TARGET_MS = 300
 
 
 def _has_step_sets(root: Path) -> bool:
-    sets = P.run(P.step_sets_query({}), root)
+    sets = P.step_sets(queries.runner(root), {})
     return not sets.empty
 
 
@@ -107,33 +108,35 @@ def _time(fn: Callable[[], object], repeat: int) -> dict:
 def _heatmap(root: Path, slice_: dict, possible):
     """What the page runs for the heatmap: step counts and numerators (the possible pairs come
     from the app's cache)."""
-    return P.heatmap(P.run(P.sources_query(slice_), root), P.run(P.heatmap_query(slice_), root), possible)
+    query = queries.runner(root)
+    return P.heatmap(P.step_counts(query, slice_), P.followed_counts(query, slice_), possible)
 
 
 def _header(root: Path, slice_: dict):
     """What every tab of the page runs first: the slice's corpora, steps and chain counts."""
-    return P.chain_status(P.corpora(P.run(P.sources_query(slice_), root), P.run(P.corpora_query(slice_), root)))
+    return P.chain_status(P.load_corpora(queries.runner(root), slice_))
 
 
 def measure(root: Path, repeat: int) -> list[dict]:
     queries.connect(root).close()  # open the views once: not part of any figure
-    possible = P.run(P.possible_query(), root)
+    query = queries.runner(root)
+    possible = P.possible_pairs(query)
     results = []
     for slice_name, slice_ in SLICES.items():
         views: dict[str, Callable[[], object]] = {
-            "reference: per-(backbone, action) counts": lambda s=slice_: queries.run("action_rates", {"slice": s}, root=root),
+            "reference: per-(backbone, action) counts": lambda s=slice_: query("action_rates", {"slice": s}),
             "page header (corpora, chain counts)": lambda s=slice_: _header(root, s).reasons,
             "heatmap": lambda s=slice_: _heatmap(root, s, possible),
             "cell chains (page 1)": lambda s=slice_: P.chain_table(
-                P.run(P.cell_chains_query(s, "GPT-4.1", "SOLVE_CLUE", "APPLY_DELTA"), root), "source_step"),
-            "chain list (page 1)": lambda s=slice_: P.chain_table(P.run(P.chains_query(s), root), "origin_step"),
+                P.cell_chains(query, s, "GPT-4.1", "SOLVE_CLUE", "APPLY_DELTA"), "source_step"),
+            "chain list (page 1)": lambda s=slice_: P.chain_table(P.chains(query, s), "origin_step"),
             "chain list (filtered, page 20)": lambda s=slice_: P.chain_table(
-                P.run(P.chains_query(s, ["SOLVE_CLUE"], 3, 4, page=20), root), "origin_step"),
-            "role recall (own labels)": lambda s=slice_: P.role_recall(P.run(P.role_recall_query(s), root)),
-            "role recall (top 10%)": lambda s=slice_: P.role_recall(P.run(P.role_recall_query(s, 10), root)),
+                P.chains(query, s, ["SOLVE_CLUE"], 3, 4, page=20), "origin_step"),
+            "role recall (own labels)": lambda s=slice_: P.role_recall(P.role_recall_counts(query, s)),
+            "role recall (top 10%)": lambda s=slice_: P.role_recall(P.role_recall_counts(query, s, 10)),
         }
         if slice_name == "all":
-            views["possible pairs (store-wide, cached per store version)"] = lambda: P.run(P.possible_query(), root)
+            views["possible pairs (store-wide, cached per store version)"] = lambda: P.possible_pairs(query)
         for view, fn in views.items():
             results.append({"slice": slice_name, "view": view, **_time(fn, repeat)})
     return results

@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
 
-from auditatlas import detector_views as dv
+from auditatlas.analyses import detector_comparison as dv
 from components.safe import plotly as safe
 from components.tables import csv_safe, file_name, table
 

@@ -14,7 +14,7 @@ ROLE_LABEL = {"floor": "floor", "baseline": "baseline", "entrant": "entrant", "e
 
 def rows_frame(result) -> pd.DataFrame:
     """Board rows in band order: only a row a Holm-adjusted contrast separates is ordered."""
-    from auditatlas.boards import bands
+    from auditatlas.analyses.board_registry import bands
 
     verdicts: dict[str, list[str]] = {}
     for c in result.contrasts:

@@ -2,7 +2,9 @@
 
 The connection is a resource shared by all sessions (``st.cache_resource``); query results are
 data (``st.cache_data``) keyed by query name, bound parameters and the store manifest's
-modification time, so an ingest or re-score invalidates them without a restart.
+modification time, so an ingest or re-score invalidates them without a restart. Pages hand
+``query`` to the analyses (``auditatlas.analyses``): what is cached is each query, not an
+analysis's result.
 """
 from __future__ import annotations
 
@@ -39,41 +41,18 @@ def query(name: str, params: Mapping[str, Any] | None = None) -> pd.DataFrame:
     return _run(name, params_json, str(store_root()), store_stamp()).copy()
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def _board(name: str, corpus: str | None, slice_json: str, root: str, stamp: int):
-    from auditatlas.boards import run_board
-    from auditatlas.boards.published import reconcile
-
-    result = run_board(name, root, corpus, json.loads(slice_json))
-    return result, reconcile(result, Path(root))
-
-
-def board(name: str, corpus: str | None, slice_: Mapping[str, Any] | None = None):
-    """A recomputed board and its published-vs-recomputed cells, cached per store version."""
-    return _board(name, corpus, json.dumps(slice_ or {}, sort_keys=True), str(store_root()), store_stamp())
-
-
-@st.cache_data(show_spinner=False)
-def _board_corpora(root: str, stamp: int) -> dict[str, list[str]]:
-    from auditatlas.boards import registry
-
-    return {name: b.corpora(Path(root)) for name, b in registry().items()}
-
-
 def board_corpora() -> dict[str, list[str]]:
-    """For every board, the corpora in the store it can be computed on."""
-    return _board_corpora(str(store_root()), store_stamp())
+    """For every board, the corpora in the store it can be computed on (cached queries)."""
+    from auditatlas.analyses.board_registry import registry
 
-
-@st.cache_data(show_spinner=False)
-def _missing_blocks(root: str, stamp: int) -> list[dict[str, str]]:
-    from auditatlas.boards.published import missing_blocks
-
-    return missing_blocks(Path(root))
+    return {name: b.corpora(query) for name, b in registry().items()}
 
 
 def missing_blocks() -> list[dict[str, str]]:
-    return _missing_blocks(str(store_root()), store_stamp())
+    """Published blocks the store cannot recompute (cached queries)."""
+    from auditatlas.analyses.board_published import missing_blocks as published_missing
+
+    return published_missing(query)
 
 
 @st.cache_data(show_spinner=False, max_entries=8)

@@ -1,4 +1,4 @@
-"""Figures of the Propagation page, drawn from the small frames auditatlas.propagation returns.
+"""Figures of the Propagation page, drawn from the small frames auditatlas.analyses.anomaly_propagation returns.
 
 Every label that comes from a corpus (backbone, action) goes through ``safe.plotly`` so a name
 with markup shows as text. Plotly heatmaps report no click selection to Streamlit (heatmap
@@ -15,7 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from auditatlas import propagation
+from auditatlas.analyses import anomaly_propagation as propagation
 from components.safe import plotly as esc
 
 MAPS_PER_ROW = 3
@@ -30,7 +30,7 @@ def _axis_labels(acts: list[str]) -> list[str]:
 def heatmaps(cells: pd.DataFrame) -> go.Figure:
     """One propagation heatmap per backbone (MAADBench Figure 4) on one colour scale (0-100 %).
 
-    ``cells`` is :func:`auditatlas.propagation.heatmap`. A row's label carries its source
+    ``cells`` is :func:`auditatlas.analyses.anomaly_propagation.heatmap`. A row's label carries its source
     count; a row whose action never failed shows "–"; pairs that never occur in the store are
     grey.
     """

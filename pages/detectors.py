@@ -8,7 +8,7 @@ from components.shell import ensure_app_navigation
 
 ensure_app_navigation()
 
-from auditatlas import detector_views as dv
+from auditatlas.analyses import detector_comparison as dv
 from auditatlas.views.pages import DETECTOR_TABS, DETECTOR_VIEW_MODES, DETECTORS, RULES
 from components import auroc_grid, cached, view_state
 from components.filters import describe

@@ -7,7 +7,8 @@ from components.shell import ensure_app_navigation
 
 ensure_app_navigation()
 
-from auditatlas import actions, rates
+from auditatlas import actions
+from auditatlas.analyses import step_rates as rates
 from auditatlas.views.pages import OVERVIEW
 from components import cached, view_state
 from components.charts import rate_heatmap

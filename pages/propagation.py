@@ -8,7 +8,7 @@ from components.shell import ensure_app_navigation
 
 ensure_app_navigation()
 
-from auditatlas import propagation as P
+from auditatlas.analyses import anomaly_propagation as P
 from auditatlas.views import not_held
 from auditatlas.views.pages import PROPAGATION, PROPAGATION_TABS, RULES
 from components import cached, view_state
@@ -23,10 +23,6 @@ CHART_KEY = "propagation-heatmap"
 CELL_KEYS = ("cell_backbone", "src_action", "later_action")
 
 
-def q(query: P.Query):
-    return cached.query(*query)
-
-
 st.title("Propagation")
 st.caption("Within one scope (the same run and puzzle; the run for corpora without puzzles), does a failed step "
            "come with later failures? A chain is the sorted failed steps of one scope when there are at least two: "
@@ -34,8 +30,8 @@ st.caption("Within one scope (the same run and puzzle; the run for corpora witho
 # Read before the widgets: a bound widget drops a value it does not offer (see view_state).
 link = view_state.read(PROPAGATION)
 
-sources = q(P.sources_query(slice_))
-corpora = P.corpora(sources, q(P.corpora_query(slice_)))
+sources = P.step_counts(cached.query, slice_)
+corpora = P.corpora(sources, P.chain_counts(cached.query, slice_))
 if corpora.empty:
     st.warning("This slice holds no runs. Widen the filters in the sidebar.")
     st.stop()
@@ -76,7 +72,7 @@ def reset_cell_page() -> None:
 
 
 def heatmap_section() -> None:
-    cells = P.heatmap(sources, q(P.heatmap_query(slice_)), q(P.possible_query()))
+    cells = P.heatmap(sources, P.followed_counts(cached.query, slice_), P.possible_pairs(cached.query))
     st.subheader("Propagation heatmap per backbone (MAADBench Figure 4)")
     st.caption("Cell = share of failed steps of the row's action followed, later in the same scope, by at least one "
                "failed step of the column's action. n under a row = its failed source steps. \"–\": the action never "
@@ -113,7 +109,7 @@ def cell_section(cells) -> None:
         return
     cell = cells[(cells["backbone"] == backbone) & (cells["src_action"] == src) & (cells["later_action"] == later)]
     page = st.columns([1, 4])[0].number_input("Page", min_value=1, step=1, key="cell_page", bind="query-params")
-    rows, total, page = paged(lambda n: P.cell_chains_query(slice_, backbone, src, later, page=n), int(page))
+    rows, total, page = paged(lambda n: P.cell_chains(cached.query, slice_, backbone, src, later, page=n), int(page))
     if not cell.empty and int(cell["failed"].iloc[0]) > 0:
         c = cell.iloc[0]
         st.markdown(f"**{md(backbone)}**: {int(c.followed):,} of {int(c.failed):,} failed {md(src)} steps "
@@ -129,7 +125,7 @@ def cell_section(cells) -> None:
 
 def silent_section() -> None:
     st.subheader("Silent vs loud (MAADBench Table 4)")
-    counts = q(P.silent_query(slice_))
+    counts = P.silent_counts(cached.query, slice_)
     if counts.empty:
         st.info("No failed step in this slice.")
         return
@@ -152,12 +148,12 @@ def silent_section() -> None:
         table(by_action.round(1), "silent-by-action")
 
 
-def paged(query_for_page, page: int):
+def paged(rows_of_page, page: int):
     """Rows of ``page`` with the total before paging; a page past the end falls back to page 1."""
-    rows = q(query_for_page(page))
+    rows = rows_of_page(page)
     total = P.total_rows(rows)
     if total == 0 and page > 1:
-        rows = q(query_for_page(1))
+        rows = rows_of_page(1)
         total = P.total_rows(rows)
         if total:
             view_state.report([f"Page {page} is past the last page ({P.page_count(total)}); showing page 1."])
@@ -174,7 +170,7 @@ def _link_config() -> dict:
 
 
 def chains_section() -> None:
-    lengths = q(P.chain_lengths_query(slice_))
+    lengths = P.chain_lengths(cached.query, slice_)
     st.subheader("Chain lengths per backbone")
     st.caption("Over every chain of the slice (the browser's filters below do not apply); hover for counts.")
     st.plotly_chart(view.length_distribution(lengths), key="chain-lengths")
@@ -196,7 +192,7 @@ def chains_section() -> None:
         view_state.report([not_held("chain lengths", f"{asked[0]} to {asked[1]}", f"showing lengths {low} to {high} "
                                     f"(the longest chain here has {longest} failed steps)")])
     page = st.columns([1, 4])[0].number_input("Page", min_value=1, step=1, key="chain_page", bind="query-params")
-    rows, total, page = paged(lambda n: P.chains_query(slice_, chosen, low, high, page=n), int(page))
+    rows, total, page = paged(lambda n: P.chains(cached.query, slice_, chosen, low, high, page=n), int(page))
     if total == 0:
         st.info("No chain matches these filters.")
         return
@@ -210,7 +206,7 @@ def chains_section() -> None:
 
 def roles_section() -> None:
     st.subheader("Recall by chain role (MAADBench Figures 8 and 11)")
-    sets = q(P.step_sets_query(slice_))
+    sets = P.step_sets(cached.query, slice_)
     sets = sets[sets["corpus"].isin(status.chain_corpora)]
     if sets.empty:
         st.info("No step-level prediction set about the corpora with chains in this slice. Load one with "
@@ -226,7 +222,7 @@ def roles_section() -> None:
         top_pct = c2.number_input("top share (% of the set's scored steps in the slice)", min_value=share.low,
                                 max_value=share.high, value=share.default, step=1.0, key="top_pct",
                                 bind="query-params")
-    rows = q(P.role_recall_query(slice_, top_pct))
+    rows = P.role_recall_counts(cached.query, slice_, top_pct)
     per_set = P.role_recall(rows)
     if per_set.empty:
         st.info("The step-level sets here flag nothing on the anomalous steps of this slice"
@@ -271,7 +267,7 @@ def _pct(frame, columns):
 
 def failure_modes_section() -> None:
     st.subheader("MAST failure modes per backbone")
-    rows = q(P.failure_modes_query(slice_))
+    rows = P.failure_mode_counts(cached.query, slice_)
     if rows.empty:
         st.info("No failed step in this slice.")
         return

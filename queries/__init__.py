@@ -347,3 +347,8 @@ def slice_params(slice_: Mapping[str, Any] | None) -> dict[str, Any]:
         else:
             params[col] = [str(v) for v in values]
     return params
+
+
+def runner(root: str | Path | None = None) -> Callable[..., Any]:
+    """``run`` bound to the store at ``root``: the query function analyses take (CLI, tests, bench)."""
+    return lambda name, params=None: run(name, params, root=root)

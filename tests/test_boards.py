@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from auditatlas.boards import run_board
-from auditatlas.boards.published import missing_blocks, reconcile
+from auditatlas.analyses.board_published import missing_blocks, reconcile
+from auditatlas.analyses.board_registry import run_board
 from auditatlas.errors import AtlasError
 from auditatlas.ingest import ingest
 from conftest import WHOWHEN
+from queries import runner
 
 PRE_PUBLISHED = {  # entrant: (precision, recall, f1, coverage)
     "flag_all": (0.430, 1.000, 0.601, 1.000),
@@ -69,7 +70,7 @@ def whowhen_store(catch_store):
 
 
 def test_pre_board_reproduces_published_rows(catch_store):
-    result = run_board("pre", catch_store)
+    result = run_board("pre", runner(catch_store))
     rows = {r.entrant: r.metrics for r in result.rows}
     for entrant, values in PRE_PUBLISHED.items():
         got = tuple(round(rows[entrant][m], 3) for m in ("precision", "recall", "f1", "coverage"))
@@ -78,14 +79,14 @@ def test_pre_board_reproduces_published_rows(catch_store):
 
 
 def test_pre_rules_and_per_source_cells_match_the_golden_board(catch_store):
-    result = run_board("pre", catch_store)
-    cells = reconcile(result, catch_store)
+    result = run_board("pre", runner(catch_store))
+    cells = reconcile(result, runner(catch_store))
     assert len(cells) == 110  # 11 entrants x (4 pooled metrics + 6 sources)
     assert all(c.matches for c in cells), [(c.entrant, c.corpus, c.metric) for c in cells if not c.matches]
 
 
 def test_pre_judge_contrast_separates_from_floor(catch_store):
-    result = run_board("pre", catch_store)
+    result = run_board("pre", runner(catch_store))
     judge = next(c for c in result.contrasts if c.a_name == "llm_judge_needed(llama-3.3-70b)")
     assert judge.b_name == "flag_all" and judge.verdict == "separates"
     assert judge.diff == pytest.approx(0.695 - 0.601, abs=0.001)
@@ -93,7 +94,7 @@ def test_pre_judge_contrast_separates_from_floor(catch_store):
 
 
 def test_post_localization_reproduces_all_published_rows(whowhen_store):
-    result = run_board("post-localization", whowhen_store, "whowhen")
+    result = run_board("post-localization", runner(whowhen_store), "whowhen")
     assert result.n_items == 126
     rows = {r.entrant: r.metrics for r in result.rows}
     for entrant, values in POST_PUBLISHED.items():
@@ -104,7 +105,7 @@ def test_post_localization_reproduces_all_published_rows(whowhen_store):
 
 
 def test_post_localization_json_uses_board_spelling(whowhen_store):
-    data = run_board("post-localization", whowhen_store, "whowhen").to_json()
+    data = run_board("post-localization", runner(whowhen_store), "whowhen").to_json()
     assert data["board"] == "post-localization" and data["corpus"] == "whowhen" and data["n_items"] == 126
     row = next(r for r in data["rows"] if r["entrant"] == "llm-judge all-at-once (gpt-5.5)")
     assert set(row) == {"entrant", "top1", "top3", "mrr"}
@@ -112,13 +113,45 @@ def test_post_localization_json_uses_board_spelling(whowhen_store):
 
 
 def test_missing_blocks_name_the_corpora_they_need(catch_store):
-    blocks = {(b["board"], b["corpus"]) for b in missing_blocks(catch_store)}
+    blocks = {(b["board"], b["corpus"]) for b in missing_blocks(runner(catch_store))}
     assert ("post-detection", "swegym") in blocks and ("post-detection", "tau") in blocks
     assert not any(corpus in ("whowhen", "catchbench-pre") for _, corpus in blocks)
 
 
 def test_unknown_board_and_corpus_are_one_sentence(catch_store):
     with pytest.raises(AtlasError, match="unknown board 'nope'"):
-        run_board("nope", catch_store)
+        run_board("nope", runner(catch_store))
     with pytest.raises(AtlasError, match="cannot be computed on corpus 'whowhen'"):
-        run_board("pre", catch_store, "whowhen")
+        run_board("pre", runner(catch_store), "whowhen")
+
+
+def test_contrast_families_pick_rows_by_role_and_kind_not_by_name():
+    """A family contrasts the rows its roles (and kinds) admit against the first row holding its
+    ``against`` role, whatever the rows are called; a row without per-item values is skipped."""
+    import numpy as np
+
+    from auditatlas.analyses.board_registry import BoardRow, ContrastFamily, contrasts_for
+    from auditatlas.analyses.entrant import Entrant
+    from auditatlas.stats import Contrast
+
+    items = {"x": np.arange(3.0)}
+    rows = [BoardRow("coin", {}, items, role="floor", kind="random"),
+            BoardRow("length only", {}, items, role="baseline", kind="size"),
+            BoardRow("graph model", {}, items, role="entrant", kind="structure"),
+            BoardRow("outliers", {}, items, role="entrant", kind="outlier detector"),
+            BoardRow("judge set", {}, items, role="extra", kind="prediction set"),
+            BoardRow("expectation", {}, {}, role="extra", kind="expectation")]
+    families = [ContrastFamily("vs floor", "m", "t", against="floor", members=("baseline", "entrant", "extra")),
+                ContrastFamily("beyond size", "m", "t", against="baseline", members=("entrant",), kinds=("structure",))]
+    seen = []
+
+    def test(fam, a, b):
+        seen.append((fam.name, a.entrant, b.entrant))
+        return Contrast(fam.name, a.entrant, b.entrant, 0.0, 0.0, 0.0, 0.0, 0.0, 0.5, "t")
+
+    contrasts_for(rows, families, {"t": test})
+    assert seen == [("vs floor", "length only", "coin"), ("vs floor", "graph model", "coin"),
+                    ("vs floor", "outliers", "coin"), ("vs floor", "judge set", "coin"),
+                    ("beyond size", "graph model", "length only")]
+    with pytest.raises(ValueError, match="role must be one of"):
+        Entrant("x", role="champion")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from auditatlas.detection import (
+from auditatlas.analyses.run_detection import (
     LIVE_ENTRANTS,
     POST_ENTRANTS,
     cv_scores,
@@ -21,10 +21,13 @@ from auditatlas.detection import (
     time_to_detection,
 )
 from auditatlas.errors import UndefinedMetric
-from auditatlas.features import FAMILIES, prefix_features
+from auditatlas.analyses.run_features import FEATURE_GROUPS, prefix_features
 from auditatlas.stats import roc_auc
 from auditatlas.store import write_source
+from queries import runner
 
+POST_NAMES = tuple(e.name for e in POST_ENTRANTS)
+LIVE_NAMES = tuple(e.name for e in LIVE_ENTRANTS)
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 TAU = SHARED_DATA / "tau-bench" / "gpt-4o-airline.trials01.json"
 
@@ -151,17 +154,17 @@ def _row(features, run_id: str) -> dict:
 # ------------------------------------------------------------------------------- features
 
 def test_population_is_known_outcomes_of_the_corpus_with_enough_steps(toy):
-    assert list(prefix_features(toy, "toy", min_steps=4).run_ids) == ["toy:a", "toy:b"]
-    assert list(prefix_features(toy, "toy", min_steps=1).run_ids) == ["toy:a", "toy:b", "toy:c"]
-    features = prefix_features(toy, "toy", min_steps=4)
+    assert list(prefix_features(runner(toy), "toy", min_steps=4).run_ids) == ["toy:a", "toy:b"]
+    assert list(prefix_features(runner(toy), "toy", min_steps=1).run_ids) == ["toy:a", "toy:b", "toy:c"]
+    features = prefix_features(runner(toy), "toy", min_steps=4)
     assert list(features.y) == [1, 0]
     # A slice narrows the population further; its own corpus filter is overridden.
-    sliced = prefix_features(toy, "toy", slice={"outcome": ["success"], "corpus": ["other"]})
+    sliced = prefix_features(runner(toy), "toy", slice={"outcome": ["success"], "corpus": ["other"]})
     assert list(sliced.run_ids) == ["toy:b", "toy:c"]
 
 
 def test_whole_run_features_by_hand(toy):
-    a = _row(prefix_features(toy, "toy", fraction=1.0, min_steps=4), "toy:a")
+    a = _row(prefix_features(runner(toy), "toy", fraction=1.0, min_steps=4), "toy:a")
     # Size: 8 steps, tools at 2 and 5, agents P, C, E.
     assert (a["n_steps"], a["n_tool_calls"], a["n_decisions"], a["n_agents"]) == (8, 2, 6, 3)
     # Exec: P and C act 3 times, E twice. Gini = sum|ci-cj| / (2 m total) = 4 / (2*3*8) = 1/12.
@@ -186,7 +189,7 @@ def test_whole_run_features_by_hand(toy):
 
 
 def test_half_prefix_drops_later_steps_and_edges(toy):
-    a = _row(prefix_features(toy, "toy", fraction=0.5, min_steps=4), "toy:a")
+    a = _row(prefix_features(runner(toy), "toy", fraction=0.5, min_steps=4), "toy:a")
     # First 4 steps P C E C; edges with both ends inside: 0-1, 1-2, 2-3, 0-3 (3-5, 5-6, 0-6, 6-7 dropped).
     assert a["prefix_steps"] == 4 and a["run_steps"] == 8
     assert (a["n_steps"], a["n_tool_calls"], a["n_decisions"], a["n_agents"]) == (4, 1, 3, 3)
@@ -205,18 +208,18 @@ def test_half_prefix_drops_later_steps_and_edges(toy):
 
 def test_prefix_length_is_the_ceiling_of_the_fraction(toy):
     def k(fraction: float, run_id: str) -> int:
-        return int(_row(prefix_features(toy, "toy", fraction=fraction, min_steps=4), run_id)["prefix_steps"])
+        return int(_row(prefix_features(runner(toy), "toy", fraction=fraction, min_steps=4), run_id)["prefix_steps"])
 
     assert k(0.25, "toy:a") == 2  # 0.25 * 8 = 2
     assert k(0.3, "toy:a") == 3  # 2.4 rounds up
     assert k(0.7, "toy:b") == 7  # 0.7 * 10 is 7.000000000000001 in floating point: still 7
     assert k(0.01, "toy:a") == 1  # never an empty prefix
     with pytest.raises(ValueError):
-        prefix_features(toy, "toy", fraction=0.0)
+        prefix_features(runner(toy), "toy", fraction=0.0)
 
 
 def test_single_agent_run_without_edges(toy):
-    b = _row(prefix_features(toy, "toy", fraction=1.0, min_steps=4), "toy:b")
+    b = _row(prefix_features(runner(toy), "toy", fraction=1.0, min_steps=4), "toy:b")
     # Tool flags True at 0 and 6; two missing flags count as decisions.
     assert (b["n_steps"], b["n_tool_calls"], b["n_decisions"], b["n_agents"]) == (10, 2, 8, 1)
     assert (b["max_agent_outdeg"], b["agent_gini"], b["n_agent_transitions"], b["agent_recurrence"]) == (10, 0, 0, 0)
@@ -225,10 +228,10 @@ def test_single_agent_run_without_edges(toy):
         assert b[col] == 0
 
 
-def test_families_are_nested_as_in_auditable():
-    assert FAMILIES["size"] == ("n_steps", "n_tool_calls", "n_decisions", "n_agents")
-    assert FAMILIES["size+deps"][:4] == FAMILIES["size"] and len(FAMILIES["size+deps"]) == 8
-    assert FAMILIES["full"][:4] == FAMILIES["size"] and len(FAMILIES["full"]) == 12
+def test_feature_groups_are_nested_as_in_auditable():
+    assert FEATURE_GROUPS["size"] == ("n_steps", "n_tool_calls", "n_decisions", "n_agents")
+    assert FEATURE_GROUPS["size+deps"][:4] == FEATURE_GROUPS["size"] and len(FEATURE_GROUPS["size+deps"]) == 8
+    assert FEATURE_GROUPS["full"][:4] == FEATURE_GROUPS["size"] and len(FEATURE_GROUPS["full"]) == 12
 
 
 @pytest.mark.parametrize("fraction", [1.0, 0.5, 0.25])
@@ -238,7 +241,7 @@ def test_features_equal_auditables_graph_features(tmp_path, fraction):
     from queries import connect
 
     _random_store(tmp_path, 40, seed=3)
-    features = prefix_features(tmp_path, "synth", fraction=fraction)
+    features = prefix_features(runner(tmp_path), "synth", fraction=fraction)
     con = connect(tmp_path)
     steps = con.execute("SELECT run_id, step_idx, agent, is_tool FROM steps ORDER BY run_id, step_idx").fetchall()
     deps: dict[tuple[str, int], list[int]] = {}
@@ -253,9 +256,9 @@ def test_features_equal_auditables_graph_features(tmp_path, fraction):
     for run_id in features.run_ids:
         prefix = by_run[run_id][: int(table.loc[run_id, "prefix_steps"])]
         graph = build_graph(prefix, dependency="explicit", shared_resource=False)
-        for layer, family in (("flatdep", "size+deps"), ("full", "full")):
+        for layer, group in (("flatdep", "size+deps"), ("full", "full")):
             names, values = feature_vector(graph, layer=layer)
-            assert tuple(names) == FAMILIES[family]
+            assert tuple(names) == FEATURE_GROUPS[group]
             ours = table.loc[run_id, list(names)].to_numpy(dtype=float)
             np.testing.assert_allclose(ours, values, rtol=1e-12, err_msg=f"{run_id} {layer}")
 
@@ -304,7 +307,7 @@ def test_learner_is_auditables_run_detector():
     X[:, 1] += 0.8 * y
     train, test = np.arange(35), np.arange(35, 50)
     theirs = get_method("run.lr_flat")().fit(X[train], y[train]).predict_proba(X[test])[:, 1]
-    from auditatlas.detection import _learner
+    from auditatlas.analyses.run_detection import _learner
 
     ours = _learner().fit(X[train], y[train]).predict_proba(X[test])[:, 1]
     np.testing.assert_allclose(ours, theirs, rtol=1e-10)
@@ -337,18 +340,18 @@ def test_random_scores_are_seeded_uniforms():
 
 def test_undefined_on_one_outcome_or_too_few_runs(toy, synth):
     with pytest.raises(UndefinedMetric, match=r"all \d+ runs failed"):
-        detection_entrants(synth, "synth", slice={"outcome": ["failure"]})
+        detection_entrants(runner(synth), "synth", slice={"outcome": ["failure"]})
     # The toy corpus has 1 failed and 2 succeeded runs: too few for 5-fold CV.
     with pytest.raises(UndefinedMetric, match="at least 5 failed and 5 succeeded"):
-        detection_entrants(toy, "toy")
+        detection_entrants(runner(toy), "toy")
     with pytest.raises(UndefinedMetric):
         cv_scores(np.ones((10, 2)), np.zeros(10, dtype=int))
 
 
 def test_post_entrants_score_every_run(synth):
-    entrants = detection_entrants(synth, "synth")
+    entrants = detection_entrants(runner(synth), "synth")
     # Board entrants first, then the prediction sets; a clashing set_id is renamed, not lost.
-    assert tuple(entrants) == POST_ENTRANTS + ("random (prediction set)", "synth:oracle")
+    assert tuple(entrants) == POST_NAMES + ("random (prediction set)", "synth:oracle")
     ids = entrants["random"].run_ids
     assert len(ids) == 60
     for name, (run_ids, y, scores) in entrants.items():
@@ -359,21 +362,21 @@ def test_post_entrants_score_every_run(synth):
     assert roc_auc(entrants["size (flat)"].y, entrants["size (flat)"].scores) > 0.7
     # The oracle's last-step hit is the run's max only over the whole run.
     assert roc_auc(entrants["synth:oracle"].y, entrants["synth:oracle"].scores) == 1.0
-    half = detection_entrants(synth, "synth", fraction=0.5, seeds=(0,))
+    half = detection_entrants(runner(synth), "synth", fraction=0.5, seeds=(0,))
     assert roc_auc(half["synth:oracle"].y, half["synth:oracle"].scores) == 0.5
 
 
 def test_prediction_sets_become_run_scores(toy):
-    whole = prefix_features(toy, "toy", fraction=1.0, min_steps=4)
-    sets = prediction_set_entrants(toy, "toy", whole, min_steps=4)
+    whole = prefix_features(runner(toy), "toy", fraction=1.0, min_steps=4)
+    sets = prediction_set_entrants(runner(toy), "toy", whole, min_steps=4)
     judge = dict(zip(sets["toy:judge"].run_ids, sets["toy:judge"].scores))
     # a: max over all 8 steps = 0.95; b: all 0.5 (the 9.0 training row is ignored).
     assert judge == {"toy:a": 0.95, "toy:b": 0.5}
     assert dict(zip(sets["toy:runscore"].run_ids, sets["toy:runscore"].scores)) == {"toy:a": 0.7, "toy:b": 0.2}
     assert list(sets["toy:judge"].y) == [1, 0]
 
-    half = prefix_features(toy, "toy", fraction=0.5, min_steps=4)
-    sets = prediction_set_entrants(toy, "toy", half, min_steps=4, include_run_level=False)
+    half = prefix_features(runner(toy), "toy", fraction=0.5, min_steps=4)
+    sets = prediction_set_entrants(runner(toy), "toy", half, min_steps=4, include_run_level=False)
     # a's first 4 steps score 0.1, 0.2, 0.9, 0.3 -> 0.9; the run-level set is a POST artifact.
     assert dict(zip(sets["toy:judge"].run_ids, sets["toy:judge"].scores)) == {"toy:a": 0.9, "toy:b": 0.5}
     assert "toy:runscore" not in sets
@@ -386,8 +389,8 @@ def test_time_to_detection():
 
 
 def test_live_trajectories(synth):
-    board = live_trajectories(synth, "synth", seeds=(0, 1))
-    assert tuple(board) == LIVE_ENTRANTS  # released step scores are off on LIVE by default
+    board = live_trajectories(runner(synth), "synth", seeds=(0, 1))
+    assert tuple(board) == LIVE_NAMES  # released step scores are off on LIVE by default
     rand = board["random"]
     # One population at every prefix: the random floor does not move.
     assert len(set(rand.auc.values())) == 1
@@ -396,7 +399,7 @@ def test_live_trajectories(synth):
         assert list(traj.auc) == [0.25, 0.5, 0.75, 1.0], name
         assert all(v is not None and 0 <= v <= 1 for v in traj.auc.values()), name
     # The whole-run column is the POST board on the LIVE population.
-    post = detection_entrants(synth, "synth", min_steps=4, prediction_sets=False, seeds=(0, 1))
+    post = detection_entrants(runner(synth), "synth", min_steps=4, prediction_sets=False, seeds=(0, 1))
     assert board["full"].auc[1.0] == pytest.approx(roc_auc(post["full"].y, post["full"].scores))
 
 
@@ -404,7 +407,7 @@ def test_live_time_to_detection_on_worked_prediction_sets(synth):
     """Hand-worked: the oracle scores 1 only at a failed run's last step, so every proper prefix
     (25/50/75% of >= 4 steps never reaches the last step) scores all runs 0 (AUC 0.5) and the
     whole run separates them (AUC 1.0): it first reaches 0.70 at 100%. The flat 0.5 set never does."""
-    board = live_trajectories(synth, "synth", seeds=(0, 1), prediction_sets=True)
+    board = live_trajectories(runner(synth), "synth", seeds=(0, 1), prediction_sets=True)
     oracle, flat = board["synth:oracle"], board["random (prediction set)"]
     assert oracle.auc == {0.25: 0.5, 0.5: 0.5, 0.75: 0.5, 1.0: 1.0}
     assert oracle.t2d == 1.0
@@ -428,8 +431,8 @@ def tau_store(tmp_path_factory) -> Path:
 
 
 def test_tau_bench_post_detection(tau_store):
-    entrants = detection_entrants(tau_store, "taubench")
-    assert tuple(entrants)[: len(POST_ENTRANTS)] == POST_ENTRANTS
+    entrants = detection_entrants(runner(tau_store), "taubench")
+    assert tuple(entrants)[: len(POST_NAMES)] == POST_NAMES
     aucs = {name: roc_auc(e.y, e.scores) for name, e in entrants.items()}
     assert len(entrants["random"].y) == 100
     assert all(np.isfinite(v) for v in aucs.values()), aucs
@@ -439,7 +442,7 @@ def test_tau_bench_post_detection(tau_store):
 
 
 def test_tau_bench_live(tau_store):
-    board = live_trajectories(tau_store, "taubench")
+    board = live_trajectories(runner(tau_store), "taubench")
     for name, traj in board.items():
         assert all(v is not None and np.isfinite(v) for v in traj.auc.values()), (name, traj)
     assert 0.35 <= board["random"].auc[0.25] <= 0.65
@@ -455,8 +458,8 @@ def test_boards_sample_a_fixed_set_of_runs_above_the_cap(synth, monkeypatch):
     every call, prediction sets restricted to it, and a note saying so."""
     import hashlib
 
-    from auditatlas.boards import detection as board_detection
-    from auditatlas.boards import run_board
+    from auditatlas.analyses import board_detection
+    from auditatlas.analyses.board_registry import run_board
     from queries import connect
 
     runs = [r for (r,) in connect(synth).execute(
@@ -464,17 +467,17 @@ def test_boards_sample_a_fixed_set_of_runs_above_the_cap(synth, monkeypatch):
     assert len(runs) == 60
     expected = sorted(sorted(runs, key=lambda r: hashlib.md5(r.encode()).hexdigest())[:40])
 
-    sampled = prefix_features(synth, "synth", max_runs=40)
+    sampled = prefix_features(runner(synth), "synth", max_runs=40)
     assert list(sampled.run_ids) == expected
-    assert list(prefix_features(synth, "synth", max_runs=100).run_ids) == sorted(runs)  # under the cap: all
+    assert list(prefix_features(runner(synth), "synth", max_runs=100).run_ids) == sorted(runs)  # under the cap: all
 
-    entrants = detection_entrants(synth, "synth", max_runs=40)
+    entrants = detection_entrants(runner(synth), "synth", max_runs=40)
     assert all(set(e.run_ids) <= set(expected) for e in entrants.values())
     assert sorted(entrants["synth:oracle"].run_ids) == expected  # the set scores every run; kept to the sample
 
     monkeypatch.setattr(board_detection, "BOARD_MAX_RUNS", 40)
-    result = run_board("post-detection", synth, "synth")
+    result = run_board("post-detection", runner(synth), "synth")
     assert result.n_items == 40
     assert any("fixed sample of 40 of the slice's 60 runs" in note for note in result.notes)
     monkeypatch.setattr(board_detection, "BOARD_MAX_RUNS", 60)
-    assert not any("sample" in note for note in run_board("post-detection", synth, "synth").notes)
+    assert not any("sample" in note for note in run_board("post-detection", runner(synth), "synth").notes)

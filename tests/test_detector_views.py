@@ -1,4 +1,4 @@
-"""Detector views (auditatlas/detector_views.py and the grid_*/detector_* queries) on small
+"""Detector views (auditatlas/analyses/detector_comparison.py and the grid_*/detector_* queries) on small
 authored stores: ROC-AUC cells against hand-computed values (ties count one half) and against
 scikit-learn on random data, undefined cells, grid means, false-positive / false-negative
 lists, overall metrics against scikit-learn, the one-tailed test against scipy, cost from
@@ -17,7 +17,7 @@ from scipy import stats
 from sklearn.metrics import accuracy_score, balanced_accuracy_score, f1_score, roc_auc_score
 
 import queries
-from auditatlas import detector_views as dv
+from auditatlas.analyses import detector_comparison as dv
 from auditatlas.store import write_source
 
 CORPUS = "toy"
@@ -46,7 +46,7 @@ OWN_LABELS = {"det:s0": [1, 0, 1, 1, 1, 1, 0, 0, 1, 0], "det:s1": [None] * 10}
 
 
 def _query(root: Path):
-    return lambda name, params: queries.run(name, params, root=root)
+    return queries.runner(root)
 
 
 def _toy_tables() -> dict:

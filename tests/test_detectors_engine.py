@@ -232,13 +232,19 @@ def test_every_detector_scores_planted_anomalies_higher():
         assert set(np.unique(scored.labels)) <= {0, 1}
 
 
-def test_board_entrants_come_from_the_registry():
-    from auditatlas import detection
+def test_board_entrants_are_declared_in_board_order_on_registry_detectors():
+    """The run-level boards' entrants, in the published order (specs/catchbench.md), each scored
+    by a detector of this registry; the random floor and the size baseline carry their roles."""
+    from auditatlas.analyses.run_detection import LIVE_ENTRANTS, POST_ENTRANTS
 
-    assert detection.POST_ENTRANTS == registry.board_entrant_names("post")
-    assert detection.LIVE_ENTRANTS == registry.board_entrant_names("live")
-    roles = registry.board_roles()
-    assert roles["random"] == "floor" and roles["size (flat)"] == "baseline"
+    assert [e.name for e in POST_ENTRANTS] == [
+        "random", "size (flat)", "pyod-flatten (ECOD)", "auditable (size+deps)", "full"]
+    assert [e.name for e in LIVE_ENTRANTS] == [
+        "random", "size (flat)", "auditable (size+deps)", "full", "pyod (ECOD)", "dep-span (online)"]
+    for entrant in POST_ENTRANTS + LIVE_ENTRANTS:
+        assert entrant.scorer.detector in registry.registry()
+        expected = {"random": "floor", "size (flat)": "baseline"}.get(entrant.name, "entrant")
+        assert entrant.role == expected, entrant
 
 
 # ------------------------------------------------------------------------------- features

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from auditatlas.errors import IngestFailed
-from auditatlas.pre import (
+from auditatlas.analyses.over_privilege import (
     ENTRANTS,
     JUDGE_NAME,
     SOURCES,
@@ -146,7 +146,7 @@ def golden_board_order() -> list[str]:
 def rule_flags(release) -> dict[str, dict[str, set[str] | None]]:
     """Each rule run once over the release (the scanners cost ~0.5 ms a config)."""
     by_name = {e.name: e for e in ENTRANTS}
-    return {name: {c.config_id: by_name[name].flag(c) for c in release} for name in RULES}
+    return {name: {c.config_id: by_name[name].scorer(c) for c in release} for name in RULES}
 
 
 def _replayed(name: str, flags: dict[str, set[str] | None]):

@@ -19,9 +19,10 @@ import math
 import pandas as pd
 import pytest
 
-from auditatlas import propagation as P
+from auditatlas.analyses import anomaly_propagation as P
 from auditatlas.chains import step_roles
 from auditatlas.store import write_source
+from queries import runner
 
 OC, SC, OI, AD, OP = "OBSERVE_CLUE", "SOLVE_CLUE", "OBSERVE_ITEM", "APPLY_DELTA", "OBSERVE_PUZZLE"
 
@@ -100,7 +101,7 @@ def _cell(cells: pd.DataFrame, backbone: str, src: str, later: str) -> pd.Series
 
 
 def test_chain_status_names_corpora_without_chains(store):
-    corpora = P.load_corpora(store, {}).set_index("corpus")
+    corpora = P.load_corpora(runner(store), {}).set_index("corpus")
     assert corpora.loc["fx", "chains"] == 3
     assert corpora.loc["fx", "failed_steps"] == 9
     assert corpora.loc["ww", "chains"] == 0 and corpora.loc["ww", "max_failures_in_scope"] == 1
@@ -111,13 +112,13 @@ def test_chain_status_names_corpora_without_chains(store):
 
 
 def test_a_slice_without_chains_has_none(store):
-    status = P.chain_status(P.load_corpora(store, {"corpus": ["ww", "tb"]}))
+    status = P.chain_status(P.load_corpora(runner(store), {"corpus": ["ww", "tb"]}))
     assert not status.has_chains
-    assert P.load_heatmap(store, {"corpus": ["ww"]}).empty
+    assert P.load_heatmap(runner(store), {"corpus": ["ww"]}).empty
     # Mixed slice: ww's steps are counted by the sources query but left out of the map.
-    sources = P.run(P.sources_query({}), store)
+    sources = P.step_counts(runner(store), {})
     assert set(sources.corpus) == {"fx", "ww", "tb"}
-    assert "(none)" not in set(P.load_heatmap(store, {}).backbone)
+    assert "(none)" not in set(P.load_heatmap(runner(store), {}).backbone)
 
 
 # --- the heatmap ---------------------------------------------------------------------------------
@@ -125,7 +126,7 @@ def test_a_slice_without_chains_has_none(store):
 
 @pytest.fixture(scope="module")
 def cells(store):
-    return P.load_heatmap(store, {})
+    return P.load_heatmap(runner(store), {})
 
 
 def test_heatmap_rows_and_columns_are_the_slice_actions(cells):
@@ -176,7 +177,7 @@ def test_impossible_pairs_never_hold_a_count(cells):
 
 
 def test_chain_browser_lists_every_chain(store):
-    rows = P.run(P.chains_query({}), store)
+    rows = P.chains(runner(store), {})
     assert P.total_rows(rows) == 3
     got = {(r.run_id, r.scope): (r.length, list(r.steps), list(r.actions), r.origin_action, r.origin_step)
            for r in rows.itertuples()}
@@ -195,25 +196,25 @@ def test_chain_browser_lists_every_chain(store):
     ([SC], 2, 2, set()),
 ])
 def test_chain_browser_filters(store, origins, low, high, expected):
-    rows = P.run(P.chains_query({}, origins, low, high), store)
+    rows = P.chains(runner(store), {}, origins, low, high)
     assert set(rows.run_id) == expected
     assert P.total_rows(rows) == len(expected)
 
 
 def test_chain_browser_pages_in_sql(store):
-    pages = [P.run(P.chains_query({}, page=n, page_size=1), store) for n in (1, 2, 3, 4)]
+    pages = [P.chains(runner(store), {}, page=n, page_size=1) for n in (1, 2, 3, 4)]
     assert [list(p.run_id) for p in pages] == [["fx:A1"], ["fx:A2"], ["fx:B1"], []]
     assert all(P.total_rows(p) == 3 for p in pages[:3])
 
 
 def test_chain_lengths_per_backbone(store):
-    lengths = P.run(P.chain_lengths_query({}), store)
+    lengths = P.chain_lengths(runner(store), {})
     per = lengths.groupby(["backbone", "length"])["chains"].sum().to_dict()
     assert per == {("A", 3): 2, ("B", 2): 1}
 
 
 def test_chain_lengths_follow_the_slice(store):
-    lengths = P.run(P.chain_lengths_query({"backbone": ["B"]}), store)
+    lengths = P.chain_lengths(runner(store), {"backbone": ["B"]})
     assert lengths[["backbone", "origin_action", "length", "chains"]].values.tolist() == [["B", OC, 2, 1]]
 
 
@@ -225,7 +226,7 @@ def test_chain_lengths_follow_the_slice(store):
     ("B", OC, AD, [("fx:B1", 0)]),
 ])
 def test_cell_drill_down_lists_the_numerator(store, backbone, src, later, expected):
-    rows = P.run(P.cell_chains_query({}, backbone, src, later), store)
+    rows = P.cell_chains(runner(store), {}, backbone, src, later)
     assert list(zip(rows.run_id, rows.source_step)) == expected
     assert P.total_rows(rows) == len(expected)
     if expected:
@@ -235,7 +236,7 @@ def test_cell_drill_down_lists_the_numerator(store, backbone, src, later, expect
 
 
 def test_cell_drill_down_pages(store):
-    page2 = P.run(P.cell_chains_query({}, "A", SC, AD, page=2, page_size=2), store)
+    page2 = P.cell_chains(runner(store), {}, "A", SC, AD, page=2, page_size=2)
     assert list(zip(page2.run_id, page2.source_step)) == [("fx:A2", 1)]
     assert P.total_rows(page2) == 3
     assert list(page2.iloc[0].steps) == [0, 1, 2]
@@ -264,7 +265,7 @@ S1_EXPECTED = {  # role: (anomalies, flagged, isolation recall)
 
 
 def _per_set(store, top_k=None) -> pd.DataFrame:
-    return P.role_recall(P.run(P.role_recall_query({}, top_k), store))
+    return P.role_recall(P.role_recall_counts(runner(store), {}, top_k))
 
 
 def test_role_recall_with_own_labels(store):
@@ -315,7 +316,7 @@ def test_role_recall_top_k_small(store):
 
 def test_role_averages_weigh_each_detector_once(store):
     per = _per_set(store)
-    sets = P.run(P.step_sets_query({}), store)
+    sets = P.step_sets(runner(store), {})
     assert set(sets.set_id) == {"s1", "s2", "s3"}
     avg = P.role_averages(per, sets).set_index("role")
     # Only m1 has own labels (s1 and s2, averaged first): origin (2/3 + 1) / 2.
@@ -324,17 +325,21 @@ def test_role_averages_weigh_each_detector_once(store):
     assert avg.loc["mid", "delta"] == pytest.approx(((1 / 2 - 5 / 12) + 0) / 2)
 
 
+def _no_store(name, params=None):
+    raise AssertionError(f"a bad top-k% must be refused before any query runs ({name})")
+
+
 def test_top_k_must_be_a_share():
     with pytest.raises(ValueError):
-        P.role_recall_query({}, 0)
+        P.role_recall_counts(_no_store, {}, 0)
     with pytest.raises(ValueError):
-        P.role_recall_query({}, 101)
+        P.role_recall_counts(_no_store, {}, 101)
 
 
 def test_sql_roles_agree_with_chains_module(store):
     """The SQL's roles (through recall rows of s2's test rows plus its training row excluded) are
     checked by hand above; here every fx run's roles from auditatlas.chains match the chain rows."""
-    chains = P.run(P.chains_query({}), store)
+    chains = P.chains(runner(store), {})
     for run_id, _, trace in RUNS:
         roles = step_roles([(i, scope, label) for i, (scope, _, label) in enumerate(trace)])
         from_sql = {}
@@ -350,11 +355,11 @@ def test_sql_roles_agree_with_chains_module(store):
 
 
 def test_failure_modes_and_silent_counts(store):
-    modes = P.failure_modes(P.run(P.failure_modes_query({"corpus": ["fx"]}), store))
+    modes = P.failure_modes(P.failure_mode_counts(runner(store), {"corpus": ["fx"]}))
     per = modes.groupby("backbone")["failed_steps"].sum().to_dict()
     assert per == {"A": 7, "B": 2}
     assert modes.groupby("backbone")["share_pct"].sum().round(6).tolist() == [100.0, 100.0]
-    silent = P.run(P.silent_query({"corpus": ["fx"]}), store)
+    silent = P.silent_counts(runner(store), {"corpus": ["fx"]})
     assert silent.action_failures.sum() == 9 and silent.silent_action_failures.sum() == 0
     assert silent.loud_action_failures.sum() == 9
 
@@ -393,7 +398,7 @@ def test_heatmap_matches_brute_force_on_the_simulated_corpus(demo_store):
     steps = queries.connect(demo_store).execute(
         "SELECT run_id, scope, step_idx, action, label, backbone FROM steps").df()
     expected = _brute_force_cells(steps)
-    cells = P.load_heatmap(demo_store, {})
+    cells = P.load_heatmap(runner(demo_store), {})
     assert cells.followed.sum() > 0
     possible = set()  # any label: some step of a after some step of src in one scope
     for _, scope in steps.groupby(["run_id", "scope"], dropna=False):
@@ -414,7 +419,7 @@ def test_chain_roles_match_chains_module_on_the_simulated_corpus(demo_store):
     import queries
 
     steps = queries.connect(demo_store).execute("SELECT run_id, scope, step_idx, label FROM steps").df()
-    chains = P.run(P.chains_query({}, page_size=100_000), demo_store)
+    chains = P.chains(runner(demo_store), {}, page_size=100_000)
     assert len(chains) == P.total_rows(chains) > 20
     from_sql: dict = {}
     for r in chains.itertuples():
@@ -447,7 +452,7 @@ def test_sql_roles_match_chains_module_on_the_simulated_corpus(demo_store):
             if label == 1:
                 key = (roles.get(int(idx)), action)
                 expected[key] = expected.get(key, 0) + 1
-    rows = P.run(P.role_recall_query({}), demo_store)
+    rows = P.role_recall_counts(runner(demo_store), {})
     hits = rows[rows.anomalous]
     got = {(None if pd.isna(r.role) else r.role, r.action): r.steps for r in hits.itertuples()}
     assert got == expected

@@ -37,6 +37,20 @@ def test_action_rates_exclude_unlabeled(tiny):
     assert df.loc[("Y", "SOLVE_CLUE"), "success_rate"] == 0
 
 
+def test_runner_binds_the_store_and_defaults_params(tiny, tmp_path_factory):
+    """``queries.runner(root)`` is the query function analyses take: it reads the store at
+    ``root`` (not the default one) and runs a query without parameters."""
+    query = queries.runner(tiny)
+    rates = query("action_rates", {"slice": {"backbone": ["Y"]}})
+    assert set(rates["backbone"]) == {"Y"}
+    corpora = query("slice_options")
+    assert set(corpora.loc[corpora["column_name"] == "corpus", "value"]) == {"t"}
+    empty = tmp_path_factory.mktemp("other-store")
+    store.write_source(empty, "u", {"runs": [{"run_id": "u:1", "corpus": "u", "outcome": "success", "n_steps": 0}]})
+    other = queries.runner(empty)("slice_options")
+    assert set(other.loc[other["column_name"] == "corpus", "value"]) == {"u"}
+
+
 def test_slice_filters_runs(tiny):
     df = queries.run("action_rates", {"slice": {"backbone": ["Y"]}}, root=tiny)
     assert set(df["backbone"]) == {"Y"}
@@ -72,7 +86,7 @@ def test_silent_failures_keep_a_backbone_without_anomalies(tiny):
 
 
 def test_rates_leave_undefined_blank(tiny):
-    from auditatlas import rates
+    from auditatlas.analyses import step_rates as rates
 
     counts = queries.run("action_rates", {"slice": {}}, root=tiny)
     table = rates.action_success(counts).set_index(["backbone", "action"])

@@ -15,7 +15,8 @@ import math
 import pytest
 
 import queries
-from auditatlas import actions, rates, simulator
+from auditatlas import actions, simulator
+from auditatlas.analyses import step_rates as rates
 from auditatlas.ingest import demo
 
 ROOMS, SEED = 5200, 0  # MAADBench-Full's size

@@ -17,9 +17,9 @@ engine and the cross-backbone matrix ask): ``unsupervised`` on every training st
 unseen; ``one-class`` on the normal training steps only; ``supervised`` on the labeled training
 steps with their labels. Unlabeled steps (label null) are scored but never used as a label.
 
-Adding a detector is one ``Detector(...)`` line in ``DETECTORS``. An entry may also declare the
-run-level board entrants it provides (``boards``): the POST detection and LIVE boards build
-their entrant lists from here (``board_entrants``), so no entrant list is written twice.
+Adding a detector is one ``Detector(...)`` line in ``DETECTORS``. The run-level boards name
+the detectors their entrants use in their own ordered entrant lists
+(``auditatlas.analyses.run_detection.POST_ENTRANTS`` and ``LIVE_ENTRANTS``).
 
 PyOD is imported inside the factories: importing the registry stays cheap.
 """
@@ -32,8 +32,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, clone
 
 SUPERVISIONS: tuple[str, ...] = ("unsupervised", "one-class", "supervised")
-FAMILIES: tuple[str, ...] = ("baseline", "tabular")
-BOARDS: tuple[str, ...] = ("post", "live")
+FAMILIES: tuple[str, ...] = ("baseline", "tabular")  # detector families
 
 # PyOD's default share of outliers; the threshold behind every unsupervised pred_label.
 CONTAMINATION = 0.1
@@ -199,22 +198,6 @@ def _hist_gb(seed: int):
 # ------------------------------------------------------------------------------- entries
 
 @dataclass(frozen=True)
-class BoardEntrant:
-    """A run-level entrant this detector provides to a board, on run features.
-
-    ``features`` is a family of ``auditatlas.features.FAMILIES`` or a tuple of run feature
-    columns; ``position`` orders the board's entrants (the published board's order); ``role``
-    is the board row's role (``floor``, ``baseline`` or ``entrant``).
-    """
-
-    board: str  # post | live
-    name: str  # the entrant's name on the published board
-    features: str | tuple[str, ...]
-    position: int
-    role: str = "entrant"
-
-
-@dataclass(frozen=True)
 class TrainingRows:
     """The rows one fit uses, as its detector's supervision decides.
 
@@ -250,7 +233,6 @@ class Detector:
     scale: bool = False
     reads_features: bool = True
     engine: bool = True
-    boards: tuple[BoardEntrant, ...] = ()
 
     def make(self, seed: int = 0) -> Any:
         return self.factory(int(seed))
@@ -297,8 +279,6 @@ class Detector:
         return f"{cls.__module__}.{cls.__qualname__}"
 
 
-SIZE, SIZE_DEPS, FULL = "size (flat)", "auditable (size+deps)", "full"
-
 # Training-row caps (a seeded subsample, recorded on every prediction set). Neighbour and
 # kernel detectors cost O(n_train) per scored step, so 2,000 rows. The rest are capped at
 # 200,000: past that a model on ~40 columns learns nothing new, while liblinear's logistic
@@ -308,24 +288,18 @@ SMALL_FIT = 2_000
 LARGE_FIT = 200_000
 
 DETECTORS: tuple[Detector, ...] = (
-    Detector("random", "Random", "baseline", "unsupervised", _random, reads_features=False,
-             boards=(BoardEntrant("post", "random", "size", 0, "floor"), BoardEntrant("live", "random", "size", 0, "floor"))),
+    Detector("random", "Random", "baseline", "unsupervised", _random, reads_features=False),
     Detector("iforest", "Isolation Forest (PyOD)", "tabular", "unsupervised", _iforest, max_train=LARGE_FIT),
     Detector("knn", "KNN (PyOD)", "tabular", "unsupervised", _knn, max_train=SMALL_FIT, scale=True),
     Detector("lof", "LOF (PyOD)", "tabular", "unsupervised", _lof, max_train=SMALL_FIT, scale=True),
-    Detector("ecod", "ECOD (PyOD)", "tabular", "unsupervised", _ecod, max_train=LARGE_FIT,
-             boards=(BoardEntrant("post", "pyod-flatten (ECOD)", "size", 2), BoardEntrant("live", "pyod (ECOD)", "size", 4))),
+    Detector("ecod", "ECOD (PyOD)", "tabular", "unsupervised", _ecod, max_train=LARGE_FIT),
     Detector("copod", "COPOD (PyOD)", "tabular", "unsupervised", _copod, max_train=LARGE_FIT),
     Detector("hbos", "HBOS (PyOD)", "tabular", "unsupervised", _hbos),
     Detector("ocsvm", "One-class SVM (PyOD)", "tabular", "one-class", _ocsvm, max_train=SMALL_FIT, scale=True),
-    Detector("logreg", "Logistic regression", "tabular", "supervised", _logreg, max_train=LARGE_FIT,
-             boards=(BoardEntrant("post", SIZE, "size", 1, "baseline"), BoardEntrant("post", SIZE_DEPS, "size+deps", 3),
-                     BoardEntrant("post", FULL, "full", 4), BoardEntrant("live", SIZE, "size", 1, "baseline"),
-                     BoardEntrant("live", SIZE_DEPS, "size+deps", 2), BoardEntrant("live", FULL, "full", 3))),
+    Detector("logreg", "Logistic regression", "tabular", "supervised", _logreg, max_train=LARGE_FIT),
     Detector("random-forest", "Random forest", "tabular", "supervised", _random_forest, max_train=LARGE_FIT),
     Detector("hist-gb", "Histogram gradient boosting", "tabular", "supervised", _hist_gb, max_train=LARGE_FIT),
-    Detector("dep-span", "Mean dependency span", "tabular", "unsupervised", _column, engine=False,
-             boards=(BoardEntrant("live", "dep-span (online)", ("mean_span",), 5),)),
+    Detector("dep-span", "Mean dependency span", "tabular", "unsupervised", _column, engine=False),
 )
 
 
@@ -336,10 +310,6 @@ def _check(entries: tuple[Detector, ...]) -> None:
     for d in entries:
         if d.supervision not in SUPERVISIONS or d.family not in FAMILIES:
             raise ValueError(f"detector '{d.name}': unknown supervision or family")
-    for board in BOARDS:
-        positions = [e.position for d in entries for e in d.boards if e.board == board]
-        if sorted(positions) != list(range(len(positions))):
-            raise ValueError(f"board '{board}': entrant positions must be 0..n-1, got {sorted(positions)}")
 
 
 _check(DETECTORS)
@@ -363,20 +333,3 @@ def get(name: str) -> Detector:
     if name not in entries:
         raise AtlasError(f"unknown detector '{name}'; choose from: {', '.join(engine_detectors())}.")
     return entries[name]
-
-
-def board_entrants(board: str) -> list[tuple[BoardEntrant, Detector]]:
-    """The registry's entrants of run-level board ``board`` ("post" or "live"), in board order."""
-    if board not in BOARDS:
-        raise ValueError(f"board must be one of {BOARDS}, got {board!r}.")
-    found = [(e, d) for d in DETECTORS for e in d.boards if e.board == board]
-    return sorted(found, key=lambda pair: pair[0].position)
-
-
-def board_entrant_names(board: str) -> tuple[str, ...]:
-    return tuple(e.name for e, _ in board_entrants(board))
-
-
-def board_roles() -> dict[str, str]:
-    """Board entrant name -> its role, over every board."""
-    return {e.name: e.role for d in DETECTORS for e in d.boards}

@@ -29,7 +29,7 @@ TABLE2: dict[str, dict[str, float]] = {
 }
 
 # Table 4: silent-failure rate (%): action failures (formatting errors apart) whose puzzle
-# still succeeded, over all action failures; the rate ``auditatlas.rates.silent_failures``
+# still succeeded, over all action failures; the rate ``auditatlas.analyses.step_rates.silent_failures``
 # shows as ``silent_pct``.
 TABLE4: dict[str, float] = {
     "claude-opus-4-8": 9.0, "claude-sonnet-4-6": 7.7, "deepseek-reasoner": 30.4, "gpt-4.1": 12.2, "gpt-5.4": 11.4,

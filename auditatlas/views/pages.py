@@ -8,9 +8,9 @@ own pred_label, ``top_pct``: its top share).
 """
 from __future__ import annotations
 
-from .. import detector_views as dv
-from ..boards import PILLARS
-from ..boards import registry as board_registry
+from ..analyses import detector_comparison as dv
+from ..analyses.board_registry import PILLARS
+from ..analyses.board_registry import registry as board_registry
 from ..detectors.features import DEFAULT_FEATURE_SET, FEATURE_SETS
 from ..detectors.registry import engine_detectors
 from .explorer import EXPLORER

@@ -1,10 +1,11 @@
 """Anomaly propagation: heatmap, chains, recall by chain role, failure modes, silent failures.
 
 Definitions are shared/specs/analyses.md (MAADBench Figures 4, 7, 8, 11; Table 4). Every
-slice-wide number is computed in DuckDB by a ``propagation_*`` named query; this module names
-those queries with their bound parameters (so the app, the CLI, tests and benchmarks ask for
-exactly the same thing) and turns their small aggregated results into the tables a page draws.
-It imports no Streamlit: the app runs the same ``(name, params)`` pairs through its cache.
+slice-wide number is computed in DuckDB by a ``propagation_*`` named query; the functions of the
+first section below run those queries with their bound parameters through the ``query`` function
+they are handed (``components.cached.query`` in the app, ``queries.runner(root)`` in the CLI,
+tests and benchmarks), so every caller asks for exactly the same thing; the rest turn their small
+aggregated results into the tables a page draws. It imports no Streamlit.
 
 A *scope* is where an error can propagate: the same run and puzzle, or the run for corpora
 without puzzles. A *chain* is the sorted failed steps of one scope when there are at least two
@@ -15,18 +16,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
-import queries
+from .. import actions
+from ..chains import DOWN, MID, ORIGIN, ROLES
+from ..views import explorer_url
+from . import Query
 
-from . import actions
-from .chains import DOWN, MID, ORIGIN, ROLES
-from .views import explorer_url
-
-Query = tuple[str, dict[str, Any]]
 Slice = Mapping[str, Any] | None
 PAGE_SIZE = 50
 
@@ -39,76 +37,78 @@ def _slice(slice_: Slice) -> dict[str, Any]:
     return {k: list(v) for k, v in (slice_ or {}).items()}
 
 
-def corpora_query(slice_: Slice) -> Query:
-    return "propagation_corpora", {"slice": _slice(slice_)}
+def chain_counts(query: Query, slice_: Slice) -> pd.DataFrame:
+    """Runs and chains per corpus of the slice (``propagation_corpora``)."""
+    return query("propagation_corpora", {"slice": _slice(slice_)})
 
 
-def sources_query(slice_: Slice) -> Query:
-    return "propagation_sources", {"slice": _slice(slice_)}
+def step_counts(query: Query, slice_: Slice) -> pd.DataFrame:
+    """Steps and failed steps per corpus, backbone, action and label source (``propagation_sources``)."""
+    return query("propagation_sources", {"slice": _slice(slice_)})
 
 
-def heatmap_query(slice_: Slice) -> Query:
-    return "propagation_heatmap", {"slice": _slice(slice_)}
+def followed_counts(query: Query, slice_: Slice) -> pd.DataFrame:
+    """The heatmap's numerators per corpus, backbone and action pair (``propagation_heatmap``)."""
+    return query("propagation_heatmap", {"slice": _slice(slice_)})
 
 
-def possible_query() -> Query:
+def possible_pairs(query: Query) -> pd.DataFrame:
     """Store-wide (not sliced): which action pairs can follow one another at all."""
-    return "propagation_possible", {}
+    return query("propagation_possible", {})
 
 
-def cell_chains_query(slice_: Slice, backbone: str, src_action: str, later_action: str,
-                      page: int = 1, page_size: int = PAGE_SIZE) -> Query:
-    return "propagation_cell_chains", {
+def cell_chains(query: Query, slice_: Slice, backbone: str, src_action: str, later_action: str,
+                page: int = 1, page_size: int = PAGE_SIZE) -> pd.DataFrame:
+    """One page of the chains behind a heatmap cell, with the total before paging."""
+    return query("propagation_cell_chains", {
         "slice": _slice(slice_), "cell_backbone": backbone, "src_action": src_action,
         "later_action": later_action, **_paging(page, page_size),
-    }
+    })
 
 
-def chains_query(slice_: Slice, origin_actions: Iterable[str] = (), min_length: int | None = None,
-                 max_length: int | None = None, page: int = 1, page_size: int = PAGE_SIZE) -> Query:
-    return "propagation_chains", {
+def chains(query: Query, slice_: Slice, origin_actions: Iterable[str] = (), min_length: int | None = None,
+           max_length: int | None = None, page: int = 1, page_size: int = PAGE_SIZE) -> pd.DataFrame:
+    """One page of the slice's chains (optionally by origin action and length), with the total."""
+    return query("propagation_chains", {
         "slice": _slice(slice_), "origin_actions": [str(a) for a in origin_actions],
         "min_length": None if min_length is None else int(min_length),
         "max_length": None if max_length is None else int(max_length),
         **_paging(page, page_size),
-    }
+    })
 
 
-def chain_lengths_query(slice_: Slice) -> Query:
-    return "propagation_chain_lengths", {"slice": _slice(slice_)}
+def chain_lengths(query: Query, slice_: Slice) -> pd.DataFrame:
+    return query("propagation_chain_lengths", {"slice": _slice(slice_)})
 
 
-def step_sets_query(slice_: Slice) -> Query:
-    return "propagation_step_sets", {"slice": _slice(slice_)}
+def step_sets(query: Query, slice_: Slice) -> pd.DataFrame:
+    return query("propagation_step_sets", {"slice": _slice(slice_)})
 
 
-def role_recall_query(slice_: Slice, top_k: float | None = None) -> Query:
-    """Recall by role with each set's own labels (``top_k`` None) or a top-k% cut (0 < k <= 100)."""
+def role_recall_counts(query: Query, slice_: Slice, top_k: float | None = None) -> pd.DataFrame:
+    """Scored and flagged steps per (set, role, action), flagged by each set's own labels
+    (``top_k`` None) or by a top-k% cut (0 < k <= 100): the input of :func:`role_recall`."""
     if top_k is None:
-        return "propagation_role_recall_labels", {"slice": _slice(slice_)}
+        return query("propagation_role_recall_labels", {"slice": _slice(slice_)})
     top_k = float(top_k)
     if not 0 < top_k <= 100:
         raise ValueError(f"top-k% must be in (0, 100], got {top_k}")
-    return "propagation_role_recall_topk", {"slice": _slice(slice_), "top_k": top_k}
+    return query("propagation_role_recall_topk", {"slice": _slice(slice_), "top_k": top_k})
 
 
-def failure_modes_query(slice_: Slice) -> Query:
-    return "propagation_failure_modes", {"slice": _slice(slice_)}
+def failure_mode_counts(query: Query, slice_: Slice) -> pd.DataFrame:
+    """Failed steps per backbone, failure mode, cascade flag and error code."""
+    return query("propagation_failure_modes", {"slice": _slice(slice_)})
 
 
-def silent_query(slice_: Slice) -> Query:
-    return "propagation_silent", {"slice": _slice(slice_)}
+def silent_counts(query: Query, slice_: Slice) -> pd.DataFrame:
+    """Action failures and formatting errors per backbone and action, silent ones apart."""
+    return query("propagation_silent", {"slice": _slice(slice_)})
 
 
 def _paging(page: int, page_size: int) -> dict[str, int]:
     page, page_size = max(int(page), 1), max(int(page_size), 1)
     return {"limit": page_size, "offset": (page - 1) * page_size}
-
-
-def run(query: Query, root: str | Path | None = None) -> pd.DataFrame:
-    """Run a ``(name, params)`` pair outside the app (CLI, tests, benchmarks)."""
-    name, params = query
-    return queries.run(name, params, root=root)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -147,9 +147,9 @@ def corpora(sources: pd.DataFrame, chain_counts: pd.DataFrame) -> pd.DataFrame:
     return out[cols]
 
 
-def load_corpora(root: str | Path | None, slice_: Slice) -> pd.DataFrame:
-    """:func:`corpora` for a slice of the store at ``root`` (outside the app)."""
-    return corpora(run(sources_query(slice_), root), run(corpora_query(slice_), root))
+def load_corpora(query: Query, slice_: Slice) -> pd.DataFrame:
+    """:func:`corpora` for a slice, both of its queries run through ``query``."""
+    return corpora(step_counts(query, slice_), chain_counts(query, slice_))
 
 
 def chain_status(corpora: pd.DataFrame) -> ChainStatus:
@@ -215,9 +215,9 @@ def heatmap(sources: pd.DataFrame, followed: pd.DataFrame, possible: pd.DataFram
     return out[columns]
 
 
-def load_heatmap(root: str | Path | None, slice_: Slice) -> pd.DataFrame:
-    """:func:`heatmap` for a slice of the store at ``root`` (outside the app)."""
-    return heatmap(run(sources_query(slice_), root), run(heatmap_query(slice_), root), run(possible_query(), root))
+def load_heatmap(query: Query, slice_: Slice) -> pd.DataFrame:
+    """:func:`heatmap` for a slice, its three queries run through ``query``."""
+    return heatmap(step_counts(query, slice_), followed_counts(query, slice_), possible_pairs(query))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -339,14 +339,14 @@ def failure_mode_codes(rows: pd.DataFrame) -> pd.DataFrame:
 
 def silent_by_action(rows: pd.DataFrame) -> pd.DataFrame:
     """Silent-failure rates (%) per backbone and action, formatting errors apart (Table 4)."""
-    from .rates import silent_failures
+    from .step_rates import silent_failures
 
     return silent_failures(rows)
 
 
 def silent_by_backbone(rows: pd.DataFrame) -> pd.DataFrame:
     """The same counts summed per backbone (Table 4's rows)."""
-    from .rates import silent_failures
+    from .step_rates import silent_failures
 
     counts = rows.drop(columns=["action"]).groupby("backbone", as_index=False).sum(numeric_only=True)
     return silent_failures(counts)

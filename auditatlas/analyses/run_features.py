@@ -1,9 +1,9 @@
-"""Run-level features of a run's prefix: the feature families of the POST detection and LIVE
+"""Run-level features of a run's prefix: the feature groups of the POST detection and LIVE
 boards (CatchBench, specs/catchbench.md "POST detection and LIVE boards").
 
 Where the definitions come from
 -------------------------------
-The families are the GRADE structural layers that the ``auditable`` library (0.3.0, the
+The feature groups are the GRADE structural layers that the ``auditable`` library (0.3.0, the
 library of the paper's feature constructions) defines in ``auditable.graph.features`` and
 that its registered run detectors read (``run.lr_flat`` = "size (flat)", ``run.lr_flatdep``
 = "auditable (size+deps)", ``run.lr_full`` = "full", ``run.pyod_ecod`` = "pyod-flatten
@@ -38,11 +38,11 @@ relied on step src):
 
 Blast and audit are *direct* degrees, as auditable defines the run features; the transitive
 downstream reach of one step is a step-level score (auditable's ``step.blast``), not a run
-feature. Two extra columns are not in any family: ``max_span`` (the longest reach back of any
+feature. Two extra columns are not in any feature group: ``max_span`` (the longest reach back of any
 dependency, dst - src) and ``mean_span`` (mean per-step span over the prefix, a step without
 dependencies counting 0), the "dep-span (online)" LIVE entrant.
 
-Families (keys of ``FAMILIES``), nested as in auditable:
+Feature groups (keys of ``FEATURE_GROUPS``), nested as in auditable:
 ``size`` = flat (4 columns); ``size+deps`` = flat + dep_dens + dep_shape (auditable's
 ``flatdep``, 8); ``full`` = flat + exec + dep (auditable's ``full``, 12). Note that ``full``
 is not a superset of ``size+deps``: like the published board it reads the raw dependency
@@ -56,24 +56,25 @@ cannot be scored) and at least ``min_steps`` steps.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
+
+from . import Query
 
 FLAT: tuple[str, ...] = ("n_steps", "n_tool_calls", "n_decisions", "n_agents")
 EXEC: tuple[str, ...] = ("max_agent_outdeg", "agent_gini", "n_agent_transitions", "agent_recurrence")
 DEP: tuple[str, ...] = ("n_dep_edges", "dep_depth", "max_blast_indeg", "max_audit_outdeg")
 DEP_SHAPE: tuple[str, ...] = ("dep_edges_per_step", "rel_dep_depth", "max_blast_share", "max_audit_share")
 
-FAMILIES: dict[str, tuple[str, ...]] = {
+FEATURE_GROUPS: dict[str, tuple[str, ...]] = {
     "size": FLAT,
     "size+deps": FLAT + DEP_SHAPE,
     "full": FLAT + EXEC + DEP,
 }
 
-# Columns of every RunFeatures table: each family's columns plus the span summaries.
+# Columns of every RunFeatures table: each feature group's columns plus the span summaries.
 FEATURE_COLUMNS: tuple[str, ...] = FLAT + EXEC + DEP + DEP_SHAPE + ("max_span", "mean_span")
 
 
@@ -89,15 +90,15 @@ class RunFeatures:
     def __len__(self) -> int:
         return len(self.run_ids)
 
-    def matrix(self, family: str) -> np.ndarray:
-        """The (runs x columns) float matrix of one family of ``FAMILIES``."""
-        if family not in FAMILIES:
-            raise KeyError(f"unknown feature family '{family}'; choose one of {list(FAMILIES)}.")
-        return self.table.loc[:, list(FAMILIES[family])].to_numpy(dtype=float)
+    def matrix(self, group: str) -> np.ndarray:
+        """The (runs x columns) float matrix of one feature group of ``FEATURE_GROUPS``."""
+        if group not in FEATURE_GROUPS:
+            raise KeyError(f"unknown feature group '{group}'; choose one of {list(FEATURE_GROUPS)}.")
+        return self.table.loc[:, list(FEATURE_GROUPS[group])].to_numpy(dtype=float)
 
 
 def prefix_features(
-    root: str | Path | None,
+    query: Query,
     corpus: str,
     slice: Mapping[str, Any] | None = None,
     fraction: float = 1.0,
@@ -110,8 +111,6 @@ def prefix_features(
     by ``corpus``, because a board is computed on one corpus at a time. ``max_runs``: above
     that many runs, a fixed sample of them (those with the smallest md5 of the run id).
     """
-    from queries import run  # local: keeps the core importable without a store
-
     if not 0.0 < float(fraction) <= 1.0:
         raise ValueError(f"prefix fraction must be in (0, 1], got {fraction!r}.")
     params = {
@@ -119,7 +118,7 @@ def prefix_features(
         "fraction": float(fraction),
         "min_steps": int(min_steps),
     }
-    return _assemble(run("run_prefix_features", {**params, "max_runs": max_runs}, root=root), float(fraction))
+    return _assemble(query("run_prefix_features", {**params, "max_runs": max_runs}), float(fraction))
 
 
 def _assemble(table: pd.DataFrame, fraction: float) -> RunFeatures:

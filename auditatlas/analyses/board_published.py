@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
-import queries
-
-from . import BoardResult
+from . import Query
+from .board_registry import BoardResult
 
 TOLERANCE = 0.0005  # published values carry three decimals
 
@@ -54,9 +52,9 @@ class Cell:
         return "match" if self.matches else "differs"
 
 
-def reconcile(result: BoardResult, root: Path) -> list[Cell]:
+def reconcile(result: BoardResult, query: Query) -> list[Cell]:
     """Cells of ``result``'s board and corpus that the golden board publishes."""
-    frame = queries.run("published", {"board": result.board, "corpus": None}, root=root)
+    frame = query("published", {"board": result.board, "corpus": None})
     ours: dict[tuple[str, str, str], float | None] = {}
     for row in result.rows:
         for metric, value in row.metrics.items():
@@ -75,9 +73,9 @@ def reconcile(result: BoardResult, root: Path) -> list[Cell]:
     return cells
 
 
-def missing_blocks(root: Path) -> list[dict[str, str]]:
+def missing_blocks(query: Query) -> list[dict[str, str]]:
     """Published blocks the store cannot recompute, and the corpus each one needs."""
-    frame = queries.run("published_blocks", root=root)
+    frame = query("published_blocks")
     out = []
     for rec in frame.to_dict(orient="records"):
         if rec["corpus"] in PRE_SOURCES:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from . import actions
+from .. import actions
 
 
 def _ratio(num: pd.Series, den: pd.Series) -> pd.Series:

@@ -4,14 +4,14 @@ POST detection scores each finished run and reads ROC-AUC against the run outcom
 positive). LIVE asks the same at trace prefixes of 25/50/75/100% of the steps; "time to
 detection" (t2d) is the earliest prefix whose ROC-AUC reaches 0.70 (specs/catchbench.md).
 
-Entrants, named as on the published board, come from the detector registry
-(``auditatlas.detectors.registry``: each entry declares the board entrants it provides, with
-their run feature family and board position), so this module holds no entrant list:
+Entrants, named as on the published board, are declared once, in board order, in
+``POST_ENTRANTS`` and ``LIVE_ENTRANTS`` below: each names its role and kind and the registry
+detector (``auditatlas.detectors.registry``) and run features that score it:
 
 - ``random`` (registry ``random``): one uniform score per run, ``numpy.random.RandomState(0)``,
   drawn once per population, so it is the same at every prefix (as on the published LIVE board).
 - ``size (flat)``, ``auditable (size+deps)``, ``full`` (registry ``logreg``): supervised, on
-  the feature families of auditatlas.features. Learner: standardize + class-balanced logistic
+  the feature groups of auditatlas.analyses.run_features. Learner: standardize + class-balanced logistic
   regression (liblinear), the learner of auditable's ``run.lr_*`` detectors (GRADE's
   failure-detection study). Scores are out-of-fold probabilities of 5-fold stratified CV,
   averaged over seeds 0..4 (``cv_scores``): every run is scored by models that never saw it.
@@ -38,15 +38,16 @@ of that class in every fold).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
-from .detectors import registry as detector_registry
-from .errors import UndefinedMetric
-from .features import RunFeatures, prefix_features
-from .stats import roc_auc
+from ..detectors import registry as detector_registry
+from . import Query
+from ..errors import UndefinedMetric
+from ..stats import roc_auc
+from .entrant import Entrant
+from .run_features import RunFeatures, prefix_features
 
 RANDOM_SEED = 0
 CV_SEEDS: tuple[int, ...] = (0, 1, 2, 3, 4)
@@ -54,12 +55,48 @@ CV_FOLDS = 5
 T2D_THRESHOLD = 0.70
 LIVE_FRACTIONS: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0)
 
-# The boards' entrant names, in board order, as the detector registry declares them.
-POST_ENTRANTS: tuple[str, ...] = detector_registry.board_entrant_names("post")
-LIVE_ENTRANTS: tuple[str, ...] = detector_registry.board_entrant_names("live")
+
+@dataclass(frozen=True)
+class RunScorer:
+    """What scores a run-level entrant: a registry detector on run features (a feature group
+    of ``run_features.FEATURE_GROUPS``, or a tuple of run feature columns)."""
+
+    detector: str
+    features: str | tuple[str, ...]
 
 
-class Entrant(NamedTuple):
+SIZE, SIZE_DEPS, FULL = "size (flat)", "auditable (size+deps)", "full"
+_RANDOM = Entrant("random", "floor", "random", RunScorer("random", "size"))
+_SIZE = Entrant(SIZE, "baseline", "size", RunScorer("logreg", "size"))
+# Supervised entrants that read the dependency structure: "structure beyond size" contrasts them.
+_SIZE_DEPS = Entrant(SIZE_DEPS, "entrant", "structure", RunScorer("logreg", "size+deps"))
+_FULL = Entrant(FULL, "entrant", "structure", RunScorer("logreg", "full"))
+
+# The boards' entrants, in the published board order. Adding one is one line here.
+POST_ENTRANTS: tuple[Entrant, ...] = (
+    _RANDOM,
+    _SIZE,
+    Entrant("pyod-flatten (ECOD)", "entrant", "outlier detector", RunScorer("ecod", "size")),
+    _SIZE_DEPS,
+    _FULL,
+)
+LIVE_ENTRANTS: tuple[Entrant, ...] = (
+    _RANDOM,
+    _SIZE,
+    _SIZE_DEPS,
+    _FULL,
+    Entrant("pyod (ECOD)", "entrant", "outlier detector", RunScorer("ecod", "size")),
+    Entrant("dep-span (online)", "entrant", "online score", RunScorer("dep-span", ("mean_span",))),
+)
+BOARD_ENTRANTS: dict[str, tuple[Entrant, ...]] = {"post": POST_ENTRANTS, "live": LIVE_ENTRANTS}
+
+
+def set_entrant(name: str) -> Entrant:
+    """A stored prediction set on a run-level board: an extra row, not a published entrant."""
+    return Entrant(name, "extra", "prediction set")
+
+
+class RunScores(NamedTuple):
     """Per-run scores of one entrant; higher = more likely failed. Aligned arrays."""
 
     run_ids: np.ndarray
@@ -186,45 +223,45 @@ def feature_entrants(
     seeds: Iterable[int] = CV_SEEDS,
     folds: int = CV_FOLDS,
     where: str = "this slice",
-) -> dict[str, Entrant]:
+) -> dict[str, RunScores]:
     """The feature-based entrants of one board ("post" or "live") on precomputed features.
 
-    One entrant per registry board entrant, in board order: supervised detectors are scored
-    out-of-fold (``cv_scores``), the others fitted on the population itself.
+    One per entrant of ``BOARD_ENTRANTS[board]``, in board order: supervised detectors are
+    scored out-of-fold (``cv_scores``), the others fitted on the population itself.
     """
-    if board not in detector_registry.BOARDS:
+    if board not in BOARD_ENTRANTS:
         raise ValueError(f"board must be 'post' or 'live', got {board!r}.")
     y = features.y
     _require_cv(y, folds, where)
     seeds = tuple(seeds)
     ids = features.run_ids
-    out: dict[str, Entrant] = {}
-    for entrant, detector in detector_registry.board_entrants(board):
-        X = (features.matrix(entrant.features) if isinstance(entrant.features, str)
-             else features.table.loc[:, list(entrant.features)].to_numpy(dtype=float))
+    out: dict[str, RunScores] = {}
+    for entrant in BOARD_ENTRANTS[board]:
+        scorer: RunScorer = entrant.scorer
+        detector = detector_registry.get(scorer.detector)
+        X = (features.matrix(scorer.features) if isinstance(scorer.features, str)
+             else features.table.loc[:, list(scorer.features)].to_numpy(dtype=float))
         if detector.supervision == "supervised":
             scores = cv_scores(X, y, seeds, folds, learner=detector.make)
         else:
             scores = transductive_scores(detector, X)
-        out[entrant.name] = Entrant(ids, y, scores)
+        out[entrant.name] = RunScores(ids, y, scores)
     return out
 
 
 def prediction_set_entrants(
-    root: str | Path | None,
+    query: Query,
     corpus: str,
     features: RunFeatures,
     slice: Mapping[str, Any] | None = None,
     min_steps: int = 1,
     include_run_level: bool = True,
-) -> dict[str, Entrant]:
+) -> dict[str, RunScores]:
     """Run-level scores of every prediction set of the corpus, on the features' population.
 
     A set that scores only part of the population keeps its own (smaller) run list.
     """
-    from queries import run
-
-    frame = run(
+    frame = query(
         "run_prefix_predictions",
         {
             "slice": {**dict(slice or {}), "corpus": [corpus]},
@@ -232,20 +269,19 @@ def prediction_set_entrants(
             "min_steps": int(min_steps),
             "include_run_level": bool(include_run_level),
         },
-        root=root,
     )
     label = dict(zip(features.run_ids, features.y))
     frame = frame[frame["run_id"].isin(label)]  # the features' runs only (a sampled population)
-    out: dict[str, Entrant] = {}
+    out: dict[str, RunScores] = {}
     for set_id, rows in frame.groupby("set_id", sort=True):
         ids = rows["run_id"].to_numpy(dtype=object)
         y = np.fromiter((label[r] for r in ids), dtype=np.int64, count=len(ids))
-        out[str(set_id)] = Entrant(ids, y, rows["score"].to_numpy(dtype=float))
+        out[str(set_id)] = RunScores(ids, y, rows["score"].to_numpy(dtype=float))
     return out
 
 
 def detection_entrants(
-    root: str | Path | None,
+    query: Query,
     corpus: str,
     slice: Mapping[str, Any] | None = None,
     fraction: float = 1.0,
@@ -255,7 +291,7 @@ def detection_entrants(
     prediction_sets: bool = True,
     seeds: Iterable[int] = CV_SEEDS,
     max_runs: int | None = None,
-) -> dict[str, Entrant]:
+) -> dict[str, RunScores]:
     """Per-run scores of every entrant of the detection board on one corpus and slice.
 
     ``board="post"`` names the ECOD entrant "pyod-flatten (ECOD)"; ``board="live"`` names it
@@ -263,11 +299,11 @@ def detection_entrants(
     holds a single outcome or fewer than 5 runs of one outcome. ``max_runs``: see
     ``features.prefix_features`` (a fixed sample above that many runs).
     """
-    features = prefix_features(root, corpus, slice, fraction, min_steps, max_runs)
+    features = prefix_features(query, corpus, slice, fraction, min_steps, max_runs)
     entrants = feature_entrants(features, board, seeds, where=_where(corpus, fraction))
     if prediction_sets:
         sets = prediction_set_entrants(
-            root, corpus, features, slice, min_steps, include_run_level=fraction >= 1.0
+            query, corpus, features, slice, min_steps, include_run_level=fraction >= 1.0
         )
         # A set_id equal to a board name must not replace (or vanish behind) that entrant.
         entrants.update({(k if k not in entrants else f"{k} (prediction set)"): v for k, v in sets.items()})
@@ -284,7 +320,7 @@ def time_to_detection(auc: Mapping[float, float | None], threshold: float = T2D_
 
 
 def live_trajectories(
-    root: str | Path | None,
+    query: Query,
     corpus: str,
     fractions: Sequence[float] = LIVE_FRACTIONS,
     min_steps: int = 4,
@@ -302,10 +338,10 @@ def live_trajectories(
     """
     fractions = sorted(float(f) for f in fractions)
     seeds = tuple(seeds)
-    per_fraction: dict[float, dict[str, Entrant]] = {}
+    per_fraction: dict[float, dict[str, RunScores]] = {}
     for fraction in fractions:
         per_fraction[fraction] = detection_entrants(
-            root, corpus, slice, fraction, min_steps, board="live", prediction_sets=prediction_sets, seeds=seeds
+            query, corpus, slice, fraction, min_steps, board="live", prediction_sets=prediction_sets, seeds=seeds
         )
     names: list[str] = []
     for entrants in per_fraction.values():

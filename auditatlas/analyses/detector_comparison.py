@@ -14,21 +14,20 @@ cells with their reason, the test against the random baseline, cost from provena
 A *detector* is a method with its feature set (and, for judges, protocol and model); its
 prediction sets are the seeds' replicates. No Streamlit here: callers pass ``query``, a
 function ``(name, params) -> DataFrame`` (``components.cached.query`` in the app,
-``queries.run`` bound to a store in tests and benchmarks).
+``queries.runner(root)`` in tests and benchmarks).
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from . import actions
-from .views import explorer_url
-
-QueryFn = Callable[[str, Mapping[str, Any]], pd.DataFrame]
+from .. import actions
+from ..views import explorer_url
+from . import Query
 
 ALL_BACKBONES = "(all backbones)"
 ALL_ACTIONS = "(all actions)"
@@ -58,9 +57,10 @@ def check_threshold(mode: str, top_k: float) -> tuple[str, float]:
     return mode, top_k
 
 
-def is_random(method: Any, family: Any = None) -> bool:
-    """The random baseline: the engine's 'random' detector, or a released 'random' set."""
-    return str(method or "").lower() == "random" or str(family or "").lower() == "random"
+def is_random(method: Any, detector_family: Any = None) -> bool:
+    """The random baseline: the engine's 'random' detector, or a released set whose method or
+    detector family (``prediction_sets.family``) is 'random'."""
+    return str(method or "").lower() == "random" or str(detector_family or "").lower() == "random"
 
 
 def _finite(values: Sequence[float]) -> np.ndarray:
@@ -96,7 +96,7 @@ def span(values: pd.Series) -> str:
 
 # ----------------------------------------------------------------------------- prediction sets
 
-def prediction_sets(query: QueryFn, corpus: str) -> pd.DataFrame:
+def prediction_sets(query: Query, corpus: str) -> pd.DataFrame:
     """Every prediction set about ``corpus`` with its detector, provenance and whether the
     step-level views can show it (``shown``, or ``not_shown`` with the reason)."""
     sets = query("detector_sets", {"corpus": corpus})
@@ -115,7 +115,8 @@ def step_sets(sets: pd.DataFrame) -> pd.DataFrame:
 
 
 def detectors(sets: pd.DataFrame) -> pd.DataFrame:
-    """One row per detector: family, supervision, source, its sets and seeds."""
+    """One row per detector: detector family (column ``family``, as stored), supervision,
+    source, its sets and seeds."""
     rows = []
     for name, group in sets.groupby("detector", sort=True):
         seeds = sorted(int(s) for s in group["seed"].dropna().unique())
@@ -132,7 +133,7 @@ def detectors(sets: pd.DataFrame) -> pd.DataFrame:
         })
     frame = pd.DataFrame(rows, columns=["detector", "method", "family", "supervision", "source", "is_random",
                                         "n_sets", "seeds", "set_ids"])
-    # Columns in the order a reader compares them: by supervision, then family and name; the
+    # Columns in the order a reader compares them: by supervision, then detector family and name; the
     # random baseline last, where the eye ends.
     order = {s: i for i, s in enumerate(SUPERVISION_ORDER)}
     frame["_s"] = frame["supervision"].map(lambda s: order.get(s, len(order)))
@@ -224,7 +225,7 @@ def grid_means(cells: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 GRID_CELL_COLUMNS = ["set_id", "backbone", "action", "n_pos", "n_neg", "auc"]
 
 
-def grid_cells(query: QueryFn, slice_: Mapping[str, Any] | None, set_ids: Sequence[str], backbones: Sequence[str],
+def grid_cells(query: Query, slice_: Mapping[str, Any] | None, set_ids: Sequence[str], backbones: Sequence[str],
                actions_: Sequence[str], by_backbone: bool, by_action: bool = True) -> pd.DataFrame:
     """One ROC-AUC per (backbone, action, set): the ``grid_cells`` query.
 
@@ -267,7 +268,7 @@ class Grid:
         return sorted(self.actions["backbone"].unique().tolist()) if not self.actions.empty else []
 
 
-def compute_grid(query: QueryFn, corpus: str, slice_: Mapping[str, Any] | None, by_backbone: bool,
+def compute_grid(query: Query, corpus: str, slice_: Mapping[str, Any] | None, by_backbone: bool,
                  sets: pd.DataFrame | None = None) -> Grid:
     sets = step_sets(prediction_sets(query, corpus)) if sets is None else sets
     slice_ = dict(slice_ or {})
@@ -351,7 +352,7 @@ def wide_grid(grid: Grid, backbone: str) -> tuple[pd.DataFrame, pd.DataFrame, di
     return pd.DataFrame(text_rows, columns=columns), pd.DataFrame(num_rows, columns=columns), titles
 
 
-def cell_errors(query: QueryFn, set_id: str, backbone: str, action: str, slice_: Mapping[str, Any] | None,
+def cell_errors(query: Query, set_id: str, backbone: str, action: str, slice_: Mapping[str, Any] | None,
                 threshold: str = "own", top_k: float = DEFAULT_TOP_K, limit: int = 20) -> pd.DataFrame:
     """A cell's highest-scored false positives and lowest-scored false negatives for one set,
     each with its explorer link. ``threshold_used`` says how the set decided."""
@@ -492,7 +493,7 @@ class Overall:
     notes: list[str] = field(default_factory=list)
 
 
-def compute_overall(query: QueryFn, corpus: str, slice_: Mapping[str, Any] | None, threshold: str = "own",
+def compute_overall(query: Query, corpus: str, slice_: Mapping[str, Any] | None, threshold: str = "own",
                     top_k: float = DEFAULT_TOP_K, sets: pd.DataFrame | None = None) -> Overall:
     threshold, top_k = check_threshold(threshold, top_k)
     sets = step_sets(prediction_sets(query, corpus)) if sets is None else sets

@@ -1,10 +1,12 @@
 """Boards: PRE, LIVE and POST tables regenerated from the predictions in the store.
 
 A board is data (``Board``): the task it scores (pillar, granularity, corpus), its metrics, the
-floor every entrant is read against, the entrant providers, and the declared contrast
-families. A provider looks at the store and returns the entrants it can score there (one per
-stored prediction set, say), each with the per-item values the paired tests need, so adding an
-entrant or a whole board touches only ``REGISTRY`` below, never a page or the CLI.
+floor every entrant is read against, its entrants (declared in one ordered list of
+``entrant.Entrant``, plus one per stored prediction set the store holds), and its declared
+contrast families. Scoring an entrant gives a ``BoardRow`` with the per-item values the paired
+tests need; a contrast family picks its rows by role and kind, never by name, so adding an
+entrant touches only its board's list and adding a board only ``registry`` below, never a page
+or the CLI.
 
 Why per-item values: every entrant scores the same items (runs, configs), so the statistics
 are paired (McNemar on hits, Wilcoxon on reciprocal ranks, DeLong on scores, a cluster
@@ -15,12 +17,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from ..stats import Contrast, adjust_family
+from . import Query
 
 PILLARS = ("PRE", "LIVE", "POST")
 
@@ -35,30 +37,38 @@ class Task:
 
 
 @dataclass
-class EntrantScore:
-    """One board row: the entrant's metrics plus the per-item values behind them."""
+class BoardRow:
+    """One board row: a scored entrant's metrics plus the per-item values behind them."""
 
-    entrant: str
+    entrant: str  # the entrant's name
     metrics: dict[str, float | None]
     items: dict[str, np.ndarray] = field(default_factory=dict)  # e.g. hit1, hit3, rr, score
     n_items: int = 0
     coverage: float = 1.0
-    role: str = "entrant"  # floor | baseline | entrant | extra
+    role: str = "entrant"  # the entrant's role: floor | baseline | entrant | extra
     note: str = ""
+    kind: str = "prediction set"  # the entrant's kind (entrant.Entrant.kind)
 
 
 @dataclass(frozen=True)
-class Family:
-    """A declared question: contrasts of every entrant matching ``members`` against ``against``.
+class ContrastFamily:
+    """A declared question: contrasts of every row whose role is in ``members`` (and, when
+    ``kinds`` is given, whose kind is in it) against the row holding role ``against``.
 
-    Holm adjustment runs within the family, so each family controls its own error rate.
+    Roles and kinds come from the entrant declarations, so a new entrant joins the families its
+    role and kind say, without being named here. Holm adjustment runs within the family, so
+    each family controls its own error rate.
     """
 
     name: str
     metric: str
     test: str  # mcnemar | wilcoxon | delong | cluster_bootstrap
-    against: str  # entrant name (usually the floor or a baseline)
-    members: Callable[[EntrantScore], bool]
+    against: str  # a role: the first row in board order holding it (the floor, or the baseline)
+    members: tuple[str, ...]  # roles
+    kinds: tuple[str, ...] = ()  # kinds; empty: any kind
+
+    def admits(self, row: BoardRow) -> bool:
+        return row.role in self.members and (not self.kinds or row.kind in self.kinds)
 
 
 @dataclass
@@ -71,12 +81,12 @@ class BoardResult:
     floor: str
     n_items: int
     item_kind: str
-    rows: list[EntrantScore]
+    rows: list[BoardRow]
     contrasts: list[Contrast] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     extra_tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     primary_metric: str | None = None  # the metric rows are ordered by
-    primary_family: str | None = None  # the contrast family that decides that order
+    primary_contrast_family: str | None = None  # the contrast family that decides that order
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -103,29 +113,29 @@ class Board:
     metrics: tuple[str, ...]
     floor: str
     item_kind: str  # what one item is, said on screen ("failed runs", "(config, capability) pairs")
-    compute: Callable[[Path, str, dict | None], BoardResult]
-    corpora: Callable[[Path], list[str]]  # corpora in the store this board can be computed on
+    compute: Callable[[Query, str, dict | None], BoardResult]
+    corpora: Callable[[Query], list[str]]  # corpora in the store this board can be computed on
     allows_slice: bool = True
 
 
 def registry() -> dict[str, Board]:
     """All boards by CLI name, in lifecycle order (PRE, LIVE, POST)."""
-    from . import detection, localization, pre
+    from . import board_detection, board_localization, board_pre
 
-    boards = [pre.BOARD, detection.LIVE_BOARD, localization.BOARD, detection.POST_BOARD]
+    boards = [board_pre.BOARD, board_detection.LIVE_BOARD, board_localization.BOARD, board_detection.POST_BOARD]
     return {b.name: b for b in boards}
 
 
-def run_board(name: str, root: str | Path, corpus: str | None = None, slice_: dict | None = None) -> BoardResult:
-    """Compute board ``name`` on ``corpus`` (default: the first corpus it applies to)."""
+def run_board(name: str, query: Query, corpus: str | None = None, slice_: dict | None = None) -> BoardResult:
+    """Compute board ``name`` on ``corpus`` (default: the first corpus it applies to), reading the
+    store through ``query``."""
     from ..errors import AtlasError
 
     boards = registry()
     if name not in boards:
         raise AtlasError(f"unknown board '{name}'; choose one of: {', '.join(boards)}.")
     board = boards[name]
-    root = Path(root)
-    available = board.corpora(root)
+    available = board.corpora(query)
     if corpus is None:
         if not available:
             raise AtlasError(f"board '{name}' needs a corpus that is not in the store ({board.item_kind} of the kind it scores).")
@@ -133,19 +143,23 @@ def run_board(name: str, root: str | Path, corpus: str | None = None, slice_: di
     elif corpus not in available:
         have = ", ".join(available) or "none"
         raise AtlasError(f"board '{name}' cannot be computed on corpus '{corpus}' in this store (available: {have}).")
-    return board.compute(root, corpus, slice_ if board.allows_slice else None)
+    return board.compute(query, corpus, slice_ if board.allows_slice else None)
 
 
-def contrasts_for(rows: Sequence[EntrantScore], families: Sequence[Family], tests: dict[str, Callable]) -> list[Contrast]:
-    """Run every declared family's contrasts on ``rows`` and Holm-adjust within each family."""
-    by_name = {r.entrant: r for r in rows}
+def contrasts_for(rows: Sequence[BoardRow], families: Sequence[ContrastFamily],
+                  tests: dict[str, Callable]) -> list[Contrast]:
+    """Run every declared contrast family on ``rows`` and Holm-adjust within each family.
+
+    A row without per-item values (an analytic expectation) cannot be paired, so no family
+    contrasts it.
+    """
     out: list[Contrast] = []
     for fam in families:
-        base = by_name.get(fam.against)
+        base = next((r for r in rows if r.role == fam.against), None)
         if base is None:
             continue
         for row in rows:
-            if row.entrant == fam.against or not fam.members(row):
+            if row is base or not row.items or not fam.admits(row):
                 continue
             out.append(tests[fam.test](fam, row, base))
     return adjust_family(out)
@@ -160,7 +174,7 @@ def bands(result: BoardResult) -> list[dict[str, Any]]:
     it cannot support.
     """
     metric = result.primary_metric or (result.metrics[0] if result.metrics else None)
-    verdicts = {c.a_name: c for c in result.contrasts if c.family == result.primary_family}
+    verdicts = {c.a_name: c for c in result.contrasts if c.family == result.primary_contrast_family}
     out = []
     for row in result.rows:
         c = verdicts.get(row.entrant)

@@ -13,17 +13,20 @@ format: the origin of the failing chain; see queries/sql/localization_items.sql)
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 
-import queries
-
 from ..errors import AtlasError
-from ..stats import Contrast, mcnemar_exact, paired_bootstrap, wilcoxon_paired
-from . import Board, BoardResult, EntrantScore, Family, Task, contrasts_for
+from ..stats import Contrast, mcnemar_exact, paired_mean_bootstrap, wilcoxon_paired
+from . import Query
+from .board_registry import Board, BoardResult, BoardRow, ContrastFamily, Task, contrasts_for
+from .entrant import Entrant
 
 METRICS = ("top1", "top3", "mrr")
+# The entrants this board computes itself, in board order; stored step-level sets follow them.
+RANDOM = Entrant("random", "floor", "random")
+POSITION = Entrant("position", "baseline", "position")
+RANDOM_EXPECTATION = Entrant("random (analytic expectation)", "extra", "expectation")
 RANDOM_SEEDS = range(5)
 # Protocols whose judge returns one step, not a ranking: only a hit on that step counts, so
 # Top-1 = Top-3 = MRR = hit rate (specs/catchbench.md); a miss or an abstention ranks nowhere.
@@ -55,26 +58,27 @@ def random_ranks(n_steps: np.ndarray, truth: np.ndarray, seed: int) -> np.ndarra
     return ranks
 
 
-def random_entrant(n_steps: np.ndarray, truth: np.ndarray) -> EntrantScore:
+def random_entrant(n_steps: np.ndarray, truth: np.ndarray) -> BoardRow:
     per_seed = [random_ranks(n_steps, truth, s) for s in RANDOM_SEEDS]
     metrics = {m: float(np.mean([_metrics_from_ranks(r)[m] for r in per_seed])) for m in METRICS}
     items = {k: np.mean([_items_from_ranks(r)[k] for r in per_seed], axis=0) for k in ("hit1", "hit3", "rr")}
-    return EntrantScore("random", metrics, items, n_items=len(truth), role="floor",
-                        note="published procedure: pooled RandomState(seed).rand draws, seeds 0-4, averaged")
+    return BoardRow(RANDOM.name, metrics, items, n_items=len(truth), role=RANDOM.role, kind=RANDOM.kind,
+                    note="published procedure: pooled RandomState(seed).rand draws, seeds 0-4, averaged")
 
 
-def random_expectation(n_steps: np.ndarray) -> EntrantScore:
+def random_expectation(n_steps: np.ndarray) -> BoardRow:
     """The analytic expectation of a uniform random ranking (an extra row, not the floor)."""
     n = n_steps.astype(float)
     harmonic = np.array([np.sum(1.0 / np.arange(1, k + 1)) for k in n_steps])
     metrics = {"top1": float(np.mean(1 / n)), "top3": float(np.mean(np.minimum(3, n) / n)), "mrr": float(np.mean(harmonic / n))}
-    return EntrantScore("random (analytic expectation)", metrics, {}, n_items=len(n), role="extra")
+    return BoardRow(RANDOM_EXPECTATION.name, metrics, {}, n_items=len(n), role=RANDOM_EXPECTATION.role,
+                    kind=RANDOM_EXPECTATION.kind)
 
 
-def position_entrant(truth: np.ndarray) -> EntrantScore:
+def position_entrant(truth: np.ndarray) -> BoardRow:
     ranks = truth.astype(float) + 1
-    return EntrantScore("position", _metrics_from_ranks(ranks), _items_from_ranks(ranks), n_items=len(truth), role="baseline",
-                        note="earliest step first")
+    return BoardRow(POSITION.name, _metrics_from_ranks(ranks), _items_from_ranks(ranks), n_items=len(truth),
+                    role=POSITION.role, kind=POSITION.kind, note="earliest step first")
 
 
 def entrant_name(row: dict) -> str:
@@ -85,6 +89,12 @@ def entrant_name(row: dict) -> str:
     return str(row["set_id"])
 
 
+def set_entrant(row: dict) -> Entrant:
+    """A stored step-level prediction set: a judge or another set; an addendum is an extra row."""
+    kind = "judge" if row.get("method") == "llm_judge" else "prediction set"
+    return Entrant(entrant_name(row), "extra" if _is_addendum(row) else "entrant", kind)
+
+
 def _is_addendum(row: dict) -> bool:
     try:
         params = json.loads(row.get("params") or "{}")
@@ -93,11 +103,11 @@ def _is_addendum(row: dict) -> bool:
     return "addendum" in str(row.get("set_id", "")) or params.get("board") == "addendum"
 
 
-def prediction_set_entrants(root: Path, corpus: str, run_ids: list[str], truth: np.ndarray) -> tuple[list[EntrantScore], list[str]]:
-    sets = queries.run("prediction_sets", {"corpus": corpus, "granularity": "step"}, root=root)
+def prediction_set_entrants(query: Query, corpus: str, run_ids: list[str], truth: np.ndarray) -> tuple[list[BoardRow], list[str]]:
+    sets = query("prediction_sets", {"corpus": corpus, "granularity": "step"})
     if sets.empty:
         return [], []
-    ranks = queries.run("localization_ranks", {"corpus": corpus, "items": run_ids, "truths": [int(t) for t in truth]}, root=root)
+    ranks = query("localization_ranks", {"corpus": corpus, "items": run_ids, "truths": [int(t) for t in truth]})
     index = {rid: i for i, rid in enumerate(run_ids)}
     rows, notes = [], []
     for meta in sets.to_dict(orient="records"):
@@ -113,69 +123,67 @@ def prediction_set_entrants(root: Path, corpus: str, run_ids: list[str], truth: 
         full[[index[r] for r in got["run_id"]]] = got_ranks
         covered = ~np.isnan(full)
         r = full[covered]
-        role = "extra" if _is_addendum(meta) else "entrant"
+        entrant = set_entrant(meta)
         items = {k: np.where(covered, v, np.nan) for k, v in _items_from_ranks(np.nan_to_num(full, nan=1e9)).items()}
-        rows.append(EntrantScore(entrant_name(meta), _metrics_from_ranks(r), items, n_items=int(covered.sum()),
-                                 coverage=float(covered.mean()), role=role))
+        rows.append(BoardRow(entrant.name, _metrics_from_ranks(r), items, n_items=int(covered.sum()),
+                             coverage=float(covered.mean()), role=entrant.role, kind=entrant.kind))
         if not covered.all():
             notes.append(f"{entrant_name(meta)} scores {int(covered.sum())} of {len(run_ids)} runs; its metrics rest on those.")
     return rows, notes
 
 
-def _paired(a: EntrantScore, b: EntrantScore, key: str) -> tuple[np.ndarray, np.ndarray]:
+def _paired(a: BoardRow, b: BoardRow, key: str) -> tuple[np.ndarray, np.ndarray]:
     both = ~np.isnan(a.items[key]) & ~np.isnan(b.items[key])
     return a.items[key][both], b.items[key][both]
 
 
-def _mcnemar(fam: Family, a: EntrantScore, b: EntrantScore) -> Contrast:
+def _mcnemar(fam: ContrastFamily, a: BoardRow, b: BoardRow) -> Contrast:
     key = "hit1" if fam.metric == "top1" else "hit3"
     xa, xb = _paired(a, b, key)
     res = mcnemar_exact(xa.astype(bool), xb.astype(bool))
-    boot = paired_bootstrap(lambda x, y: (float(np.mean(x)), float(np.mean(y))), xa, xb, n_boot=2000, seed=0)
+    boot = paired_mean_bootstrap(xa, xb, n_boot=2000, seed=0)
     return Contrast(fam.name, a.entrant, b.entrant, float(xa.mean()), float(xb.mean()), float(xa.mean() - xb.mean()),
                     boot.ci95[0], boot.ci95[1], res.p, "exact McNemar (CI: paired bootstrap)")
 
 
-def _wilcoxon(fam: Family, a: EntrantScore, b: EntrantScore) -> Contrast:
+def _wilcoxon(fam: ContrastFamily, a: BoardRow, b: BoardRow) -> Contrast:
     xa, xb = _paired(a, b, "rr")
     res = wilcoxon_paired(xa, xb)
-    boot = paired_bootstrap(lambda x, y: (float(np.mean(x)), float(np.mean(y))), xa, xb, n_boot=2000, seed=0)
+    boot = paired_mean_bootstrap(xa, xb, n_boot=2000, seed=0)
     return Contrast(fam.name, a.entrant, b.entrant, float(xa.mean()), float(xb.mean()), float(xa.mean() - xb.mean()),
                     boot.ci95[0], boot.ci95[1], res.p, "Wilcoxon signed-rank (CI: paired bootstrap)")
 
 
-def _is_scored_entrant(row: EntrantScore) -> bool:
-    return row.role in ("entrant", "extra") and bool(row.items)
-
-
-FAMILIES = (
-    Family("Top-1 vs position", "top1", "mcnemar", "position", _is_scored_entrant),
-    Family("Top-3 vs position", "top3", "mcnemar", "position", _is_scored_entrant),
-    Family("MRR vs position", "mrr", "wilcoxon", "position", _is_scored_entrant),
+# Every stored set (addenda included) against the position baseline; the analytic expectation
+# has no per-run values, so no family contrasts it.
+CONTRAST_FAMILIES = (
+    ContrastFamily("Top-1 vs position", "top1", "mcnemar", against="baseline", members=("entrant", "extra")),
+    ContrastFamily("Top-3 vs position", "top3", "mcnemar", against="baseline", members=("entrant", "extra")),
+    ContrastFamily("MRR vs position", "mrr", "wilcoxon", against="baseline", members=("entrant", "extra")),
 )
 TESTS = {"mcnemar": _mcnemar, "wilcoxon": _wilcoxon}
 
 
-def compute(root: Path, corpus: str, slice_: dict | None = None) -> BoardResult:
-    items = queries.run("localization_items", {"target_corpus": corpus, "slice": slice_ or {}}, root=root)
+def compute(query: Query, corpus: str, slice_: dict | None = None) -> BoardResult:
+    items = query("localization_items", {"target_corpus": corpus, "slice": slice_ or {}})
     if items.empty:
         raise AtlasError(f"POST localization on '{corpus}': no failed run with a labeled anomalous step in this slice.")
     n_steps = items["n_steps"].to_numpy(dtype=int)
     truth = items["truth_idx"].to_numpy(dtype=int)
     rows = [random_entrant(n_steps, truth), position_entrant(truth)]
-    set_rows, notes = prediction_set_entrants(root, corpus, items["run_id"].tolist(), truth)
+    set_rows, notes = prediction_set_entrants(query, corpus, items["run_id"].tolist(), truth)
     rows += set_rows
     rows.append(random_expectation(n_steps))
-    contrasts = contrasts_for(rows, FAMILIES, TESTS)
+    contrasts = contrasts_for(rows, CONTRAST_FAMILIES, TESTS)
     return BoardResult("post-localization", "POST localization (Top-1 / Top-3 / MRR)", "POST", corpus, METRICS,
-                       "random", len(items), "failed runs", rows, contrasts, notes,
-                       primary_metric="top1", primary_family=FAMILIES[0].name)
+                       RANDOM.name, len(items), "failed runs", rows, contrasts, notes,
+                       primary_metric="top1", primary_contrast_family=CONTRAST_FAMILIES[0].name)
 
 
-def corpora(root: Path) -> list[str]:
-    frame = queries.run("localization_corpora", root=root)
+def corpora(query: Query) -> list[str]:
+    frame = query("localization_corpora")
     return frame["corpus"].tolist()
 
 
-BOARD = Board("post-localization", "POST localization", Task("POST", "step", None), METRICS, "random",
+BOARD = Board("post-localization", "POST localization", Task("POST", "step", None), METRICS, RANDOM.name,
               "failed runs", compute, corpora)

@@ -1,0 +1,146 @@
+"""POST detection and LIVE boards: can a run's failure be told from its trace (or a prefix)?
+
+Entrants and scoring live in ``auditatlas.analyses.run_detection`` (its ordered entrant lists,
+feature groups, 5x5 CV, ECOD, and run-level aggregates of step prediction sets); this module
+turns them into boards: ROC-AUC rows, the random floor, the item count, and paired DeLong
+contrasts in declared contrast families, whose members are chosen by role and kind.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import Query
+from . import run_detection as detection
+from ..errors import UndefinedMetric
+from ..stats import Contrast, delong_paired, roc_auc
+from .board_registry import Board, BoardResult, BoardRow, ContrastFamily, Task, contrasts_for
+from .entrant import Entrant
+
+PREFIXES = detection.LIVE_FRACTIONS
+LIVE_MIN_STEPS = 4  # the published LIVE population: runs of at least 4 steps
+# Above this many runs the detection boards are computed on a fixed sample of them (the runs
+# with the smallest md5 of their id): every entrant is fitted with 5x5 cross-validation, which
+# over a million runs took over a quarter of an hour and 5 GB for LIVE alone. Published corpora
+# hold a few thousand runs, so their rows are computed on every run.
+BOARD_MAX_RUNS = 50_000
+
+
+def _sample_notes(query: Query, corpus: str, slice_: dict | None, min_steps: int, n: int) -> list[str]:
+    """Says so when a board's population is a sample (one count query, only then)."""
+    if n < BOARD_MAX_RUNS:
+        return []
+    total = int(query("run_prefix_population", {"slice": {**dict(slice_ or {}), "corpus": [corpus]},
+                                                "min_steps": min_steps})["runs"].iloc[0])
+    if total <= n:
+        return []
+    return [f"Computed on a fixed sample of {n:,} of the slice's {total:,} runs (the {n:,} with the smallest md5 "
+            f"of their run id): above {BOARD_MAX_RUNS:,} runs the boards sample, so they answer in minutes."]
+
+
+def _delong(fam: ContrastFamily, a: BoardRow, b: BoardRow) -> Contrast:
+    y = a.items["y"]
+    if not np.array_equal(a.items["run_ids"], b.items["run_ids"]):
+        # Different populations cannot be paired; say so instead of testing.
+        return Contrast(fam.name, a.entrant, b.entrant, np.nan, np.nan, np.nan, np.nan, np.nan, np.nan,
+                        "not paired: different runs")
+    res = delong_paired(y, a.items["score"], b.items["score"])
+    return Contrast(fam.name, a.entrant, b.entrant, res.auc_a, res.auc_b, res.diff, res.ci95[0], res.ci95[1], res.p,
+                    "paired DeLong")
+
+
+TESTS = {"delong": _delong}
+
+
+def _declared(board: str) -> dict[str, Entrant]:
+    return {e.name: e for e in detection.BOARD_ENTRANTS[board]}
+
+
+def _floor(board: str) -> str:
+    return next(e.name for e in detection.BOARD_ENTRANTS[board] if e.role == "floor")
+
+
+def _row(entrant: Entrant, scores: detection.RunScores, metrics: dict) -> BoardRow:
+    order = np.argsort(scores.run_ids)
+    items = {"run_ids": scores.run_ids[order], "y": scores.y[order], "score": scores.scores[order]}
+    return BoardRow(entrant.name, metrics, items, n_items=len(scores.y), role=entrant.role, kind=entrant.kind)
+
+
+def _entrant(declared: dict[str, Entrant], name: str) -> Entrant:
+    """The declared entrant called ``name``; any other name is a stored prediction set."""
+    return declared.get(name) or detection.set_entrant(name)
+
+
+def _cell_auc(scores: detection.RunScores) -> float | None:
+    """The entrant's ROC-AUC (``stats.roc_auc``), or None, a blank cell, where it is undefined."""
+    try:
+        return roc_auc(scores.y, scores.scores)
+    except UndefinedMetric:
+        return None
+
+
+POST_CONTRAST_FAMILIES = (
+    ContrastFamily("ROC-AUC vs random", "roc_auc", "delong", against="floor", members=("baseline", "entrant", "extra")),
+    ContrastFamily("structure beyond size", "roc_auc", "delong", against="baseline", members=("entrant",),
+                   kinds=("structure",)),
+)
+
+
+def compute_post(query: Query, corpus: str, slice_: dict | None = None) -> BoardResult:
+    entrants = detection.detection_entrants(query, corpus, slice_, 1.0, 1, board="post", max_runs=BOARD_MAX_RUNS)
+    declared = _declared("post")
+    rows = [_row(_entrant(declared, name), e, {"roc_auc": _cell_auc(e)}) for name, e in entrants.items()]
+    first = next(iter(entrants.values()))
+    notes = [f"{len(first.y)} runs ({int(first.y.sum())} failed); supervised entrants: 5-fold stratified CV averaged over 5 seeds."]
+    notes += _sample_notes(query, corpus, slice_, 1, len(first.y))
+    contrasts = contrasts_for(rows, POST_CONTRAST_FAMILIES, TESTS)
+    return BoardResult("post-detection", "POST detection (run-level ROC-AUC)", "POST", corpus, ("roc_auc",), _floor("post"),
+                       len(first.y), "runs with an outcome", rows, contrasts, notes,
+                       primary_metric="roc_auc", primary_contrast_family=POST_CONTRAST_FAMILIES[0].name)
+
+
+def _prefix_key(fraction: float) -> str:
+    return f"auc@{round(fraction * 100)}"
+
+
+LIVE_METRICS = tuple(_prefix_key(f) for f in PREFIXES) + ("t2d",)
+LIVE_CONTRAST_FAMILIES = (
+    ContrastFamily("earliest prefix (25%) vs size (flat)", "auc@25", "delong", against="baseline",
+                   members=("entrant", "extra")),
+)
+
+
+def compute_live(query: Query, corpus: str, slice_: dict | None = None) -> BoardResult:
+    per_prefix = {f: detection.detection_entrants(query, corpus, slice_, f, LIVE_MIN_STEPS, board="live",
+                                                  prediction_sets=False, max_runs=BOARD_MAX_RUNS)
+                  for f in PREFIXES}
+    names = list(per_prefix[PREFIXES[0]])
+    declared = _declared("live")
+    rows = []
+    for name in names:
+        aucs = {f: (_cell_auc(per_prefix[f][name]) if name in per_prefix[f] else None) for f in PREFIXES}
+        t2d = detection.time_to_detection(aucs)
+        metrics = {_prefix_key(f): aucs[f] for f in PREFIXES}
+        metrics["t2d"] = None if t2d is None else float(round(t2d * 100))
+        row = _row(_entrant(declared, name), per_prefix[PREFIXES[0]][name], metrics)
+        rows.append(row)
+    # Contrasts at the earliest prefix: the early-warning question.
+    contrasts = contrasts_for(rows, LIVE_CONTRAST_FAMILIES, TESTS)
+    first = per_prefix[PREFIXES[0]][_floor("live")]
+    notes = [f"{len(first.y)} runs of at least {LIVE_MIN_STEPS} steps ({int(first.y.sum())} failed); prefixes "
+             f"{', '.join(f'{f:.0%}' for f in PREFIXES)} of each run's steps; t2d = earliest prefix with ROC-AUC >= 0.70 "
+             "(blank: never).",
+             "A prefix is a fraction of the finished run (the published protocol), so its length still reveals the "
+             "final length: size entrants can score early for that reason alone."]
+    notes += _sample_notes(query, corpus, slice_, LIVE_MIN_STEPS, len(first.y))
+    return BoardResult("live", "LIVE streaming early warning (ROC-AUC by prefix)", "LIVE", corpus, LIVE_METRICS, _floor("live"),
+                       len(first.y), "runs", rows, contrasts, notes,
+                       primary_metric="auc@25", primary_contrast_family=LIVE_CONTRAST_FAMILIES[0].name)
+
+
+def corpora(query: Query) -> list[str]:
+    return query("detection_corpora")["corpus"].tolist()
+
+
+POST_BOARD = Board("post-detection", "POST detection", Task("POST", "run", None), ("roc_auc",), _floor("post"),
+                   "runs with an outcome", compute_post, corpora)
+LIVE_BOARD = Board("live", "LIVE streaming", Task("LIVE", "run", None), LIVE_METRICS, _floor("live"), "runs", compute_live, corpora)
