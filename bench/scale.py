@@ -264,7 +264,7 @@ def bench_queries(store: Path, with_pandas: bool, out: Path) -> list[dict]:
         if name.startswith("one run's"):
             table, order = ("steps", "step_idx") if name.endswith("steps") else ("edges", "dst_idx, src_idx")
             sql_app = f"SELECT * FROM {table} WHERE run_id = $1 ORDER BY {order}"
-            app = lambda: queries._database(store).thread_cursor().execute(sql_app, [run_id]).df()  # noqa: E731 (what queries.run uses)
+            app = lambda: queries.database.for_store(store).thread_cursor().execute(sql_app, [run_id]).df()  # noqa: E731 (what queries.run uses)
             app_name = f"{table} WHERE run_id = ? (app views)"
         else:
             qname, make = APP_QUERIES[name]

@@ -49,6 +49,14 @@ DERIVED_DIR = "derived"
 TABLES: tuple[str, ...] = ("test_scores", "test_sets", "set_counts", "step_cube", "slice_choices")
 # The named query (queries/sql/) each table is; the default is its own name.
 QUERY: dict[str, str] = {"slice_choices": "slice_options"}
+# The named queries that read a derived table: their first run on a store version builds the
+# tables (the other queries never wait for a build). The twins' own queries (queries/twins.py)
+# need them too. tests/test_queries.py checks this list against the query texts.
+READERS: frozenset[str] = frozenset({
+    "grid_cells", "grid_errors", "detector_coverage", "detector_overall", "detector_sets",
+    "grid_cells_ranked", "grid_errors_ranked", "detector_coverage_ranked", "detector_overall_ranked",
+    "grid_actions_cube", "slice_options_stored",
+})
 # Tables whose rows grow with the number of sets and slice cells, not with the corpus: the
 # query layer holds them in memory (the others it reads from their files).
 SMALL: frozenset[str] = frozenset({"test_sets", "set_counts", "step_cube", "slice_choices"})

@@ -467,13 +467,13 @@ def _views_on(root: Path, by_backbone: bool, slice_=None, threshold="top_k", top
 def chosen(monkeypatch):
     """The query texts queries.run executes, by name."""
     names: list[str] = []
-    prepare = queries._prepare
+    prepare = queries.named.prepare
 
-    def spy(name, params):
-        names.append(name)
-        return prepare(name, params)
+    def spy(query, params):
+        names.append(query.name)
+        return prepare(query, params)
 
-    monkeypatch.setattr(queries, "_prepare", spy)
+    monkeypatch.setattr(queries.named, "prepare", spy)
     return names
 
 
@@ -490,7 +490,7 @@ def test_ranked_twins_answer_like_the_live_queries(toy, monkeypatch, slice_, thr
     for by_backbone in (True, False):
         stored = _views_on(toy, by_backbone, slice_, threshold, top_k)
         with monkeypatch.context() as m:
-            m.setattr(queries, "TWINS", {})
+            m.setattr(queries.twins, "TWINS", {})
             live = _views_on(toy, by_backbone, slice_, threshold, top_k)
         for a, b in zip(live, stored):
             pd.testing.assert_frame_equal(a, b)
@@ -517,7 +517,7 @@ def test_twins_are_used_where_the_slice_keeps_groups_whole(toy, chosen):
 def test_stored_ranks_hand_computed(toy):
     """det:s0's labeled test steps score 0.9 0.2 0.5 0.5 0.7 0.5 0.1 0.4 (r4 is train, r3's
     third step unlabeled): within the set, 0.5 holds ranks 4-6 (mid 5, highest 6)."""
-    folder = queries._database(toy).derived
+    folder = queries.database.for_store(toy).derived
     assert folder, "the derived tables were not built"
     got = queries.connect(toy).execute(
         f"SELECT score, set_mid2, set_high FROM read_parquet('{folder}/test_scores.parquet') "
@@ -566,7 +566,7 @@ def test_new_store_version_rebuilds_the_derived_tables(tmp_path, monkeypatch):
     q = _query(root)
     before = q("detector_coverage", {"slice": {}, "set_ids": ["det:s0", "extra:s"]})
     assert list(before.set_id) == ["det:s0"]
-    first = queries._database(root).derived
+    first = queries.database.for_store(root).derived
     extra = {"prediction_sets": [{"set_id": "extra:s", "corpus": CORPUS, "method": "extra", "granularity": "step",
                                   "source": "rescore"}],
              "predictions": [{"set_id": "extra:s", "corpus": CORPUS, "run_id": "toy:r3", "step_idx": i,
@@ -576,7 +576,7 @@ def test_new_store_version_rebuilds_the_derived_tables(tmp_path, monkeypatch):
     after = q("detector_coverage", {"slice": {}, "set_ids": ["det:s0", "extra:s"]})
     # r3's steps 0 and 1 are labeled (step 2 is not): two scored test steps of one run.
     assert after[after.set_id == "extra:s"][["n_steps", "n_pos", "n_runs"]].values.tolist() == [[2, 0, 1]]
-    second = queries._database(root).derived
+    second = queries.database.for_store(root).derived
     assert second != first and second.is_dir() and not first.exists()  # the old build was removed
     assert [p.name for p in (root / "derived").iterdir()] == [second.name]
     sets = q("detector_sets", {"corpus": CORPUS})

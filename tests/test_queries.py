@@ -103,10 +103,10 @@ def test_corpus_counts(tiny):
 
 
 def test_each_binds_every_value_on_its_own():
-    sql, bound = queries._each("SELECT 1 WHERE x IN @each($ids) AND y = $k", {"ids": ["a", "b'); DROP", "c"], "k": 1})
+    sql, bound = queries.template.each("SELECT 1 WHERE x IN @each($ids) AND y = $k", {"ids": ["a", "b'); DROP", "c"], "k": 1})
     assert sql == "SELECT 1 WHERE x IN ($ids__0, $ids__1, $ids__2) AND y = $k"
     assert bound == {"k": 1, "ids__0": "a", "ids__1": "b'); DROP", "ids__2": "c"}
-    sql, bound = queries._each("SELECT 1 WHERE x IN @each($ids)", {"ids": []})
+    sql, bound = queries.template.each("SELECT 1 WHERE x IN @each($ids)", {"ids": []})
     assert sql == "SELECT 1 WHERE x IN (NULL)" and bound == {}
 
 
@@ -117,9 +117,71 @@ def test_slice_options_stored_per_store_version(tiny, monkeypatch):
     rows = sorted(map(tuple, got[["column_name", "value", "runs"]].values.tolist()))
     assert rows == [("backbone", "X", 1), ("backbone", "Y", 1), ("corpus", "t", 2), ("outcome", "failure", 2),
                     ("temperature", "0.0", 1), ("temperature", "0.3", 1)]
-    assert (queries._database(tiny).derived / "slice_choices.parquet").is_file()
-    monkeypatch.setattr(queries, "TWINS", {})
+    assert (queries.database.for_store(tiny).derived / "slice_choices.parquet").is_file()
+    monkeypatch.setattr(queries.twins, "TWINS", {})
     live = queries.run("slice_options", {}, root=tiny)
     import pandas as pd
 
     pd.testing.assert_frame_equal(live, got)
+
+
+# ----------------------------------------------------------------------------- declarations
+
+def test_placeholders_skip_comments_and_string_literals():
+    sql = "SELECT $a, '$b', 'it''s $c' -- $d and 'e\n, x IN @each($ids), $f_2"
+    assert queries.template.placeholders(sql) == {"a", "ids", "f_2"}
+
+
+def test_a_query_declares_its_placeholders():
+    grid = queries.named.query("grid_cells")
+    assert grid.parameters == {"set_ids", "backbones", "actions", "by_backbone", "by_action"}
+    assert grid.uses_slice and grid.reads_derived
+    # The twin reads no label lists: it declares fewer parameters than its query.
+    assert queries.named.query("grid_cells_ranked").parameters == {"set_ids", "by_backbone", "by_action"}
+    # A list expanded by @each is one parameter; a fragment's placeholders are its includer's.
+    assert queries.named.query("error_steps").parameters == {"run_ids"}
+    assert {"run_q", "run_pattern", "min_chain", "max_chain"} <= queries.named.query("explorer_runs").parameters
+    assert not queries.named.query("slice_options").reads_derived
+
+
+def test_a_twin_binds_exactly_its_declared_parameters():
+    params = {"slice": {"corpus": ["t"]}, "set_ids": ["s"], "backbones": ["X"], "actions": ["A"],
+              "by_backbone": True, "by_action": False}
+    sql, bound = queries.named.prepare(queries.named.query("grid_cells_ranked"), params)
+    assert bound == {"corpus": "t", "set_ids": ["s"], "by_backbone": True, "by_action": False}
+    assert "r.corpus = $corpus" in sql
+    _, bound = queries.named.prepare(queries.named.query("grid_cells"), params)
+    assert set(bound) == {"corpus", "set_ids", "backbones", "actions", "by_backbone", "by_action"}
+
+
+def test_every_twin_takes_what_its_query_takes():
+    for name, twin in queries.twins.TWINS.items():
+        query, stored = queries.named.query(name), queries.named.query(twin.query)
+        assert stored.parameters <= query.parameters, name
+        assert stored.uses_slice == query.uses_slice and stored.reads_derived, name
+
+
+def test_derived_readers_are_declared():
+    """derived.READERS names every query whose text reads a derived table (outside the slice
+    CTEs every @slice query carries); the build queries themselves are not readers."""
+    import re
+
+    from queries import derived, template
+
+    built = {derived.QUERY.get(t, t) for t in derived.TABLES}
+    table = re.compile(r"\b(?:sliced_)?(?:" + "|".join(derived.TABLES) + r")\b")
+    readers = set()
+    for path in sorted(template.SQL_DIR.glob("*.sql")):
+        if path.stem.startswith("_") or path.stem in built:
+            continue
+        text = re.sub(r"--[^\n]*", "", template.text(path.stem).replace(template.slice_ctes(()), ""))
+        if table.search(text):
+            readers.add(path.stem)
+    assert readers == set(derived.READERS)
+
+
+def test_parameters_a_query_does_not_declare_are_refused(tiny):
+    with pytest.raises(ValueError, match=r"named query 'detector_sets' has no parameter\(s\) nope"):
+        queries.run("detector_sets", {"corpus": "t", "nope": 1}, root=tiny)
+    with pytest.raises(ValueError, match=r"named query 'detector_sets' needs parameter\(s\) corpus"):
+        queries.run("detector_sets", {}, root=tiny)

@@ -1,0 +1,237 @@
+"""One in-memory DuckDB database per store, the store versions it holds and its cursors.
+
+Cursors: the database is shared by every Streamlit session; DuckDB connections are not safe to
+share across threads, cursors of one database are, and making one costs about as much as a
+small query, so each thread keeps its own (a Streamlit session is one thread).
+
+Store versions: a version is what one manifest lists. Each gets its own DuckDB schema
+(``store_vN``) holding every view a query reads (``queries/views.py``): the live views over the
+Parquet files first, then the derived tables once built for it, which only add columns (the
+stored ranks). A query pins one version (one look at the manifest), chooses its twin from that
+version's state and runs on a cursor set to that version's schema. A write landing meanwhile
+opens a new version beside it and never changes the pinned one under the query: before, the
+views were refreshed in place, so a query could choose a ranked twin and then run on views a
+newer manifest had just reset to the live queries (``Values list "t" does not have a column
+named "set_high"``, issue 22). A superseded version is dropped when its last query ends.
+
+Plain names in schema ``main`` always read the newest version (switched in one transaction):
+cursors from :meth:`Database.cursor` (``queries.connect``) see whole versions statement by
+statement, as before.
+"""
+from __future__ import annotations
+
+import itertools
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import duckdb
+
+from auditatlas.store import MANIFEST, read_manifest, store_dir
+
+from . import views
+
+# What tells one manifest file from the next: a write replaces it (os.replace), so a new file.
+Stamp = tuple[int, int, int]
+
+
+@dataclass(eq=False)
+class StoreVersion:
+    """One manifest's views in DuckDB schema ``schema``, and their derived tables' state."""
+
+    stamp: Stamp | None
+    schema: str
+    manifest: dict
+    # None until first needed; then the derived folder the views read, or False when the build
+    # failed (the views stay the live queries, and answers stay right, only slower).
+    derived: Path | bool | None = None
+    # Whether every prediction set's test steps are of one corpus (set before ``derived``).
+    single_corpus_sets: bool = False
+    # Queries running on it, and whether a newer version replaced it (guarded by Database._pins).
+    readers: int = 0
+    superseded: bool = False
+
+
+class Database:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.con = duckdb.connect(":memory:")
+        # The store's files never change in place (a write makes a new folder), so their
+        # footers can be cached: a query over hundreds of parts then skips re-reading them.
+        # GLOBAL: a plain SET is per connection, and every query runs on a cursor (its own
+        # connection), which then re-read every footer (about 2x on a small query at 1M rooms).
+        self.con.execute("SET GLOBAL parquet_metadata_cache = true")
+        # Catalog changes (a version's views, its derived views, dropping it), one at a time.
+        self._ddl = threading.Lock()
+        self._ddl_cursor = self.con.cursor()
+        # The current version and every version's readers: held for a few instructions only.
+        self._pins = threading.Lock()
+        # Derived builds take seconds at scale: apart, so other queries do not wait for them.
+        self._build = threading.Lock()
+        self._current: StoreVersion | None = None
+        self._retired: list[StoreVersion] = []
+        self._serial = itertools.count(1)
+        self._local = threading.local()
+
+    # -- versions --------------------------------------------------------------------------
+
+    def _stamp(self) -> Stamp | None:
+        try:
+            st = (self.root / MANIFEST).stat()
+        except FileNotFoundError:
+            return None
+        return (st.st_mtime_ns, st.st_ino, st.st_size)
+
+    def _pin_current(self, stamp: Stamp | None) -> StoreVersion | None:
+        with self._pins:
+            version = self._current
+            if version is None or version.stamp != stamp:
+                return None
+            version.readers += 1
+            return version
+
+    def pin(self) -> StoreVersion:
+        """The store's current version, kept until :meth:`unpin` (the manifest is looked at once)."""
+        version = self._pin_current(self._stamp())
+        if version is not None:
+            return version
+        with self._ddl:
+            # Looked at again: another thread may have opened this very manifest meanwhile.
+            stamp = self._stamp()
+            version = self._pin_current(stamp)
+            if version is None:
+                version = self._open(stamp)
+                with self._pins:
+                    version.readers += 1
+            return version
+
+    def unpin(self, version: StoreVersion) -> None:
+        with self._pins:
+            version.readers -= 1
+            unused = version.superseded and version.readers == 0
+            if unused:
+                self._retired.append(version)
+        # Dropped now unless a catalog change is under way (the next version's open drops it).
+        if unused and self._ddl.acquire(blocking=False):
+            try:
+                self._drop_retired()
+            finally:
+                self._ddl.release()
+
+    @contextmanager
+    def reading(self, derived: bool = False) -> Iterator[StoreVersion]:
+        """The current version, pinned while the block runs; with ``derived``, its derived
+        tables settled first (built, or failed to build)."""
+        version = self.pin()
+        try:
+            # A version replaced before its derived tables were built is not worth building:
+            # nothing has been read from it yet, so the newest one is taken instead.
+            while derived and not self._settle_derived(version):
+                newer = self.pin()
+                self.unpin(version)
+                version = newer
+            yield version
+        finally:
+            self.unpin(version)
+
+    def _open(self, stamp: Stamp | None) -> StoreVersion:
+        """A new version from the manifest as it is now, made current (caller holds _ddl)."""
+        manifest = read_manifest(self.root)
+        schema = f"store_v{next(self._serial)}"
+        cur = self._ddl_cursor
+        cur.execute(f"CREATE SCHEMA {schema}")
+        try:
+            cur.execute(f"USE {schema}")
+            views.bind_live(cur, self.root, manifest)
+            views.publish(cur, schema)
+        except BaseException:
+            # The previous version stays current and whole.
+            cur.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+            raise
+        version = StoreVersion(stamp, schema, manifest)
+        with self._pins:
+            old, self._current = self._current, version
+            if old is not None:
+                old.superseded = True
+                if old.readers == 0:
+                    self._retired.append(old)
+        self._drop_retired()
+        return version
+
+    def _drop_retired(self) -> None:
+        """Drop superseded versions no query reads (caller holds _ddl)."""
+        with self._pins:
+            gone, self._retired = self._retired, []
+        for version in gone:
+            self._ddl_cursor.execute(f"DROP SCHEMA IF EXISTS {version.schema} CASCADE")
+
+    def _settle_derived(self, version: StoreVersion) -> bool:
+        """Build and bind ``version``'s derived tables (pinned by the caller) unless done; False,
+        and nothing done, when a newer version replaced it before they were built."""
+        if version.derived is not None:
+            return True
+        with self._build:
+            if version.derived is not None:
+                return True
+            if version.superseded:
+                return False
+            folder = views.load_derived(self.root, version.manifest)
+            single = False
+            if folder:
+                with self._ddl:
+                    self._ddl_cursor.execute(f"USE {version.schema}")
+                    views.bind_derived(self._ddl_cursor, folder)
+                    single = views.single_corpus_sets(self._ddl_cursor)
+                    self._drop_retired()
+            # The twin choice reads derived first: single_corpus_sets is set before it.
+            version.single_corpus_sets = single
+            version.derived = folder
+        return True
+
+    @property
+    def derived(self) -> Path | bool | None:
+        """The current version's derived state (see StoreVersion.derived)."""
+        version = self._current
+        return None if version is None else version.derived
+
+    # -- cursors ---------------------------------------------------------------------------
+
+    def cursor_on(self, version: StoreVersion) -> duckdb.DuckDBPyConnection:
+        """This thread's own cursor, kept between calls, set to ``version``'s schema."""
+        local = self._local
+        cur = getattr(local, "cursor", None)
+        if cur is None:
+            cur = local.cursor = self.con.cursor()
+            local.schema = None
+        if local.schema != version.schema:
+            cur.execute(f"USE {version.schema}")
+            local.schema = version.schema
+        return cur
+
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        """A new cursor on the newest version's plain names (opened first if the manifest changed)."""
+        with self.reading():
+            return self.con.cursor()
+
+    def thread_cursor(self) -> duckdb.DuckDBPyConnection:
+        """This thread's cursor on the current version, unpinned: what ``queries.run`` runs on,
+        for measurements (bench/scale.py) that time a statement the way the app does."""
+        with self.reading() as version:
+            return self.cursor_on(version)
+
+
+_DATABASES: dict[str, Database] = {}
+_DATABASES_LOCK = threading.Lock()
+
+
+def for_store(root: str | Path | None) -> Database:
+    """The database of store ``root`` (store_dir() when None), one per folder in this process."""
+    root = Path(store_dir(root)).resolve()
+    key = str(root)
+    with _DATABASES_LOCK:
+        db = _DATABASES.get(key)
+        if db is None:
+            db = _DATABASES[key] = Database(root)
+    return db

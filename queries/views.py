@@ -1,0 +1,151 @@
+"""One store version as DuckDB views: the store's Parquet files, then its derived tables.
+
+Every statement here runs on a connection whose current schema is the version's own
+(``queries/database.py``), so the views a query reads always belong to one version.
+
+- :func:`bind_live`: a view per table of ``auditatlas.schema`` over the parts the manifest lists,
+  released rankings resolved into a table, and the derived tables as live views (their queries).
+- :func:`load_derived` builds this version's derived files if missing (``queries/derived.py``) and
+  :func:`bind_derived` points the derived views at them: same columns plus the stored ranks.
+- :func:`publish` makes the version the one plain names in schema ``main`` read (what
+  ``queries.connect`` cursors see).
+"""
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any, Mapping
+
+import duckdb
+import pyarrow as pa
+
+from auditatlas.schema import TABLES
+from auditatlas.store import table_files
+
+from . import derived
+from .template import text
+
+_log = logging.getLogger(__name__)
+
+# Every name a query may read, as ``main`` shows it: the tables (predictions as stored and as
+# resolved), the predictions view and the derived tables.
+NAMES: tuple[str, ...] = (
+    *("predictions_stored" if t == "predictions" else t for t in TABLES),
+    "predictions_resolved", "predictions", *derived.TABLES,
+)
+
+
+def bind_live(con: duckdb.DuckDBPyConnection, root: Path, manifest: dict) -> None:
+    """Views over the parts ``manifest`` lists, in ``con``'s current schema."""
+    for table in TABLES:
+        files = table_files(root, table, manifest)
+        physical = "predictions_stored" if table == "predictions" else table
+        if files:
+            # File paths come from our own manifest, not from users; quoting guards odd folders.
+            listing = ", ".join(_quoted(f) for f in files)
+            # Every part is written in the one schema (store.conform), so no union by name:
+            # it makes DuckDB reconcile the schemas of every file on every scan.
+            select = f"SELECT * FROM read_parquet([{listing}])"
+        else:
+            select = _empty_select(table)
+        con.execute(f"CREATE OR REPLACE VIEW {physical} AS {select}")
+    # Released rankings are resolved to per-step scores once per store version (a small table:
+    # one row per judged step), not in a view every query recomputes.
+    con.execute(f"CREATE OR REPLACE TABLE predictions_resolved AS {text('resolve_rankings')}")
+    con.execute(f"CREATE OR REPLACE VIEW predictions AS {text('view_predictions')}")
+    # Derived tables start as live views; bind_derived points them at their files.
+    for name in derived.TABLES:
+        con.execute(f"CREATE OR REPLACE VIEW {name} AS {text(derived.QUERY.get(name, name))}")
+
+
+def manifest_bytes(manifest: Mapping[str, Any]) -> bytes:
+    """The manifest as the store writes it (``store._write_manifest``): the derived key hashes
+    these bytes, so a build keyed by another process reading the same file is found."""
+    return json.dumps(manifest, indent=2, sort_keys=True).encode()
+
+
+def load_derived(root: Path, manifest: dict) -> Path | bool:
+    """The derived folder of the store version ``manifest`` describes (built now if missing),
+    or False when the build failed (the views then stay the live queries: slower, as right)."""
+    home = derived.cache_root(root)
+    key = derived.cache_key(manifest_bytes(manifest), text)
+    folder = home / key
+    if not derived.is_built(folder):
+        try:
+            build = duckdb.connect(":memory:")
+            try:
+                build.execute(f"SET memory_limit = '{derived.BUILD_MEMORY}'")
+                build.execute("SET preserve_insertion_order = false")
+                # The very manifest the key hashes: the version's own, whatever a write does meanwhile.
+                bind_live(build, root, manifest)
+                derived.build(build, folder, text)
+            finally:
+                build.close()
+        except (duckdb.Error, OSError, ValueError) as exc:
+            _log.warning("derived tables of %s not built (%s); the detector views read the live queries", root, exc)
+            return False
+    derived.remove_stale(home, keep=key)
+    return folder
+
+
+def bind_derived(con: duckdb.DuckDBPyConnection, folder: Path) -> None:
+    """Point the derived views of ``con``'s current schema at ``folder``, all in one transaction."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for name, path in derived.files(folder).items():
+            if name in derived.SMALL:
+                # A few hundred or thousand rows: held in memory, where a scan costs microseconds
+                # instead of the file open a Parquet read pays on every query (about 1 ms).
+                con.execute(f"CREATE OR REPLACE TABLE {name}_in_memory AS SELECT * FROM read_parquet({_quoted(path)})")
+                con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {name}_in_memory")
+            else:
+                con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet({_quoted(path)})")
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+
+
+def single_corpus_sets(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether every prediction set's test steps are of one corpus (a corpus filter then keeps
+    each set's rank groups whole)."""
+    return bool(con.execute("SELECT count(*) = 0 FROM (SELECT set_id FROM test_sets GROUP BY set_id "
+                            "HAVING count(DISTINCT corpus) > 1)").fetchone()[0])
+
+
+def publish(con: duckdb.DuckDBPyConnection, schema: str) -> None:
+    """Plain names in ``main`` read schema ``schema`` from now on, every name in one transaction."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for name in NAMES:
+            con.execute(f"CREATE OR REPLACE VIEW main.{name} AS SELECT * FROM {schema}.{name}")
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+
+
+def _quoted(path: str | Path) -> str:
+    return "'" + str(path).replace("'", "''") + "'"
+
+
+def _empty_select(table: str) -> str:
+    cols = ", ".join(f"CAST(NULL AS {_duck_type(f.type)}) AS {f.name}" for f in TABLES[table])
+    return f"SELECT {cols} WHERE false"
+
+
+def _duck_type(t: pa.DataType) -> str:
+    if pa.types.is_string(t):
+        return "VARCHAR"
+    if pa.types.is_int8(t):
+        return "TINYINT"
+    if pa.types.is_integer(t):
+        return "BIGINT"
+    if pa.types.is_floating(t):
+        return "DOUBLE"
+    if pa.types.is_boolean(t):
+        return "BOOLEAN"
+    if pa.types.is_list(t):
+        return _duck_type(t.value_type) + "[]"
+    raise TypeError(f"no DuckDB type for {t}")
