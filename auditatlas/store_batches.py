@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 from .chains import chain_columns
 from .errors import StoreError
 from .schema import RUN_STEP_COUNTS, SORT_KEYS, STEP_CHAIN_COLUMNS, STEP_SLICE_KEYS, TABLES, empty_table
+from .duck import connect as duck_connect
 
 TableLike = Any  # pa.Table | pandas.DataFrame | list[dict]
 
@@ -108,9 +109,7 @@ def _with_step_counts(runs: pa.Table, steps: pa.Table | None) -> pa.Table:
 
 def _with_ranks(predictions: pa.Table) -> pa.Table:
     """Rank of each step-level score within (set_id, run_id): 1 = highest, ties to the earlier step."""
-    import duckdb
-
-    con = duckdb.connect()
+    con = duck_connect()
     try:
         con.register("p", predictions)
         ranked = con.sql("""

@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 
 from .schema import SORT_KEYS
 from .store_batches import conform
+from .duck import connect as duck_connect
 
 # Rows per row group: small for the tables one run is fetched from (a run is a few to a few
 # hundred steps), Parquet's default elsewhere.
@@ -190,13 +191,11 @@ def _sorted_row_groups(folder: Path, parts: list[Path], keys: tuple[str, ...]) -
     any size (a re-scoring of several sets over a million runs: tens of millions of rows, more
     string data than one Arrow array can hold) is sorted in bounded memory.
     """
-    import duckdb
-
     scratch = folder / f"{SORT_SCRATCH_PREFIX}{uuid.uuid4().hex[:8]}"
     scratch.mkdir()
     try:
         sorted_file = scratch / "sorted.parquet"
-        con = duckdb.connect()
+        con = duck_connect()
         try:
             con.execute(f"SET memory_limit = '{SORT_MEMORY}'")
             con.execute("SET temp_directory = $1", [str(scratch)])

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Mapping
 import pyarrow as pa
 
 from .errors import StoreError
+from .duck import connect as duck_connect
 
 if TYPE_CHECKING:
     import duckdb
@@ -68,10 +69,9 @@ _CHECKS: list[tuple[str, str]] = [
 
 def check_invariants(tables: Mapping[str, pa.Table], source: str) -> None:
     """Raise StoreError naming the first broken invariant and an example offender."""
-    import duckdb  # here, not at the top: the store imports this module, and an ingest worker
-    # that only writes parts would otherwise load DuckDB (about 55 MB and 0.9 s) for nothing
-
-    con = duckdb.connect()
+    # duck_connect loads DuckDB on first use: the store imports this module, and an ingest worker
+    # that only writes parts would otherwise load DuckDB (about 55 MB and 0.9 s) for nothing.
+    con = duck_connect()
     try:
         for name, table in tables.items():
             con.register(name, table)
@@ -86,10 +86,8 @@ def check_staged(folder: str | Path, source: str, spill: str | Path | None = Non
     ``spill``: a folder where DuckDB may spill (the writer passes a scratch folder of the
     store, which recovery removes if the writer dies, and removes it afterwards).
     """
-    import duckdb  # as in check_invariants
-
     folder = Path(folder)
-    con = duckdb.connect()
+    con = duck_connect()
     try:
         # Bounded: the checks group a million runs; DuckDB spills past this instead of growing.
         # At a million rooms 256 MB runs them as fast as 512 MB did (14 s) with 240 MB less.

@@ -41,6 +41,25 @@ def query(name: str, params: Mapping[str, Any] | None = None) -> pd.DataFrame:
     return _run(name, params_json, str(store_root()), store_stamp()).copy()
 
 
+@st.cache_data(show_spinner=False, max_entries=64)
+def _board(name: str, corpus: str | None, slice_json: str, root: str, stamp: int):
+    from auditatlas.analyses.board_published import reconcile
+    from auditatlas.analyses.board_registry import run_board
+
+    result = run_board(name, query, corpus, json.loads(slice_json))
+    return result, reconcile(result, query)
+
+
+def board(name: str, corpus: str | None, slice_: Mapping[str, Any] | None = None):
+    """A recomputed board and its published-vs-recomputed cells, per store version.
+
+    The board reads the store through ``query`` (each query cached on its own, shared with
+    every page); its Python part on top (the LIVE board fits 25 models per prefix, about 2 s
+    of CPU) is kept too, so a rerun of the open tab does not pay it again.
+    """
+    return _board(name, corpus, json.dumps(slice_ or {}, sort_keys=True), str(store_root()), store_stamp())
+
+
 def board_corpora() -> dict[str, list[str]]:
     """For every board, the corpora in the store it can be computed on (cached queries)."""
     from auditatlas.analyses.board_registry import registry

@@ -8,8 +8,7 @@ from components.shell import ensure_app_navigation
 
 ensure_app_navigation()
 
-from auditatlas.analyses.board_published import reconcile
-from auditatlas.analyses.board_registry import PILLARS, run_board
+from auditatlas.analyses.board_registry import PILLARS
 from auditatlas.analyses.board_registry import registry as board_registry
 from auditatlas.errors import AtlasError
 from auditatlas.views.pages import BOARDS as BOARDS_STATE
@@ -52,9 +51,7 @@ def board_section(name: str) -> None:
     link.not_held(board_corpus_key(name), f"the {name} board's corpus", corpus)
     with st.spinner(f"Scoring {name} on {md(corpus)}…"):
         try:
-            # The board is computed here from cached queries: only its Python part reruns.
-            result = run_board(name, cached.query, corpus, slice_)
-            cells = reconcile(result, cached.query)
+            result, cells = cached.board(name, corpus, slice_)
         except AtlasError as exc:
             st.warning(md(str(exc)))
             return

@@ -32,6 +32,8 @@ import duckdb
 from auditatlas.store import MANIFEST, read_manifest, store_dir
 
 from . import views
+from auditatlas.duck import connect as duck_connect
+from auditatlas.duck import cursor as duck_cursor
 
 # What tells one manifest file from the next: a write replaces it (os.replace), so a new file.
 Stamp = tuple[int, int, int]
@@ -57,7 +59,7 @@ class StoreVersion:
 class Database:
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.con = duckdb.connect(":memory:")
+        self.con = duck_connect()
         # The store's files never change in place (a write makes a new folder), so their
         # footers can be cached: a query over hundreds of parts then skips re-reading them.
         # GLOBAL: a plain SET is per connection, and every query runs on a cursor (its own
@@ -65,7 +67,7 @@ class Database:
         self.con.execute("SET GLOBAL parquet_metadata_cache = true")
         # Catalog changes (a version's views, its derived views, dropping it), one at a time.
         self._ddl = threading.Lock()
-        self._ddl_cursor = self.con.cursor()
+        self._ddl_cursor = duck_cursor(self.con)
         # The current version and every version's readers: held for a few instructions only.
         self._pins = threading.Lock()
         # Derived builds take seconds at scale: apart, so other queries do not wait for them.
@@ -203,7 +205,7 @@ class Database:
         local = self._local
         cur = getattr(local, "cursor", None)
         if cur is None:
-            cur = local.cursor = self.con.cursor()
+            cur = local.cursor = duck_cursor(self.con)
             local.schema = None
         if local.schema != version.schema:
             cur.execute(f"USE {version.schema}")
@@ -213,7 +215,7 @@ class Database:
     def cursor(self) -> duckdb.DuckDBPyConnection:
         """A new cursor on the newest version's plain names (opened first if the manifest changed)."""
         with self.reading():
-            return self.con.cursor()
+            return duck_cursor(self.con)
 
     def thread_cursor(self) -> duckdb.DuckDBPyConnection:
         """This thread's cursor on the current version, unpinned: what ``queries.run`` runs on,

@@ -25,6 +25,7 @@ from auditatlas.store import table_files
 
 from . import derived
 from .template import text
+from auditatlas.duck import connect as duck_connect
 
 _log = logging.getLogger(__name__)
 
@@ -73,7 +74,7 @@ def load_derived(root: Path, manifest: dict) -> Path | bool:
     folder = home / key
     if not derived.is_built(folder):
         try:
-            build = duckdb.connect(":memory:")
+            build = duck_connect()
             try:
                 build.execute(f"SET memory_limit = '{derived.BUILD_MEMORY}'")
                 build.execute("SET preserve_insertion_order = false")

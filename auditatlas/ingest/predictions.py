@@ -32,6 +32,7 @@ import pyarrow as pa
 from ..errors import IngestFailed, InputError
 from . import Batch, Context
 from .kit import MAX_INT64, show
+from ..duck import connect as duck_connect
 
 FORMAT = "predictions"
 KEY_COLUMNS = ("source_file", "action_id", "step_num")
@@ -117,7 +118,7 @@ def read(path: Path | None, context: Context, *, method: str | None = None, seed
         raise IngestFailed([InputError(path, None, "holds no prediction CSV (columns source_file, action_id, "
                                                   "step_num and pred_score or pred_score_<method>).")])
     source = source_name(path, method, seed)
-    con = duckdb.connect()
+    con = duck_connect()
     try:
         problems: list[InputError] = []
         loaded = [f for i, file in enumerate(files)

@@ -1,0 +1,38 @@
+"""Every DuckDB connection of the product is opened by auditatlas.duck, with the progress bar off
+(DuckDB draws it on stdout after two seconds, even into a pipe: it broke `--json` output)."""
+from __future__ import annotations
+
+import re
+
+from auditatlas.duck import connect
+from conftest import REPO
+
+
+def test_connections_have_no_progress_bar(tmp_path):
+    import queries
+
+    con = connect()
+    try:
+        assert con.execute("SELECT current_setting('enable_progress_bar')").fetchone()[0] is False
+    finally:
+        con.close()
+    # The query layer's cursors (each a connection of its own) too.
+    cur = queries.connect(tmp_path / "empty-store")
+    assert cur.execute("SELECT current_setting('enable_progress_bar')").fetchone()[0] is False
+    from queries.database import for_store
+
+    db = for_store(tmp_path / "empty-store")
+    with db.reading(derived=False) as version:  # the cursor named queries run on
+        setting = db.cursor_on(version).execute("SELECT current_setting('enable_progress_bar')").fetchone()[0]
+    assert setting is False
+
+
+def test_no_module_opens_duckdb_another_way():
+    offenders = []
+    for folder in ("auditatlas", "queries", "components", "pages"):
+        for path in (REPO / folder).rglob("*.py"):
+            if path.name == "duck.py":
+                continue
+            if re.search(r"\bduckdb\.connect\(", path.read_text()):
+                offenders.append(str(path.relative_to(REPO)))
+    assert offenders == []
