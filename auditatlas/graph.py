@@ -276,12 +276,18 @@ COLLAPSED_LANE = "\x00collapsed"  # the lane every collapsed scope shares (no sc
 SCOPE_COLUMNS = 3  # columns a collapsed scope's box takes in the layout
 
 
-def layout(graph: nx.MultiDiGraph, dx: float = 110.0, dy: float = 120.0) -> dict[Any, tuple[float, float]]:
+def layout(graph: nx.MultiDiGraph, dx: float = 110.0, dy: float = 120.0,
+           pack: bool = False) -> dict[Any, tuple[float, float]]:
     """Positions: trace order left to right, one horizontal lane per open scope (in order met).
 
     Collapsed scopes share one lane on top, each at its first step's column, so a long run
     folded into forty scopes reads as one row instead of a forty-lane staircase; steps and
     groups keep their trace order either way.
+
+    ``pack``: when the lanes take turns (:func:`lanes_take_turns`: a puzzle, then the next),
+    every lane starts at the left edge, so the run reads like lines of text, one scope a line,
+    instead of a staircase as wide as the whole trace. Lanes that overlap in time keep their
+    common columns (a step above another happened at the same point of the trace).
     """
     lanes = {s: i for i, s in enumerate(_lane_order(graph))}
     columns = sorted(graph.nodes, key=lambda n: _column_key(graph.nodes[n]))
@@ -295,7 +301,28 @@ def layout(graph: nx.MultiDiGraph, dx: float = 110.0, dy: float = 120.0) -> dict
         else:
             pos[n] = (cursor, lanes[_lane(d)] * dy)
             cursor += dx
+    if pack and lanes_take_turns(graph):
+        half_box = dx * (SCOPE_COLUMNS - 1) / 2  # a box's position is its centre: its left edge is this much left
+        left: dict[float, float] = {}
+        for n, (x, y) in pos.items():
+            edge = x - half_box if graph.nodes[n].get("kind") == "scope" else x
+            left[y] = min(left.get(y, edge), edge)
+        # Lines in the order they happen (collapsed scopes are no longer on top: they take their turn).
+        line = {y: i * dy for i, y in enumerate(sorted(left, key=left.get))}
+        pos = {n: (x - left[y], line[y]) for n, (x, y) in pos.items()}
     return pos
+
+
+def lanes_take_turns(graph: nx.MultiDiGraph) -> bool:
+    """True when no two lanes overlap in trace order: each lane's nodes form one unbroken stretch
+    of the trace (MAADBench's puzzles, one after another; any run with a single lane)."""
+    spans: dict[str, list[int]] = {}
+    for _, d in graph.nodes(data=True):
+        lo, hi = _column_key(d), d["last_idx"] if d.get("kind") == "scope" else d["step_idx"]
+        span = spans.setdefault(_lane(d), [lo, hi])
+        span[0], span[1] = min(span[0], lo), max(span[1], hi)
+    ordered = sorted(spans.values())
+    return all(prev[1] < nxt[0] for prev, nxt in zip(ordered, ordered[1:]))
 
 
 def _lane(d: Mapping) -> str:
@@ -320,7 +347,7 @@ def _lane_order(graph: nx.MultiDiGraph) -> list[str]:
 
 
 def lane_count(graph: nx.MultiDiGraph) -> int:
-    """How many lanes :func:`layout` draws (the page sizes the graph by it)."""
+    """How many lanes :func:`layout` draws."""
     return len(_lane_order(graph))
 
 
