@@ -284,10 +284,10 @@ def layout(graph: nx.MultiDiGraph, dx: float = 110.0, dy: float = 120.0,
     folded into forty scopes reads as one row instead of a forty-lane staircase; steps and
     groups keep their trace order either way.
 
-    ``pack``: when the lanes take turns (:func:`lanes_take_turns`: a puzzle, then the next),
-    every lane starts at the left edge, so the run reads like lines of text, one scope a line,
-    instead of a staircase as wide as the whole trace. Lanes that overlap in time keep their
-    common columns (a step above another happened at the same point of the trace).
+    ``pack``: when the scopes take turns (:func:`lanes_take_turns`: a puzzle, then the next),
+    the run reads like lines of text, one scope a line from the left edge (collapsed scopes in
+    a row side by side), instead of a staircase as wide as the whole trace. Scopes that overlap
+    in time keep their common columns (a step above another happened at the same point).
     """
     lanes = {s: i for i, s in enumerate(_lane_order(graph))}
     columns = sorted(graph.nodes, key=lambda n: _column_key(graph.nodes[n]))
@@ -302,24 +302,32 @@ def layout(graph: nx.MultiDiGraph, dx: float = 110.0, dy: float = 120.0,
             pos[n] = (cursor, lanes[_lane(d)] * dy)
             cursor += dx
     if pack and lanes_take_turns(graph):
-        half_box = dx * (SCOPE_COLUMNS - 1) / 2  # a box's position is its centre: its left edge is this much left
-        left: dict[float, float] = {}
-        for n, (x, y) in pos.items():
-            edge = x - half_box if graph.nodes[n].get("kind") == "scope" else x
-            left[y] = min(left.get(y, edge), edge)
-        # Lines in the order they happen (collapsed scopes are no longer on top: they take their turn).
-        line = {y: i * dy for i, y in enumerate(sorted(left, key=left.get))}
-        pos = {n: (x - left[y], line[y]) for n, (x, y) in pos.items()}
+        pos = _lines(graph, pos, dx, dy)
     return pos
 
 
+def _lines(graph: nx.MultiDiGraph, pos: dict[Any, tuple[float, float]], dx: float,
+           dy: float) -> dict[Any, tuple[float, float]]:
+    """``pos`` as lines of text: each stretch of the trace on one lane (an open scope, or
+    collapsed scopes side by side) a line of its own from the left edge, lines in trace order."""
+    half_box = dx * (SCOPE_COLUMNS - 1) / 2  # a box's position is its centre: its left edge is this much left
+    line, lane, left, out = -1, None, 0.0, {}
+    for n in sorted(pos, key=lambda m: pos[m][0]):
+        edge = pos[n][0] - half_box if graph.nodes[n].get("kind") == "scope" else pos[n][0]
+        if _lane(graph.nodes[n]) != lane:
+            line, lane, left = line + 1, _lane(graph.nodes[n]), edge
+        out[n] = (pos[n][0] - left, line * dy)
+    return out
+
+
 def lanes_take_turns(graph: nx.MultiDiGraph) -> bool:
-    """True when no two lanes overlap in trace order: each lane's nodes form one unbroken stretch
-    of the trace (MAADBench's puzzles, one after another; any run with a single lane)."""
+    """True when no two scopes overlap in trace order: each scope's steps form one unbroken
+    stretch of the trace (MAADBench's puzzles, one after another; a collapsed scope; any run
+    with a single scope), so the run can be drawn as lines of text."""
     spans: dict[str, list[int]] = {}
     for _, d in graph.nodes(data=True):
         lo, hi = _column_key(d), d["last_idx"] if d.get("kind") == "scope" else d["step_idx"]
-        span = spans.setdefault(_lane(d), [lo, hi])
+        span = spans.setdefault(d["scope"], [lo, hi])
         span[0], span[1] = min(span[0], lo), max(span[1], hi)
     ordered = sorted(spans.values())
     return all(prev[1] < nxt[0] for prev, nxt in zip(ordered, ordered[1:]))

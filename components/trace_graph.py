@@ -286,7 +286,7 @@ html, body {{ margin: 0; padding: 0; font-family: sans-serif; font-size: 12px; c
 {legend}
 <script>
 (function () {{
-  var DX = {dx}, DY = {dy}, EDGE = {edge}, BAND_GAP = {band_gap}, PACKED = {packed};
+  var DX = {dx}, DY = {dy}, EDGE = {edge}, BAND_GAP = {band_gap}, PACKED = {packed}, BOX = {box_columns};
   var READ = {read_scale}, MAX = {max_scale}, PAD = {frame_pad}, MIN_H = {min_frame}, MAX_H = {max_frame};
   // x = column * DX, y = lane * DY (auditatlas.graph.layout, lanes packed); EDGE: room for half
   // a label left and right of the outer columns.
@@ -296,30 +296,49 @@ html, body {{ margin: 0; padding: 0; font-family: sans-serif; font-size: 12px; c
   var selected = {selected};
 
   // Rows that fit the frame's width at zoom 1: a lane longer than the frame continues on the
-  // next row. Lanes that take turns (PACKED) read like lines of text, a lane and its
-  // continuations after the previous lane; overlapping lanes wrap together, band by band, so
-  // steps that happened at the same point stay one above the other.
+  // next row. Lanes that take turns (PACKED) read like lines of text: each lane flows into rows
+  // after the previous lane's, a scope box (BOX columns wide) never split. Overlapping lanes
+  // wrap together, band by band, so steps that happened at the same point stay one above the
+  // other.
   function arrange(width) {{
     var perRow = Math.max(1, Math.floor((width - 2 * EDGE) / DX) + 1);
+    var placed = PACKED ? flow(perRow) : bands(perRow);
+    var span = 0;
+    placed.nodes.forEach(function (n) {{ span = Math.max(span, n.y); }});
+    return {{nodes: placed.nodes, rows: placed.rows, wrapped: placed.wrapped, lanes: placed.lanes,
+             height: Math.min(MAX_H, Math.max(MIN_H, Math.ceil(span + PAD)))}};
+  }}
+
+  function laneOf(n) {{ return Math.round(n.y / DY); }}
+
+  function flow(perRow) {{
+    var order = base.slice().sort(function (a, b) {{ return laneOf(a) - laneOf(b) || a.x - b.x; }});
+    var row = -1, lane = null, used = 0, wrapped = false, lanes = 0, out = [];
+    order.forEach(function (n) {{
+      var w = n.shape === "box" ? BOX : 1;
+      if (laneOf(n) !== lane) {{ lane = laneOf(n); row += 1; used = 0; lanes += 1; }}
+      else if (used > 0 && used + w > perRow) {{ row += 1; used = 0; wrapped = true; }}
+      out.push(Object.assign({{}}, n, {{x: (used + (w - 1) / 2) * DX, y: row * DY}}));
+      used += w;
+    }});
+    return {{nodes: out, rows: row + 1, wrapped: wrapped, lanes: lanes}};
+  }}
+
+  function bands(perRow) {{
     var rows = [], rowOf = {{}}, wrapped = false, lanes = {{}};
-    var placed = base.map(function (n) {{
-      var col = n.x / DX, lane = Math.round(n.y / DY), band = Math.floor(col / perRow + 1e-9);
-      var key = PACKED ? [lane, band] : [band, lane];
+    var keyed = base.map(function (n) {{
+      var col = n.x / DX, band = Math.floor(col / perRow + 1e-9), key = [band, laneOf(n)];
       if (!(key in rowOf)) {{ rowOf[key] = true; rows.push(key); }}
       wrapped = wrapped || band > 0;
-      lanes[lane] = true;
+      lanes[laneOf(n)] = true;
       return {{node: n, col: col - band * perRow, band: band, key: key}};
     }});
     rows.sort(function (a, b) {{ return a[0] - b[0] || a[1] - b[1]; }});
     rows.forEach(function (key, i) {{ rowOf[key] = i; }});
-    var span = 0;
-    var out = placed.map(function (p) {{
-      var y = rowOf[p.key] * DY + (PACKED ? 0 : p.band * BAND_GAP);
-      span = Math.max(span, y);
-      return Object.assign({{}}, p.node, {{x: p.col * DX, y: y}});
+    var out = keyed.map(function (k) {{
+      return Object.assign({{}}, k.node, {{x: k.col * DX, y: rowOf[k.key] * DY + k.band * BAND_GAP}});
     }});
-    return {{nodes: out, rows: rows.length, wrapped: wrapped, lanes: Object.keys(lanes).length,
-             height: Math.min(MAX_H, Math.max(MIN_H, Math.ceil(span + PAD)))}};
+    return {{nodes: out, rows: rows.length, wrapped: wrapped, lanes: Object.keys(lanes).length}};
   }}
 
   var layout = arrange(el.clientWidth);
@@ -330,7 +349,10 @@ html, body {{ margin: 0; padding: 0; font-family: sans-serif; font-size: 12px; c
 
   function describe(cut) {{
     var parts = [];
-    if (PACKED && layout.lanes > 1) parts.push("One row per scope, in trace order.");
+    var boxes = base.some(function (n) {{ return n.shape === "box"; }});
+    if (PACKED && layout.lanes > 1) {{
+      parts.push("One row per scope, in trace order" + (boxes ? " (collapsed scopes side by side)." : "."));
+    }}
     if (layout.wrapped) parts.push("A row that reaches the right edge continues on the next one.");
     if (cut) parts.push("More rows than the frame holds at a readable size: drag up to see the rest.");
     parts.push("Drag to pan, scroll to zoom, hover a step for its details.");
@@ -386,7 +408,7 @@ def render_html(g: nx.MultiDiGraph, color_by: str = "agent", selected: int | Non
     selected_id = str(selected) if selected is not None and selected in g else None
     return _PAGE.format(
         vis_css=vis_css, vis_js=vis_js, legend=legend_html(g, color_by, has_detector),
-        dx=dx, dy=DY, edge=dx / 2 + LABEL_GAP_PX, band_gap=BAND_GAP, packed=script_json(tg.lanes_take_turns(g)),
+        dx=dx, dy=DY, edge=dx / 2 + LABEL_GAP_PX, band_gap=BAND_GAP, box_columns=tg.SCOPE_COLUMNS, packed=script_json(tg.lanes_take_turns(g)),
         read_scale=READ_SCALE, max_scale=MAX_SCALE, frame_pad=FRAME_PAD, min_frame=MIN_FRAME, max_frame=MAX_FRAME,
         nodes=script_json(nodes), edges=script_json(edges),
         options=script_json(net.options if isinstance(net.options, dict) else json.loads(options)),

@@ -148,6 +148,14 @@ def test_packed_layout_puts_each_scope_on_a_line_of_its_own():
     assert [pos[i] for i in range(5)] == [(i, 0) for i in range(5)] and pos["scope:P2"] == (1, 1)
     pos = tg.layout(tg.collapse(g, ["P1"]), dx=1, dy=1, pack=True)
     assert pos["scope:P1"] == (1, 0) and [pos[i] for i in (5, 6, 7)] == [(0, 1), (1, 1), (2, 1)]
+    # Three scopes of three steps, the middle one open: box, steps, box, one line each in trace
+    # order (unpacked, both boxes share the top lane: Q1 at columns 0-2, Q3 at 6-8).
+    steps = pd.DataFrame({"step_idx": range(9), "scope": ["Q1"] * 3 + ["Q2"] * 3 + ["Q3"] * 3, "action": "X",
+                          "agent": "a", "label": pd.array([0] * 9, dtype="Int8")})
+    c = tg.collapse(tg.build(steps, EDGES.head(0), "r"), ["Q1", "Q3"])
+    assert tg.layout(c, dx=1, dy=1) == {"scope:Q1": (1, 0), 3: (3, 1), 4: (4, 1), 5: (5, 1), "scope:Q3": (7, 0)}
+    assert tg.layout(c, dx=1, dy=1, pack=True) == {"scope:Q1": (1, 0), 3: (0, 1), 4: (1, 1), 5: (2, 1),
+                                                   "scope:Q3": (1, 2)}
 
 
 def test_overlapping_lanes_keep_their_common_columns():
