@@ -287,12 +287,18 @@ COLLAPSED_LANE = "\x00collapsed"  # the lane every collapsed scope shares (no sc
 SCOPE_COLUMNS = 3  # columns a collapsed scope's box takes in the layout
 
 
-def layout(graph: nx.MultiDiGraph, dx: float = 110.0, dy: float = 120.0) -> dict[Any, tuple[float, float]]:
+def layout(graph: nx.MultiDiGraph, dx: float = 110.0, dy: float = 120.0,
+           pack: bool = False) -> dict[Any, tuple[float, float]]:
     """Positions: trace order left to right, one horizontal lane per open scope (in order met).
 
     Collapsed scopes share one lane on top, each at its first step's column, so a long run
     folded into forty scopes reads as one row instead of a forty-lane staircase; steps and
     groups keep their trace order either way.
+
+    ``pack``: when the scopes take turns (:func:`lanes_take_turns`: a puzzle, then the next),
+    the run reads like lines of text, one scope a line from the left edge (collapsed scopes in
+    a row side by side), instead of a staircase as wide as the whole trace. Scopes that overlap
+    in time keep their common columns (a step above another happened at the same point).
     """
     lanes = {s: i for i, s in enumerate(_lane_order(graph))}
     columns = sorted(graph.nodes, key=lambda n: _column_key(graph.nodes[n]))
@@ -306,7 +312,36 @@ def layout(graph: nx.MultiDiGraph, dx: float = 110.0, dy: float = 120.0) -> dict
         else:
             pos[n] = (cursor, lanes[_lane(d)] * dy)
             cursor += dx
+    if pack and lanes_take_turns(graph):
+        pos = _lines(graph, pos, dx, dy)
     return pos
+
+
+def _lines(graph: nx.MultiDiGraph, pos: dict[Any, tuple[float, float]], dx: float,
+           dy: float) -> dict[Any, tuple[float, float]]:
+    """``pos`` as lines of text: each stretch of the trace on one lane (an open scope, or
+    collapsed scopes side by side) a line of its own from the left edge, lines in trace order."""
+    half_box = dx * (SCOPE_COLUMNS - 1) / 2  # a box's position is its centre: its left edge is this much left
+    line, lane, left, out = -1, None, 0.0, {}
+    for n in sorted(pos, key=lambda m: pos[m][0]):
+        edge = pos[n][0] - half_box if graph.nodes[n].get("kind") == "scope" else pos[n][0]
+        if _lane(graph.nodes[n]) != lane:
+            line, lane, left = line + 1, _lane(graph.nodes[n]), edge
+        out[n] = (pos[n][0] - left, line * dy)
+    return out
+
+
+def lanes_take_turns(graph: nx.MultiDiGraph) -> bool:
+    """True when no two scopes overlap in trace order: each scope's steps form one unbroken
+    stretch of the trace (MAADBench's puzzles, one after another; a collapsed scope; any run
+    with a single scope), so the run can be drawn as lines of text."""
+    spans: dict[str, list[int]] = {}
+    for _, d in graph.nodes(data=True):
+        lo, hi = _column_key(d), d["last_idx"] if d.get("kind") == "scope" else d["step_idx"]
+        span = spans.setdefault(d["scope"], [lo, hi])
+        span[0], span[1] = min(span[0], lo), max(span[1], hi)
+    ordered = sorted(spans.values())
+    return all(prev[1] < nxt[0] for prev, nxt in zip(ordered, ordered[1:]))
 
 
 def _lane(d: Mapping) -> str:
@@ -331,7 +366,7 @@ def _lane_order(graph: nx.MultiDiGraph) -> list[str]:
 
 
 def lane_count(graph: nx.MultiDiGraph) -> int:
-    """How many lanes :func:`layout` draws (the page sizes the graph by it)."""
+    """How many lanes :func:`layout` draws."""
     return len(_lane_order(graph))
 
 

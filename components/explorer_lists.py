@@ -14,14 +14,14 @@ from typing import Any, Callable
 import pandas as pd
 import streamlit as st
 
+from components import run_labels
+
 SORTS: dict[str, str] = {  # output column -> what the reader sees
     "run": "run", "corpus": "corpus", "backbone": "backbone", "difficulty": "difficulty", "outcome": "outcome",
     "steps": "steps", "anomalous_steps": "anomalous steps", "chain_length": "chain length",
 }
 PAGE_SIZES = (25, 50, 100)
 RUN_COLUMNS = {
-    # Medium, so the step counts (what the list is often sorted on) fit without scrolling sideways.
-    "run": st.column_config.TextColumn("run", width="medium"),
     "anomalous_steps": st.column_config.NumberColumn("anomalous steps", help="Steps labeled anomalous (label 1)."),
     "chain_length": st.column_config.NumberColumn(
         "chain length", help="The most failed steps in one scope (puzzle, or the run), when two or more: "
@@ -105,10 +105,11 @@ def run_table(frame: pd.DataFrame, open_run: str | None, key: str, on_open: Call
         if picked:
             on_open(str(frame.loc[picked[0], "run"]))
 
+    shown, labels_config = run_labels.label_first(frame, frame.get("difficulty"))
     st.dataframe(
-        frame, hide_index=True, key=table_key, on_select=chosen, selection_mode="single-row",
+        shown, hide_index=True, key=table_key, on_select=chosen, selection_mode="single-row",
         selection_default={"selection": {"rows": rows[:1]}} if rows else None,
-        column_config=RUN_COLUMNS, width="stretch", height=min(38 + 35 * max(len(frame), 1), 420),
+        column_config={**RUN_COLUMNS, **labels_config}, width="stretch", height=min(38 + 35 * max(len(frame), 1), 420),
     )
 
 
@@ -117,6 +118,7 @@ def search_table(frame: pd.DataFrame, links: list[str], key: str, on_open: Calla
     shown = frame[["run", "step", "action", "agent", "found_in", "snippet"]].copy()
     shown["snippet"] = [("…" if cut else "") + (s or "").replace("\n", " ") + "…"
                         for s, cut in zip(frame["snippet"], frame["cut_before"])]
+    shown, labels_config = run_labels.label_first(shown, frame.get("difficulty"))
     shown.insert(0, "link", links)
     table_key = f"{key}-{abs(hash(tuple(links)))}"
 
@@ -124,14 +126,14 @@ def search_table(frame: pd.DataFrame, links: list[str], key: str, on_open: Calla
         picked = st.session_state[table_key]["selection"]["rows"]
         if picked:
             row = shown.iloc[picked[0]]
-            on_open(str(row["run"]), int(row["step"]))
+            on_open(str(row["run_id"]), int(row["step"]))
 
     st.dataframe(
         shown, hide_index=True, key=table_key, on_select=chosen, selection_mode="single-row", width="stretch",
         column_config={
             "link": st.column_config.LinkColumn("open", display_text="open ↗", width="small",
                                                 help="This step in the explorer, as a link (opens a new tab)."),
-            "run": st.column_config.TextColumn("run", width="medium"),
+            **labels_config,
             "found_in": st.column_config.TextColumn("found in", width="small"),
             "snippet": st.column_config.TextColumn("snippet", width="large"),
         },

@@ -13,6 +13,8 @@ import re
 import pandas as pd
 import streamlit as st
 
+from components import run_labels
+
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _FILE_NAME_BAD = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -32,10 +34,16 @@ def file_name(key: str) -> str:
 
 
 def table(frame: pd.DataFrame, key: str, caption: str | None = None, **kwargs) -> None:
-    """Show ``frame`` as text cells (never HTML) with a CSV download beside it."""
+    """Show ``frame`` as text cells (never HTML) with a CSV download beside it.
+
+    A table that lists runs (a ``run_id`` column) shows each run's short label beside its full
+    id (components.run_labels); the download keeps the frame's own columns."""
     if caption:
         st.caption(caption)
-    st.dataframe(frame, hide_index=True, key=f"table-{key}", **kwargs)
+    shown, run_columns = run_labels.with_labels(frame)
+    if run_columns:
+        kwargs["column_config"] = {**run_columns, **(kwargs.get("column_config") or {})}
+    st.dataframe(shown, hide_index=True, key=f"table-{key}", **kwargs)
     st.download_button(
         "Download CSV",
         csv_safe(frame).to_csv(index=False).encode("utf-8"),

@@ -18,6 +18,10 @@ Visual channels, chosen so every mark reads apart from the others:
   red, TN thin grey, flagged-but-unlabeled solid black), also spelled in the label;
 - label lines: step number and action, then the detector cell and the chain role;
 - edges: colour by kind, dash by provenance (solid observed, dashed modeled, dotted inferred).
+
+The graph opens fitted to its frame, labels readable (at least 12 px): the trace wraps into rows
+as wide as the frame, one row per scope when the scopes take turns, and the frame grows with
+the rows up to a bound (past it, the graph opens on its first rows and the hint says so).
 """
 from __future__ import annotations
 
@@ -55,8 +59,19 @@ EDGE_COLORS = {"data": "#0969da", "tool_parent": "#8250df", "puzzle_sequence": "
 EDGE_DASHES: dict[str, Any] = {"observed": False, "modeled": [10, 6], "inferred": [2, 5]}
 LABEL_CHARS = 22
 NODE_ACTION_CHARS = 10  # a step's label under its node: number + action, short enough not to overlap
-DX, DY = 72.0, 105.0  # column and lane spacing (px at zoom 1): labels of short action names fit
-MIN_SCALE = 0.55  # below this a label is unreadable: a long run opens at this zoom instead
+DY = 92.0  # row spacing (px at zoom 1): a node and two label lines, with a gap
+FONT_PX = 14  # label size at zoom 1
+# Column spacing: the run's widest step label, whole (monospace: 0.6 em a character), plus a gap,
+# so neighbouring labels never overlap; between these bounds (px at zoom 1).
+CHAR_PX, LABEL_GAP_PX, MIN_DX, MAX_DX = 0.6 * FONT_PX, 14.0, 72.0, 140.0
+# The graph opens fitted to its frame, at a zoom between these: at READ_SCALE a label is
+# FONT_PX * 0.9 = 12.6 px, the least that reads without zooming; above MAX_SCALE a short run
+# would open in giant letters.
+READ_SCALE, MAX_SCALE = 0.9, 1.4
+BAND_GAP = 30  # extra space between bands of rows when a trace of overlapping lanes wraps
+# The frame grows with the rows the run wraps into, between these heights (CSS px); a run that
+# needs more opens readable on its first rows (or the open step's) and the reader drags on.
+FRAME_PAD, MIN_FRAME, MAX_FRAME = 140, 220, 960
 TOOLTIP_CHARS = 300
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
@@ -88,6 +103,13 @@ def _step_label(d: Mapping) -> str:
     if marks:
         lines.append(" · ".join(marks))
     return "\n".join(lines)
+
+
+def column_px(g: nx.MultiDiGraph) -> float:
+    """The run's column spacing (px at zoom 1): its widest step label line, plus a gap."""
+    widest = max((len(line) for _, d in g.nodes(data=True) if d.get("kind") == "step"
+                  for line in _step_label(d).split("\n")), default=0)
+    return float(min(MAX_DX, max(MIN_DX, widest * CHAR_PX + LABEL_GAP_PX)))
 
 
 def _fmt(v: Any) -> str:
@@ -135,11 +157,11 @@ def _scope_label(d: Mapping, run_id: str | None) -> str:
 
 
 def network(g: nx.MultiDiGraph, positions: Mapping[Any, tuple[float, float]], color_by: str = "agent",
-            selected: int | None = None, height_px: int = 520):
+            selected: int | None = None, dx: float = MIN_DX):
     """A pyvis Network with fixed positions (trace order left to right, one lane per scope)."""
     from pyvis.network import Network
 
-    net = Network(height=f"{height_px}px", width="100%", directed=True, cdn_resources="in_line")
+    net = Network(width="100%", directed=True, cdn_resources="in_line")  # the page sizes the frame
     colors = palette(categories(g, color_by))
     run_id = g.graph.get("run_id")
     for n, d in g.nodes(data=True):
@@ -151,7 +173,7 @@ def network(g: nx.MultiDiGraph, positions: Mapping[Any, tuple[float, float]], co
                 color={"background": "#f6f8fa", "border": "#cf222e" if has_anomaly else "#57606a",
                        "highlight": {"background": "#fff8c5", "border": "#9a6700"}},
                 borderWidth=3 if has_anomaly else 1, title=text(_scope_label(d, run_id).replace("\n", " · ")),
-                font={"face": "monospace", "size": 13},
+                font={"face": "monospace", "size": FONT_PX},
             )
             continue
         border, width, dashed = _border(d)
@@ -168,14 +190,14 @@ def network(g: nx.MultiDiGraph, positions: Mapping[Any, tuple[float, float]], co
             borderWidth=width, borderWidthSelected=width + 3,
             shapeProperties={"borderDashes": [6, 4] if dashed else False},
             title=_step_tooltip(d),
-            font={"face": "monospace", "size": 13, "bold": {"size": 15}},
+            font={"face": "monospace", "size": FONT_PX, "bold": {"size": FONT_PX + 2}},
         )
     lanes = {n: positions[n][1] for n in g.nodes}
     for u, v, d in g.edges(data=True):
         span = abs(positions[v][0] - positions[u][0])
         same_lane = lanes[u] == lanes[v]
         count = int(d.get("count", 1))
-        curved = same_lane and span > DX * 1.5  # skip-edges along one lane would hide under the chain
+        curved = same_lane and span > dx * 1.5  # skip-edges along one lane would hide under the chain
         title = f"{text(d.get('kind'))} ({text(d.get('provenance'))})" + (f" × {count}" if count > 1 else "")
         net.add_edge(
             str(u), str(v), color=EDGE_COLORS.get(d.get("kind"), "#57606a"),
@@ -249,7 +271,7 @@ _PAGE = """<!doctype html>
 <script>{vis_js}</script>
 <style>
 html, body {{ margin: 0; padding: 0; font-family: sans-serif; font-size: 12px; color: #24292f; }}
-#trace-graph {{ width: 100%; height: {height}px; border: 1px solid #d0d7de; border-radius: 4px; background: #fff; }}
+#trace-graph {{ width: 100%; height: {min_frame}px; border: 1px solid #d0d7de; border-radius: 4px; background: #fff; box-sizing: border-box; }}
 .legend div {{ margin: 3px 0; line-height: 20px; }}
 .hint {{ color: #57606a; margin: 2px 0 4px; }}
 .legend em {{ font-style: normal; color: #57606a; margin-right: 6px; }}
@@ -260,30 +282,109 @@ html, body {{ margin: 0; padding: 0; font-family: sans-serif; font-size: 12px; c
 </style></head>
 <body>
 <div id="trace-graph"></div>
-<div class="hint">Drag to pan, scroll to zoom, hover a step for its details.</div>
+<div class="hint" id="graph-hint">Drag to pan, scroll to zoom, hover a step for its details.</div>
 {legend}
 <script>
 (function () {{
-  var nodes = new vis.DataSet({nodes});
-  var edges = new vis.DataSet({edges});
-  var network = new vis.Network(document.getElementById("trace-graph"), {{nodes: nodes, edges: edges}}, {options});
+  var DX = {dx}, DY = {dy}, EDGE = {edge}, BAND_GAP = {band_gap}, PACKED = {packed}, BOX = {box_columns};
+  var READ = {read_scale}, MAX = {max_scale}, PAD = {frame_pad}, MIN_H = {min_frame}, MAX_H = {max_frame};
+  // x = column * DX, y = lane * DY (auditatlas.graph.layout, lanes packed); EDGE: room for half
+  // a label left and right of the outer columns.
+  var base = {nodes};
+  var el = document.getElementById("trace-graph");
+  var hint = document.getElementById("graph-hint");
   var selected = {selected};
-  network.once("afterDrawing", function () {{
-    network.fit({{animation: false}});
+
+  // Rows that fit the frame's width at zoom 1: a lane longer than the frame continues on the
+  // next row. Lanes that take turns (PACKED) read like lines of text: each lane flows into rows
+  // after the previous lane's, a scope box (BOX columns wide) never split. Overlapping lanes
+  // wrap together, band by band, so steps that happened at the same point stay one above the
+  // other.
+  function arrange(width) {{
+    var perRow = Math.max(1, Math.floor((width - 2 * EDGE) / DX) + 1);
+    var placed = PACKED ? flow(perRow) : bands(perRow);
+    var span = 0;
+    placed.nodes.forEach(function (n) {{ span = Math.max(span, n.y); }});
+    return {{nodes: placed.nodes, rows: placed.rows, wrapped: placed.wrapped, lanes: placed.lanes,
+             height: Math.min(MAX_H, Math.max(MIN_H, Math.ceil(span + PAD)))}};
+  }}
+
+  function laneOf(n) {{ return Math.round(n.y / DY); }}
+
+  function flow(perRow) {{
+    var order = base.slice().sort(function (a, b) {{ return laneOf(a) - laneOf(b) || a.x - b.x; }});
+    var row = -1, lane = null, used = 0, wrapped = false, lanes = 0, out = [];
+    order.forEach(function (n) {{
+      var w = n.shape === "box" ? BOX : 1;
+      if (laneOf(n) !== lane) {{ lane = laneOf(n); row += 1; used = 0; lanes += 1; }}
+      else if (used > 0 && used + w > perRow) {{ row += 1; used = 0; wrapped = true; }}
+      out.push(Object.assign({{}}, n, {{x: (used + (w - 1) / 2) * DX, y: row * DY}}));
+      used += w;
+    }});
+    return {{nodes: out, rows: row + 1, wrapped: wrapped, lanes: lanes}};
+  }}
+
+  function bands(perRow) {{
+    var rows = [], rowOf = {{}}, wrapped = false, lanes = {{}};
+    var keyed = base.map(function (n) {{
+      var col = n.x / DX, band = Math.floor(col / perRow + 1e-9), key = [band, laneOf(n)];
+      if (!(key in rowOf)) {{ rowOf[key] = true; rows.push(key); }}
+      wrapped = wrapped || band > 0;
+      lanes[laneOf(n)] = true;
+      return {{node: n, col: col - band * perRow, band: band, key: key}};
+    }});
+    rows.sort(function (a, b) {{ return a[0] - b[0] || a[1] - b[1]; }});
+    rows.forEach(function (key, i) {{ rowOf[key] = i; }});
+    var out = keyed.map(function (k) {{
+      return Object.assign({{}}, k.node, {{x: k.col * DX, y: rowOf[k.key] * DY + k.band * BAND_GAP}});
+    }});
+    return {{nodes: out, rows: rows.length, wrapped: wrapped, lanes: Object.keys(lanes).length}};
+  }}
+
+  var layout = arrange(el.clientWidth);
+  el.style.height = layout.height + "px";
+  var nodes = new vis.DataSet(layout.nodes);
+  var edges = new vis.DataSet({edges});
+  var network = new vis.Network(el, {{nodes: nodes, edges: edges}}, {options});
+
+  function describe(cut) {{
+    var parts = [];
+    var boxes = base.some(function (n) {{ return n.shape === "box"; }});
+    if (PACKED && layout.lanes > 1) {{
+      parts.push("One row per scope, in trace order" + (boxes ? " (collapsed scopes side by side)." : "."));
+    }}
+    if (layout.wrapped) parts.push("A row that reaches the right edge continues on the next one.");
+    if (cut) parts.push("More rows than the frame holds at a readable size: drag up to see the rest.");
+    parts.push("Drag to pan, scroll to zoom, hover a step for its details.");
+    hint.textContent = parts.join(" ");
+  }}
+
+  // Fitted on open: every step in view, labels at READ..MAX zoom; a run taller than the frame
+  // can grow opens at READ on its first rows, or on the row of the open step.
+  function show() {{
+    network.fit({{animation: false, maxZoomLevel: MAX}});
     var open = selected !== null && nodes.get(selected);
-    if (open) {{
-      network.selectNodes([selected]);
+    if (open) network.selectNodes([selected]);
+    var cut = network.getScale() < READ;
+    if (cut) {{
+      var y = open ? network.getPositions([selected])[selected].y : el.clientHeight / (2 * READ) - EDGE;
+      network.moveTo({{position: {{x: el.clientWidth / (2 * READ) - EDGE, y: y}}, scale: READ, animation: false}});
     }}
-    // A run that fits at a readable zoom is shown whole; a longer one opens at that zoom on the
-    // open step (or the first step), and the reader drags or scrolls to see the rest.
-    if (network.getScale() < {min_scale}) {{
-      var target = open ? selected : nodes.getIds()[0];
-      var at = network.getPositions([target])[target];
-      var view = network.getViewPosition();
-      var width = document.getElementById("trace-graph").clientWidth;
-      var x = open ? at.x : at.x + width / (2 * {min_scale}) - 40;
-      network.moveTo({{position: {{x: x, y: view.y}}, scale: {min_scale}, animation: false}});
-    }}
+    describe(cut);
+  }}
+  network.once("afterDrawing", show);
+
+  // A wider or narrower window re-wraps the rows (the frame's iframe follows its height).
+  var lastWidth = el.clientWidth;
+  window.addEventListener("resize", function () {{
+    if (el.clientWidth === lastWidth) return;
+    lastWidth = el.clientWidth;
+    layout = arrange(lastWidth);
+    nodes.update(layout.nodes.map(function (n) {{ return {{id: n.id, x: n.x, y: n.y}}; }}));
+    el.style.height = layout.height + "px";
+    network.setSize("100%", "100%");
+    network.redraw();
+    show();
   }});
   window.traceNetwork = network;
 }})();
@@ -292,17 +393,25 @@ html, body {{ margin: 0; padding: 0; font-family: sans-serif; font-size: 12px; c
 """
 
 
-def render_html(g: nx.MultiDiGraph, color_by: str = "agent", selected: int | None = None, height_px: int = 520,
+def render_html(g: nx.MultiDiGraph, color_by: str = "agent", selected: int | None = None,
                 has_detector: bool = False) -> str:
-    """The whole self-contained page for one run graph (no request leaves it)."""
-    positions = tg.layout(g, dx=DX, dy=DY)
-    net = network(g, positions, color_by=color_by, selected=selected, height_px=height_px)
+    """The whole self-contained page for one run graph (no request leaves it).
+
+    The frame's height and the rows the trace wraps into are chosen in the browser, from the
+    frame's width (only known there): see ``arrange`` in the page's script.
+    """
+    dx = column_px(g)
+    positions = tg.layout(g, dx=dx, dy=DY, pack=True)
+    net = network(g, positions, color_by=color_by, selected=selected, dx=dx)
     nodes, edges, _heading, _height, _width, options = net.get_network_data()
     vis_js, vis_css = _vis_assets()
     selected_id = str(selected) if selected is not None and selected in g else None
     return _PAGE.format(
-        vis_css=vis_css, vis_js=vis_js, height=int(height_px), min_scale=MIN_SCALE, legend=legend_html(g, color_by, has_detector),
-        nodes=script_json(nodes), edges=script_json(edges), options=script_json(net.options if isinstance(net.options, dict) else json.loads(options)),
+        vis_css=vis_css, vis_js=vis_js, legend=legend_html(g, color_by, has_detector),
+        dx=dx, dy=DY, edge=dx / 2 + LABEL_GAP_PX, band_gap=BAND_GAP, box_columns=tg.SCOPE_COLUMNS, packed=script_json(tg.lanes_take_turns(g)),
+        read_scale=READ_SCALE, max_scale=MAX_SCALE, frame_pad=FRAME_PAD, min_frame=MIN_FRAME, max_frame=MAX_FRAME,
+        nodes=script_json(nodes), edges=script_json(edges),
+        options=script_json(net.options if isinstance(net.options, dict) else json.loads(options)),
         selected=script_json(selected_id),
     )
 
@@ -316,13 +425,13 @@ def draw(page: str) -> None:
 
 def page_for_run(steps, edges, scores, top_k: int | None, threshold: float | None, run_id: str,
                  selected: int | None, color_by: str, show_context: bool, collapsed: tuple[str, ...],
-                 height_px: int, has_detector: bool) -> str:
+                 has_detector: bool) -> str:
     """Build, mark, filter, collapse and render one run's graph (the whole path the page takes)."""
     g = tg.build(steps, edges, run_id)
     rule = tg.DecisionRule(top_k=top_k, threshold=threshold) if (top_k is not None or threshold is not None) else None
     tg.mark(g, scores, rule)
     view = tg.collapse(tg.visible(g, show_context), collapsed)
-    return render_html(view, color_by=color_by, selected=selected, height_px=height_px, has_detector=has_detector)
+    return render_html(view, color_by=color_by, selected=selected, has_detector=has_detector)
 
 
 def cached_page(*args, **kwargs) -> str:

@@ -261,21 +261,18 @@ def run_view(run: pd.Series) -> None:
                    + (f" · {c['flagged_unlabeled']} flagged step(s) unlabeled" if c["flagged_unlabeled"] else "")
                    + ". Unlabeled steps are neither right nor wrong.")
 
-    lanes = tg.lane_count(tg.collapse(g, collapsed)) if collapsed else len(scopes)
-    height = int(min(max(260, 105 * lanes + 160), 720))
-    left, right = st.columns([3, 2])
-    with left:
-        page = trace_graph.cached_page(steps, edges, scores, rule.top_k if rule else None,
-                                       rule.threshold if rule else None, run_id, selected, state.color,
-                                       state.context, tuple(collapsed), height, rule is not None)
-        trace_graph.draw(page)
-    with right:
-        frame = steps_frame(g)
-        step_table(frame, selected, run_id)
-        options = [None] + list(range(n))
-        st.session_state["explorer_step"] = selected
-        st.selectbox("Step", options, key="explorer_step", on_change=_from_widget, args=("explorer_step", "step"), placeholder="none",
-                     format_func=lambda i: "none" if i is None else f"{i} · {frame.loc[i, 'action']} · {frame.loc[i, 'truth']}")
+    # The graph takes the page's whole width (it wraps its rows to the width it gets, so more
+    # width means fewer rows); the step table follows it.
+    page = trace_graph.cached_page(steps, edges, scores, rule.top_k if rule else None,
+                                   rule.threshold if rule else None, run_id, selected, state.color,
+                                   state.context, tuple(collapsed), rule is not None)
+    trace_graph.draw(page)
+    frame = steps_frame(g)
+    step_table(frame, selected, run_id)
+    options = [None] + list(range(n))
+    st.session_state["explorer_step"] = selected
+    st.selectbox("Step", options, key="explorer_step", on_change=_from_widget, args=("explorer_step", "step"), placeholder="none",
+                 format_func=lambda i: "none" if i is None else f"{i} · {frame.loc[i, 'action']} · {frame.loc[i, 'truth']}")
 
     st.subheader("Step detail")
     if selected is None:

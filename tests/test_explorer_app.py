@@ -165,6 +165,29 @@ def test_run_list_sorts_on_chain_length(app):
     assert runs["chain_length"].iloc[0] >= 2
 
 
+def test_run_list_shows_a_label_that_tells_runs_apart_and_the_full_id(app):
+    """The list's first column is a short label (room, difficulty, outcome, end time), its last
+    the full id; the label is read back against the id's own room file name."""
+    import re
+
+    _open(app, corpus="maadbench-sim")
+    runs = next(d.value for d in app.dataframe if "chain_length" in d.value.columns)
+    assert runs.columns[0] == "run" and runs.columns[-1] == "run_id"
+    assert runs["run_id"].str.startswith("maadbench-sim:run_").all()
+    assert runs["run"].is_unique and len(runs) == 25
+    for label, run_id, difficulty in zip(runs["run"], runs["run_id"], runs["difficulty"]):
+        ended, room, outcome = re.search(r"/(\d{12})\d\d_EscapeRoom_(.+)_(escaped|failed)$", run_id).groups()
+        when = f"{ended[:4]}-{ended[4:6]}-{ended[6:8]} {ended[8:10]}:{ended[10:]}"
+        assert label == f"{room} · {difficulty} · {outcome} · {when}"
+
+
+def test_search_hits_carry_the_run_label(app):
+    _open(app, q="compass", corpus="maadbench-sim")
+    hits = next(d.value for d in app.dataframe if "snippet" in d.value.columns)
+    assert hits["run_id"].str.startswith("maadbench-sim:run_").all()
+    assert all(label.split(" · ")[0] in run_id for label, run_id in zip(hits["run"], hits["run_id"]))
+
+
 @pytest.fixture(scope="module")
 def long_run_store(tmp_path_factory):
     """One authored run of 320 steps in four scopes of 80 (over the 300-step collapse line)."""

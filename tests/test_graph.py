@@ -136,6 +136,42 @@ def test_layout_is_trace_order_by_scope_lane():
     assert tg.lane_count(both) == 1 and tg.lane_count(authored()) == 2
 
 
+def test_packed_layout_puts_each_scope_on_a_line_of_its_own():
+    """Scopes that take turns (P1 steps 0-4, then P2 steps 5-7) read like lines of text."""
+    g = authored()
+    assert tg.lanes_take_turns(g)
+    pos = tg.layout(g, dx=1, dy=1, pack=True)
+    assert [pos[i] for i in range(8)] == [(0, 0), (1, 0), (2, 0), (3, 0), (4, 0), (0, 1), (1, 1), (2, 1)]
+    # A collapsed scope takes its turn too: P1 open on the first line, P2's box (3 columns wide,
+    # placed at its centre) on the next, from the left edge.
+    pos = tg.layout(tg.collapse(g, ["P2"]), dx=1, dy=1, pack=True)
+    assert [pos[i] for i in range(5)] == [(i, 0) for i in range(5)] and pos["scope:P2"] == (1, 1)
+    pos = tg.layout(tg.collapse(g, ["P1"]), dx=1, dy=1, pack=True)
+    assert pos["scope:P1"] == (1, 0) and [pos[i] for i in (5, 6, 7)] == [(0, 1), (1, 1), (2, 1)]
+    # Three scopes of three steps, the middle one open: box, steps, box, one line each in trace
+    # order (unpacked, both boxes share the top lane: Q1 at columns 0-2, Q3 at 6-8).
+    steps = pd.DataFrame({"step_idx": range(9), "scope": ["Q1"] * 3 + ["Q2"] * 3 + ["Q3"] * 3, "action": "X",
+                          "agent": "a", "label": pd.array([0] * 9, dtype="Int8")})
+    c = tg.collapse(tg.build(steps, EDGES.head(0), "r"), ["Q1", "Q3"])
+    assert tg.layout(c, dx=1, dy=1) == {"scope:Q1": (1, 0), 3: (3, 1), 4: (4, 1), 5: (5, 1), "scope:Q3": (7, 0)}
+    assert tg.layout(c, dx=1, dy=1, pack=True) == {"scope:Q1": (1, 0), 3: (0, 1), 4: (1, 1), 5: (2, 1),
+                                                   "scope:Q3": (1, 2)}
+
+
+def test_overlapping_lanes_keep_their_common_columns():
+    """Lanes that interleave (A B A B) are not packed: a step above another happened at the same point."""
+    steps = pd.DataFrame({"step_idx": range(4), "scope": ["A", "B", "A", "B"], "action": "X", "agent": "a",
+                          "label": pd.array([0, 0, 0, 0], dtype="Int8")})
+    g = tg.build(steps, EDGES.head(0), "r")
+    assert not tg.lanes_take_turns(g)
+    assert tg.layout(g, dx=1, dy=1, pack=True) == tg.layout(g, dx=1, dy=1) == {
+        0: (0, 0), 1: (1, 1), 2: (2, 0), 3: (3, 1)}
+    # One collapsed scope whose steps span the open one's: the box lane overlaps it.
+    wide = steps.assign(scope=["A", "B", "B", "A"])
+    c = tg.collapse(tg.build(wide, EDGES.head(0), "r"), ["A"])
+    assert not tg.lanes_take_turns(c)
+
+
 def test_long_runs_start_collapsed():
     n = 360  # three scopes of 120 steps, over the 300-step threshold
     steps = pd.DataFrame({"step_idx": range(n), "scope": [f"P{i // 120 + 1}" for i in range(n)],
@@ -190,6 +226,24 @@ def test_page_is_self_contained_and_escapes_text():
     assert "&lt;/script&gt;&lt;script&gt;alert(1)" in page  # the legend names the agent, escaped
     # Exactly two script elements end: vis-network's and our own (nothing in the data closes one).
     assert page.lower().count("</script") == 2
+
+
+def test_columns_are_as_wide_as_the_widest_step_label():
+    """Short labels ("0 OC") keep the 72 px minimum; a 13-character line ("12 get_reserv…") needs
+    13 x 8.4 px (monospace at 14 px) + a 14 px gap = 123.2 px; a flagged anomaly's second line
+    "TP · origin" (11) needs 106.4 px; the widest is capped at 140."""
+    from components import trace_graph
+
+    assert trace_graph.column_px(authored()) == 72.0
+    flagged = tg.mark(authored(), SCORES, tg.DecisionRule(top_k=8))
+    assert trace_graph.column_px(flagged) == pytest.approx(106.4)
+
+    def shifted(by: int, action: str):
+        steps = STEPS.assign(step_idx=range(by, by + 8), action=action)
+        return tg.build(steps, EDGES.assign(src_idx=EDGES["src_idx"] + by, dst_idx=EDGES["dst_idx"] + by), "r")
+
+    assert trace_graph.column_px(shifted(10, "get_reservation_details")) == pytest.approx(123.2)
+    assert trace_graph.column_px(shifted(100000, "get_reservation_details")) == 140.0  # 17 characters
 
 
 def test_collapsed_page_renders():

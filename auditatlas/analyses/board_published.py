@@ -18,7 +18,7 @@ TOLERANCE = 0.0005  # published values carry three decimals
 CORPUS_MAP: dict[str, tuple[str | None, str]] = {
     "catchbench-pre": ("catchbench-pre", "CatchBench PRE release"),
     "whowhen": ("whowhen", "Who&When Algorithm-Generated (126 runs)"),
-    "swegym": (None, "SWE-Gym OpenHands runs (376 runs), not shipped in ../shared or the package"),
+    "swegym": (None, "SWE-Gym OpenHands runs (376 runs, a balanced resolved/unresolved sample of the public Hugging Face dataset SWE-Gym/OpenHands-Sampled-Trajectories); no auditatlas ingest format reads it yet"),
     "tau": (None, "tau-bench, all 660 runs of the published population; the store's taubench copy is a 100-run subset, a different population"),
     "swegym-gold": (None, "SWE-Gym gold injections (188 runs), not shipped"),
     "tau-bench-gold-v2": (None, "tau-bench named-value gold v2, not shipped"),

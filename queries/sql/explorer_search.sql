@@ -4,10 +4,11 @@
 -- faster than ILIKE … ESCAPE, which DuckDB cannot turn into its fast substring search),
 -- optionally only of the actions in $actions and only in $field ('both', 'input', 'output').
 -- Results come in trace order (run, step); the snippet is cut around the first match.
--- `total` counts every match of the slice.
+-- `total` counts every match of the slice; `difficulty` (the run's, copied onto its steps) is
+-- for the run's label.
 WITH @slice,
 matched AS (
-    SELECT run_id, step_idx, action, agent, text_in, text_out
+    SELECT run_id, step_idx, action, agent, difficulty, text_in, text_out
     FROM sliced_steps
     WHERE (len($actions) = 0 OR list_contains($actions, action))
       AND (($field IN ('both', 'input') AND regexp_matches(text_in, $regex))
@@ -33,6 +34,6 @@ SELECT run_id AS run, step_idx AS step, action, agent,
        substr(hit_text, greatest(instr(lower(hit_text), lower($phrase)) - $context, 1),
               length($phrase) + 2 * $context) AS snippet,
        instr(lower(hit_text), lower($phrase)) > $context + 1 AS cut_before,
-       total
+       difficulty, total
 FROM located
 ORDER BY run_id, step_idx

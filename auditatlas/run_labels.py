@@ -1,0 +1,58 @@
+"""A short label that tells runs apart in a list; the full run id stays beside it for copying.
+
+A run id is ``<corpus>:<native id>``, and a list shows many runs of one corpus, so the id's
+head reads the same on every row: a MAADBench id starts with its run folder (date, domain,
+tool mode, backbone, temperature), and a column cut to its width shows only that. The label
+keeps what tells one run from the next:
+
+- MAADBench-format ids (``<run folder>/<end time>_EscapeRoom_<room id>_<escaped|failed>``):
+  the room id, the difficulty, the outcome word and the time the room ended, e.g.
+  ``room_0014 · hard · failed · 2026-03-02 08:04``. The backbone is left out: lists show it in
+  a column of its own. The difficulty is a run column, not part of the id (only a nightmare
+  run folder says so), so it is passed in when the list has it.
+- Any other id (Who&When ``Algorithm-Generated/12``, tau-bench ``gpt-4o-airline.trials01/46-1``,
+  a user's own): the native id, which is short and already ends in what tells runs apart;
+  one longer than :data:`LABEL_CHARS` keeps its tail.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+LABEL_CHARS = 48
+SEPARATOR = " · "
+_ROOM_FILE = re.compile(r"^(?P<ended>\d{14})_EscapeRoom_(?P<room>.+)_(?P<outcome>escaped|failed)$")
+_NIGHTMARE_FOLDER = "_nightmare"
+
+
+def run_label(run_id: Any, difficulty: Any = None) -> str:
+    """The short label of ``run_id`` (``difficulty``: the run's, when known; blank or NaN = not)."""
+    if not isinstance(run_id, str):
+        return ""
+    native = run_id.split(":", 1)[1] if ":" in run_id else run_id
+    return _room_label(native, _text(difficulty)) or _tail(native)
+
+
+def _room_label(native: str, difficulty: str | None) -> str | None:
+    folder, _, name = native.rpartition("/")
+    match = _ROOM_FILE.match(name)
+    if match is None:
+        return None
+    if difficulty is None and folder.endswith(_NIGHTMARE_FOLDER):
+        difficulty = "nightmare"
+    ended = match["ended"]
+    when = f"{ended[:4]}-{ended[4:6]}-{ended[6:8]} {ended[8:10]}:{ended[10:12]}"
+    return SEPARATOR.join(part for part in (match["room"], difficulty, match["outcome"], when) if part)
+
+
+def _tail(native: str) -> str:
+    if len(native) <= LABEL_CHARS:
+        return native
+    return "…" + native[-(LABEL_CHARS - 1):]
+
+
+def _text(value: Any) -> str | None:
+    """A difficulty as text, or None for a missing one (None, NaN, pandas NA, blank)."""
+    if isinstance(value, str):
+        return value or None
+    return None
