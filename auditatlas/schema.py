@@ -107,7 +107,7 @@ TABLES: dict[str, pa.Schema] = {
         ("params", STR),  # JSON
         ("feature_set", STR),
         ("slice", STR),  # JSON of the slice it was computed on
-        ("source", STR),  # release | rescore
+        ("origin", STR),  # release (read from a release file) | rescore (computed here)
         ("source_file", STR),
         ("created_at", STR),
     ]),
@@ -140,7 +140,7 @@ TABLES: dict[str, pa.Schema] = {
     "configs": pa.schema([
         ("config_id", STR),
         ("corpus", STR),
-        ("source", STR),
+        ("config_source", STR),  # where the release found the configuration (mcp, n8n, synthetic, ...)
         ("label_process", STR),
         ("n_capabilities", INT),
         ("spec_tokens", pa.list_(STR)),

@@ -88,7 +88,7 @@ def synthetic_sets(con, corpus: str, methods: int, seeds: int):
             set_rows.append({"set_id": set_id, "corpus": corpus, "method": method, "family": "random" if method == "random" else "tabular",
                              "supervision": "unsupervised", "granularity": "step", "seed": seed,
                              "params": json.dumps({"fit_seconds": 1.0 + i, "score_seconds": 0.1 * (i + 1), "peak_memory_mb": 50.0 * (i + 1)}),
-                             "feature_set": None if method == "random" else "bench", "source": "rescore",
+                             "feature_set": None if method == "random" else "bench", "origin": "rescore",
                              "created_at": "2026-01-01T00:00:00+00:00"})
             tables.append(pa.table({
                 "set_id": pa.array([set_id] * n), "corpus": pa.array([corpus] * n),

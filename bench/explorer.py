@@ -77,7 +77,7 @@ def synthetic_store(root: Path, seed: int = 0) -> dict[int, str]:
         "corpora": [{"corpus": "bench", "title": "Benchmark runs", "kind": "simulated", "label_process": "synthetic"}],
         "runs": runs, "steps": steps, "edges": edges,
         "prediction_sets": [{"set_id": SET_ID, "corpus": "bench", "method": "random", "granularity": "step",
-                             "source": "rescore"}],
+                             "origin": "rescore"}],
         "predictions": preds,
     })
     return ids

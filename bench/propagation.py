@@ -76,7 +76,7 @@ def _with_synthetic_sets(root: Path, n_sets: int) -> Path:
         score = label * (0.5 + k) + rng.normal(0, 1, len(label))
         set_id = f"{corpus}:bench-synthetic:{k}"
         sets.append({"set_id": set_id, "corpus": corpus, "method": f"synthetic-{k}", "family": "tabular",
-                     "supervision": "supervised", "granularity": "step", "seed": k, "source": "rescore"})
+                     "supervision": "supervised", "granularity": "step", "seed": k, "origin": "rescore"})
         parts.append(pa.table({
             "set_id": pa.array([set_id] * len(label)), "corpus": steps.column("corpus"),
             "run_id": steps.column("run_id"), "step_idx": steps.column("step_idx"),

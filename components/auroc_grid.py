@@ -202,7 +202,7 @@ def overall_frame(per_detector: pd.DataFrame) -> pd.DataFrame:
     out["threshold"] = per_detector["threshold"]
     out["sets"] = per_detector["n_sets"]
     out["seeds"] = per_detector["seeds"]
-    out["source"] = per_detector["source"]
+    out["origin"] = per_detector["origin"]
     out["test note"] = per_detector["vs_random_note"]
     out["ROC-AUC mean"] = per_detector["auc_mean"].round(4)
     return out
@@ -226,7 +226,7 @@ def silent_loud_chart(per_detector: pd.DataFrame) -> go.Figure:
 
 
 def per_set_frame(per_set: pd.DataFrame) -> pd.DataFrame:
-    cols = ["detector", "set_id", "seed", "source", "n_steps", "n_runs", "n_pos", "n_neg", "auc", "f1", "accuracy",
+    cols = ["detector", "set_id", "seed", "origin", "n_steps", "n_runs", "n_pos", "n_neg", "auc", "f1", "accuracy",
             "balanced_accuracy", "tp", "fp", "tn", "fn", "silent_pos", "silent_tp", "silent_recall", "loud_pos",
             "loud_tp", "loud_recall", "unknown_scope_pos", "threshold_used"]
     return per_set[cols].round(4)
@@ -270,12 +270,12 @@ def cost_frame(cost: pd.DataFrame) -> pd.DataFrame:
     out = out.rename(columns={"seconds_mean": "fit + score s", "fit_seconds_mean": "fit s", "score_seconds_mean": "score s",
                               "peak_memory_mb_mean": "peak memory MB", "sets_with_provenance": "sets with provenance",
                               "n_sets": "sets", "reason": "blank because"})
-    return out[["detector", "family", "supervision", "source", "ROC-AUC", "blank because", "fit + score s", "fit s",
+    return out[["detector", "family", "supervision", "origin", "ROC-AUC", "blank because", "fit + score s", "fit s",
                 "score s", "peak memory MB", "sets with provenance", "sets"]].round(3)
 
 
 def sets_frame(sets: pd.DataFrame) -> pd.DataFrame:
-    out = sets[["set_id", "detector", "granularity", "source", "family", "supervision", "seed", "n_predictions",
+    out = sets[["set_id", "detector", "granularity", "origin", "family", "supervision", "seed", "n_predictions",
                 "n_test_predictions", "n_test_unscored", "source_file", "created_at", "shown", "not_shown"]].copy()
     out["shown"] = np.where(out["shown"], "yes", "no: " + out["not_shown"])
     return out.drop(columns="not_shown")

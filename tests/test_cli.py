@@ -111,7 +111,7 @@ def test_predictions_method_and_seed_flags(tmp_path):
     assert "match no step" in done.stderr  # the fixture's one unmatched row is reported, not dropped
     import queries
 
-    sets = queries.connect(tmp_path).execute("SELECT method, seed FROM prediction_sets WHERE source = 'release' AND granularity = 'step'").fetchall()
+    sets = queries.connect(tmp_path).execute("SELECT method, seed FROM prediction_sets WHERE origin = 'release' AND granularity = 'step'").fetchall()
     assert sets == [("XGBoost tuned", 4)]
     wrong = cli("ingest", "whowhen", str(FIXTURES / "whowhen"), "--seed", "1", store=tmp_path)
     assert wrong.returncode == 2 and "predictions format only" in wrong.stderr

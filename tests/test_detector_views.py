@@ -55,18 +55,18 @@ def _toy_tables() -> dict:
               "scope": r, "agent": f"agent-{i}", "step_id": f"{r}#{i}"} for r, i, a, lab, ok in STEPS]
     sets = [
         {"set_id": sid, "corpus": CORPUS, "method": "det", "family": "tabular", "supervision": "unsupervised",
-         "granularity": "step", "seed": seed, "feature_set": "f", "source": "rescore",
+         "granularity": "step", "seed": seed, "feature_set": "f", "origin": "rescore",
          "params": json.dumps({"fit_seconds": 2.0 + seed, "score_seconds": 0.5, "peak_memory_mb": 100.0 + 10 * seed})}
         for seed, sid in enumerate(SCORES)
     ]
     # A released CSV set (no provenance), a judge ranking (release) and a run-level set.
     sets += [
         {"set_id": "csv:xgb", "corpus": CORPUS, "method": "xgboost", "family": "tree", "supervision": "supervised",
-         "granularity": "step", "source": "release", "params": "{}"},
+         "granularity": "step", "origin": "release", "params": "{}"},
         {"set_id": "judge:m", "corpus": CORPUS, "method": "llm_judge", "family": "llm", "supervision": "zero-shot",
-         "granularity": "step", "protocol": "all_at_once", "model": "m", "source": "release", "params": "not json"},
+         "granularity": "step", "protocol": "all_at_once", "model": "m", "origin": "release", "params": "not json"},
         {"set_id": "runlevel", "corpus": CORPUS, "method": "ecod", "family": "tabular", "supervision": "unsupervised",
-         "granularity": "run", "source": "rescore"},
+         "granularity": "run", "origin": "rescore"},
     ]
     preds = []
     for sid, scores in SCORES.items():
@@ -196,7 +196,7 @@ def test_cells_match_sklearn_on_random_data(tmp_path):
                 preds.append({"set_id": f"set{s}", "corpus": "rnd", "run_id": run_id, "step_idx": i,
                               "score": float(np.round(rng.random() + 0.3 * (label or 0), 1)),
                               "split": "test" if rng.random() < 0.7 else "train"})
-    sets = [{"set_id": f"set{s}", "corpus": "rnd", "method": "m", "granularity": "step", "seed": s, "source": "rescore"}
+    sets = [{"set_id": f"set{s}", "corpus": "rnd", "method": "m", "granularity": "step", "seed": s, "origin": "rescore"}
             for s in range(2)]
     write_source(tmp_path, "rnd", {"runs": runs, "steps": steps, "prediction_sets": sets, "predictions": preds})
     got = dv.grid_cells(_query(tmp_path), {}, ["set0", "set1"], [f"B{i}" for i in range(3)],
@@ -371,7 +371,7 @@ def test_random_baseline_in_the_comparison(tmp_path):
         for seed in range(3):
             sid = f"{method}:{seed}"
             sets.append({"set_id": sid, "corpus": "c", "method": method, "family": "random" if method == "random" else "tabular",
-                         "supervision": "unsupervised", "granularity": "step", "seed": seed, "source": "rescore"})
+                         "supervision": "unsupervised", "granularity": "step", "seed": seed, "origin": "rescore"})
             scores = rng.standard_normal(len(labels)) + shift * np.array(labels)
             aucs[sid] = roc_auc_score(labels, scores)
             preds += [{"set_id": sid, "corpus": "c", "run_id": s["run_id"], "step_idx": s["step_idx"], "score": float(x),
@@ -568,7 +568,7 @@ def test_new_store_version_rebuilds_the_derived_tables(tmp_path, monkeypatch):
     assert list(before.set_id) == ["det:s0"]
     first = queries.database.for_store(root).derived
     extra = {"prediction_sets": [{"set_id": "extra:s", "corpus": CORPUS, "method": "extra", "granularity": "step",
-                                  "source": "rescore"}],
+                                  "origin": "rescore"}],
              "predictions": [{"set_id": "extra:s", "corpus": CORPUS, "run_id": "toy:r3", "step_idx": i,
                               "score": float(i), "split": "test"} for i in range(3)]}
     write_source(root, "extra", extra)

@@ -45,7 +45,7 @@ def write_sets(root: Path) -> dict[str, list[str]]:
             release = method == "xgboost"
             sets.append({"set_id": set_id, "corpus": CORPUS, "method": method, "family": family,
                          "supervision": "supervised" if release else "unsupervised", "granularity": "step",
-                         "seed": seed, "feature_set": features, "source": "release" if release else "rescore",
+                         "seed": seed, "feature_set": features, "origin": "release" if release else "rescore",
                          "params": "{}" if release else json.dumps({"fit_seconds": 1.0 + shift, "score_seconds": 0.1,
                                                                     "peak_memory_mb": 40.0 + 10 * shift})})
             frame = pd.DataFrame({"set_id": set_id, "corpus": CORPUS, "run_id": steps["run_id"],
@@ -178,7 +178,7 @@ def test_sets_tab_lists_released_and_other_granularities(detector_store, monkeyp
     at = _open(store, monkeypatch, tab="Prediction sets")
     sets = next(f for f in _frames(at) if "granularity" in f.columns)
     assert {"test:xgboost:None", "test:random:0"} <= set(sets["set_id"])
-    assert (sets.loc[sets["set_id"] == "test:xgboost:None", "source"] == "release").all()
+    assert (sets.loc[sets["set_id"] == "test:xgboost:None", "origin"] == "release").all()
 
 
 def test_judges_share_the_views(detector_store, monkeypatch):

@@ -340,7 +340,7 @@ def test_rescore_writes_sets_with_provenance_and_leaves_other_sources_alone(sim)
         "SELECT count(*), count(DISTINCT run_id) FROM steps WHERE corpus = 'maadbench-sim'").fetchone()
     for rec in sets.to_dict(orient="records"):
         d = registry.get(rec["method"])
-        assert (rec["family"], rec["supervision"], rec["granularity"], rec["source"]) == (d.family, d.supervision, "step", "rescore")
+        assert (rec["family"], rec["supervision"], rec["granularity"], rec["origin"]) == (d.family, d.supervision, "step", "rescore")
         assert rec["feature_set"] == "structural" and rec["seed"] in (0, 1)
         assert json.loads(rec["slice"]) == {"corpus": ["maadbench-sim"]}
         params = json.loads(rec["params"])
@@ -534,7 +534,7 @@ def test_cli_score_on_a_separately_started_cluster(toy, dask_cluster):
     assert "wrote 4 prediction set(s)" in done.stdout
     assert "%" in done.stderr  # the progress bar
     params = [json.loads(p) for (p,) in _con(toy).execute(
-        "SELECT params FROM prediction_sets WHERE source = 'rescore'").fetchall()]
+        "SELECT params FROM prediction_sets WHERE origin = 'rescore'").fetchall()]
     assert all(p["executor"].startswith(f"dask {dask_cluster}") for p in params)
 
 
@@ -576,7 +576,7 @@ def test_cli_workers_0_runs_the_jobs_in_this_process(toy):
     assert "wrote 1 prediction set(s)" in done.stdout
     assert "Dask" not in done.stderr  # no cluster was started
     (params,) = [json.loads(p) for (p,) in _con(toy).execute(
-        "SELECT params FROM prediction_sets WHERE source = 'rescore'").fetchall()]
+        "SELECT params FROM prediction_sets WHERE origin = 'rescore'").fetchall()]
     assert params["executor"] == "in-process"
 
     done = run("cross-backbone", "--detector", "random", "--slice", "backbone=A", "--slice", "backbone=B",

@@ -52,7 +52,7 @@ def one(con, sql: str, params: list | None = None):
 def test_pre_configs_and_capabilities_match_release_counts(con):
     assert one(con, "SELECT count(*) FROM configs")[0] == 1187
     assert one(con, "SELECT count(*), sum(excess::INT) FROM capabilities") == (6734, 2893)
-    by_source = dict(con.execute("SELECT source, count(*) FROM configs GROUP BY source").fetchall())
+    by_source = dict(con.execute("SELECT config_source, count(*) FROM configs GROUP BY config_source").fetchall())
     assert by_source == PRE_SOURCES
     assert set(r[0] for r in con.execute("SELECT DISTINCT label_process FROM configs").fetchall()) == {
         "llm_judge", "roster_relabel", "declared_minus_used", "synthetic_inject"}
@@ -65,7 +65,7 @@ def test_pre_configs_and_capabilities_match_release_counts(con):
 
 def test_pre_config_row_keeps_release_details(con):
     config_id, source, label_process, n, tokens, extra = one(
-        con, "SELECT config_id, source, label_process, n_capabilities, spec_tokens, extra FROM configs "
+        con, "SELECT config_id, config_source, label_process, n_capabilities, spec_tokens, extra FROM configs "
              "WHERE config_id = 'catchbench-pre:synth-crewai-0001'")
     assert (source, label_process, n) == ("synthetic", "synthetic_inject", 3)
     assert tokens == ["browse", "modify", "role"]
@@ -86,8 +86,8 @@ def test_pre_config_row_keeps_release_details(con):
 
 
 def test_flag_all_floor_per_source_is_the_published_base_rate(con):
-    rows = con.execute("""SELECT c.source, avg(k.excess::INT) AS p FROM capabilities k
-                          JOIN configs c USING (config_id) GROUP BY c.source""").fetchall()
+    rows = con.execute("""SELECT c.config_source, avg(k.excess::INT) AS p FROM capabilities k
+                          JOIN configs c USING (config_id) GROUP BY c.config_source""").fetchall()
     published = {"crewai": (0.241, 0.388), "n8n": (0.084, 0.154), "mcp": (0.485, 0.654),
                  "injecagent": (0.600, 0.750), "sweagent": (0.402, 0.574), "synthetic": (0.617, 0.763)}
     for source, precision in rows:
@@ -128,7 +128,7 @@ def test_held_out_judge_reproduces_published_row(con):
 
 
 def test_held_out_judge_per_source_f1_and_abstentions(con):
-    sql = JUDGE_SCORES.format(group="c.source,", group_by="GROUP BY c.source")
+    sql = JUDGE_SCORES.format(group="c.config_source,", group_by="GROUP BY c.config_source")
     f1 = {}
     scored = {}
     for source, n, tp, fp, fn in con.execute(sql, [JUDGE_SET]).fetchall():
@@ -141,7 +141,7 @@ def test_held_out_judge_per_source_f1_and_abstentions(con):
 
 
 def test_pre_judge_prediction_set_row(con):
-    row = one(con, """SELECT corpus, method, model, family, supervision, granularity, source
+    row = one(con, """SELECT corpus, method, model, family, supervision, granularity, origin
                       FROM prediction_sets WHERE set_id = ?""", [JUDGE_SET])
     assert row == ("catchbench-pre", "llm_judge_needed", "llama-3.3-70b", "llm", "zero-shot", "config", "release")
 
@@ -150,7 +150,7 @@ def test_pre_judge_prediction_set_row(con):
 
 
 def test_whowhen_judge_caches_become_prediction_sets(con):
-    rows = con.execute("""SELECT set_id, method, protocol, model, family, supervision, granularity, source,
+    rows = con.execute("""SELECT set_id, method, protocol, model, family, supervision, granularity, origin,
                                  json_extract_string(params, '$.board') AS board
                           FROM prediction_sets WHERE corpus = 'whowhen'""").fetchall()
     assert len(rows) == 43
@@ -317,7 +317,7 @@ def test_read_folder_laid_out_like_package_data(tmp_path):
     assert catchbench.can_read(root)
     batch = catchbench.read(root, Context(store=tmp_path / "store"))
     tables = batch.tables
-    assert [c["source"] for c in tables["configs"]] == ["synthetic", "mcp"]
+    assert [c["config_source"] for c in tables["configs"]] == ["synthetic", "mcp"]
     assert [(k["name"], k["excess"]) for k in tables["capabilities"]] == [
         ("read_file", False), ("send_email", True), ("read_file", False), ("send_email", False)]
     # cfg-2 is an abstention of the judge: no rows at all.

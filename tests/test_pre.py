@@ -169,7 +169,7 @@ def test_release_counts(release):
     assert len(release) == 1187
     assert sum(len(c.capabilities) for c in release) == 6734
     assert sum(len(c.excess) for c in release) == 2893
-    counts = {s: sum(c.source == s for c in release) for s in SOURCES}
+    counts = {s: sum(c.config_source == s for c in release) for s in SOURCES}
     # Config counts per corpus as the golden board header states them.
     assert counts == {"crewai": 298, "injecagent": 340, "mcp": 144, "n8n": 219,
                       "sweagent": 130, "synthetic": 56}
@@ -299,14 +299,14 @@ def test_combined_is_union_of_the_five_owasp_rules(release, rule_flags):
 
 # --------------------------------------------------------------------------- small hand-built cases
 
-def _cfg(cid: str, caps: list[tuple[str, str, str, bool]], tokens=(), source="mcp") -> PreConfig:
-    return PreConfig(cid, source, list(tokens), [PreCapability(*c) for c in caps])
+def _cfg(cid: str, caps: list[tuple[str, str, str, bool]], tokens=(), config_source="mcp") -> PreConfig:
+    return PreConfig(cid, config_source, list(tokens), [PreCapability(*c) for c in caps])
 
 
 def test_score_counts_pairs_and_abstention_leaves_denominator():
     a = _cfg("a", [("x", "t", "read", True), ("y", "t", "write", False), ("z", "t", "read", True)])
     b = _cfg("b", [("u", "t", "read", True)])
-    c = _cfg("c", [("v", "t", "read", False)], source="n8n")
+    c = _cfg("c", [("v", "t", "read", False)], config_source="n8n")
     entrant = entrant_from_flags("stored", {"a": {"x", "y", "not_declared"}, "c": set()})
     row = score_pre([a, b, c], entrant)
     # a: x tp, y fp, z fn; "not_declared" is outside the pair universe; b abstains; c scores empty.
@@ -351,7 +351,7 @@ def test_configs_from_frames_orders_by_cap_idx_and_reads_overrides():
 
     configs_df = pd.DataFrame({
         "config_id": ["c1", "c2"],
-        "source": ["mcp", "synthetic"],
+        "config_source": ["mcp", "synthetic"],
         "spec_tokens": [np.array(["scan", "boolsai"]), None],
         "extra": [json.dumps({"spec_token_overrides": {"permission_levels": ["write"]}}), None],
     })
@@ -367,11 +367,11 @@ def test_configs_from_frames_orders_by_cap_idx_and_reads_overrides():
     assert [c.name for c in c1.capabilities] == ["first", "second"]
     assert c1.spec_tokens == ["scan", "boolsai"] and c1.excess == {"second"}
     assert c1.spec_token_overrides == {"permission_levels": ["write"]}
-    assert c2.spec_tokens == [] and c2.spec_token_overrides == {} and c2.source == "synthetic"
+    assert c2.spec_tokens == [] and c2.spec_token_overrides == {} and c2.config_source == "synthetic"
 
 
 def test_configs_from_frames_reports_every_problem():
-    configs_df = pd.DataFrame({"config_id": ["c1"], "source": ["mcp"], "spec_tokens": [["x"]]})
+    configs_df = pd.DataFrame({"config_id": ["c1"], "config_source": ["mcp"], "spec_tokens": [["x"]]})
     caps_df = pd.DataFrame({
         "config_id": ["c1", "c1", "c1", "ghost"],
         "cap_idx": [0, 1, 2, 0],

@@ -92,7 +92,7 @@ def build_payload_store(root: Path, folder: Path) -> str:
     write_source(root, "predictions-payload", {
         "prediction_sets": [{"set_id": set_id, "corpus": "maadbench", "method": PAYLOAD, "family": family,
                              "supervision": "none", "granularity": "step", "protocol": f"{A_LINK} protocol",
-                             "model": f"{IMG} model", "source": "release", "source_file": FILE_PAYLOAD}
+                             "model": f"{IMG} model", "origin": "release", "source_file": FILE_PAYLOAD}
                             for set_id, family in sets],
         "predictions": [{"set_id": set_id, "corpus": "maadbench", "run_id": r, "step_idx": s,
                          "score": float((s * 7) % 5), "split": "all"} for set_id, _ in sets for r, s in rows],

@@ -125,13 +125,13 @@ def detectors(sets: pd.DataFrame) -> pd.DataFrame:
             "method": group["method"].iloc[0],
             "family": _one(group["family"]),
             "supervision": _one(group["supervision"]),
-            "source": _one(group["source"]),
+            "origin": _one(group["origin"]),
             "is_random": bool(group["is_random"].any()),
             "n_sets": len(group),
             "seeds": ", ".join(map(str, seeds)) if seeds else "—",
             "set_ids": list(group["set_id"]),
         })
-    frame = pd.DataFrame(rows, columns=["detector", "method", "family", "supervision", "source", "is_random",
+    frame = pd.DataFrame(rows, columns=["detector", "method", "family", "supervision", "origin", "is_random",
                                         "n_sets", "seeds", "set_ids"])
     # Columns in the order a reader compares them: by supervision, then detector family and name; the
     # random baseline last, where the eye ends.
@@ -388,7 +388,7 @@ def per_set_metrics(overall: pd.DataFrame, sets: pd.DataFrame, top_k: float) -> 
 
     ``overall`` is the ``detector_overall`` result (counts, threshold and ROC-AUC per set).
     """
-    frame = sets[["set_id", "detector", "seed", "family", "supervision", "source", "is_random"]].merge(
+    frame = sets[["set_id", "detector", "seed", "family", "supervision", "origin", "is_random"]].merge(
         overall, on="set_id", how="left")
     for col in ("n_pos", "n_neg", "tp", "fp", "tn", "fn", "silent_pos", "silent_tp", "loud_pos", "loud_tp",
                 "unknown_scope_pos", "n_steps", "n_runs"):
@@ -443,7 +443,7 @@ def per_detector_metrics(per_set: pd.DataFrame, dets: pd.DataFrame, baseline: st
     rows = []
     for _, d in dets.iterrows():
         g = per_set[per_set["detector"] == d["detector"]]
-        row: dict[str, Any] = {k: d[k] for k in ("detector", "family", "supervision", "source", "is_random", "n_sets", "seeds")}
+        row: dict[str, Any] = {k: d[k] for k in ("detector", "family", "supervision", "origin", "is_random", "n_sets", "seeds")}
         for m in METRICS:
             mean, std, n = mean_std(g[m].tolist())
             row[f"{m}_mean"], row[f"{m}_std"], row[f"{m}_n"] = mean, std, n
@@ -527,14 +527,14 @@ def cost_table(overall: Overall) -> pd.DataFrame:
         reason = ""
         if total.empty or mem.empty:
             missing = " and ".join(w for w, empty in (("time", total.empty), ("memory", mem.empty)) if empty)
-            if (g["source"] == "release").all():
+            if (g["origin"] == "release").all():
                 reason = f"released set: no {missing} recorded"
             elif not g["params_ok"].all():
                 reason = f"no {missing}: params are not valid JSON"
             else:
                 reason = f"no {missing} recorded in params"
         rows.append({
-            "detector": d["detector"], "family": d["family"], "supervision": d["supervision"], "source": d["source"],
+            "detector": d["detector"], "family": d["family"], "supervision": d["supervision"], "origin": d["origin"],
             "auc_mean": d["auc_mean"], "auc_std": d["auc_std"],
             "seconds_mean": float(total.mean()) if len(total) else math.nan,
             "fit_seconds_mean": float(g["fit_seconds"].mean()) if g["fit_seconds"].notna().any() else math.nan,
@@ -543,6 +543,6 @@ def cost_table(overall: Overall) -> pd.DataFrame:
             "sets_with_provenance": int(min(len(total), len(mem))), "n_sets": int(d["n_sets"]),
             "reason": reason,
         })
-    return pd.DataFrame(rows, columns=["detector", "family", "supervision", "source", "auc_mean", "auc_std",
+    return pd.DataFrame(rows, columns=["detector", "family", "supervision", "origin", "auc_mean", "auc_std",
                                        "seconds_mean", "fit_seconds_mean", "score_seconds_mean",
                                        "peak_memory_mb_mean", "sets_with_provenance", "n_sets", "reason"])

@@ -55,7 +55,7 @@ class PreConfig:
     """
 
     config_id: str
-    source: str
+    config_source: str  # where the release found the configuration (mcp, n8n, ...)
     spec_tokens: list[str]
     capabilities: list[PreCapability]
     spec_token_overrides: dict[str, list[str]] = field(default_factory=dict)
@@ -69,7 +69,7 @@ class PreConfig:
         return {c.name for c in self.capabilities if c.excess}
 
 
-_CONFIG_COLUMNS = ("config_id", "source", "spec_tokens")
+_CONFIG_COLUMNS = ("config_id", "config_source", "spec_tokens")
 _CAPABILITY_COLUMNS = ("config_id", "cap_idx", "name", "type", "permission_level", "excess")
 _CONFIGS_FRAME = "<configs frame>"
 _CAPABILITIES_FRAME = "<capabilities frame>"
@@ -149,7 +149,7 @@ def configs_from_frames(configs_df: Any, capabilities_df: Any) -> list[PreConfig
             problems.append(InputError(_CONFIGS_FRAME, "extra",
                                        f"config {cid} has spec_token_overrides that are not a JSON object of lists."))
             continue
-        configs.append(PreConfig(cid, str(row["source"]), _as_str_list(row["spec_tokens"]),
+        configs.append(PreConfig(cid, str(row["config_source"]), _as_str_list(row["spec_tokens"]),
                                  caps, overrides))
     for cid in sorted(caps_by_config):
         problems.append(InputError(_CAPABILITIES_FRAME, "config_id",
@@ -372,10 +372,10 @@ def score_pre(configs: Sequence[PreConfig], entrant: Entrant) -> dict[str, Any]:
 
 
 def score_pre_by_source(configs: Sequence[PreConfig], entrant: Entrant) -> dict[str, dict[str, Any]]:
-    """``score_pre`` per ``config.source`` (published sources first, then any others)."""
+    """``score_pre`` per ``config.config_source`` (published sources first, then any others)."""
     by_source: dict[str, list[PreConfig]] = {}
     for config in configs:
-        by_source.setdefault(config.source, []).append(config)
+        by_source.setdefault(config.config_source, []).append(config)
     order = [s for s in SOURCES if s in by_source] + sorted(set(by_source) - set(SOURCES))
     return {source: score_pre(by_source[source], entrant) for source in order}
 

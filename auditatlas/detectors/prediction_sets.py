@@ -123,7 +123,7 @@ def set_record(unit: Unit, features: StepFeatures, set_id: str, source: str, sli
         "set_id": set_id, "corpus": features.corpus, "method": detector.name, "family": detector.family,
         "supervision": detector.supervision, "granularity": "step", "protocol": None, "model": None,
         "seed": unit.seed, "params": set_params(unit, features, summary, executor, versions, data_sources),
-        "feature_set": features.feature_set, "slice": slice_json, "source": "rescore", "source_file": source,
+        "feature_set": features.feature_set, "slice": slice_json, "origin": "rescore", "source_file": source,
         "created_at": created_at,
     }
     predictions = prediction_rows(set_id, features, scores, labels, unit.test_step, unit.test_run)

@@ -201,7 +201,7 @@ def _pre_record(record: Any, node: Traversable, i: int, problems: list[InputErro
     config = {
         "config_id": config_id,
         "corpus": PRE_CORPUS,
-        "source": _pre_source(source),
+        "config_source": _pre_source(source),
         "label_process": labels["label_source"],
         "n_capabilities": len(caps),
         "spec_tokens": list(tokens),
@@ -258,7 +258,7 @@ def _read_pre_judges(root: Traversable, declared: dict[str, list[str]], problems
                              "capability": name, "score": float(flagged), "pred_label": flagged, "split": "all"})
         sets.append({
             "set_id": set_id, "corpus": PRE_CORPUS, "method": "llm_judge_needed", "family": "llm",
-            "supervision": "zero-shot", "granularity": "config", "model": model, "source": "release",
+            "supervision": "zero-shot", "granularity": "config", "model": model, "origin": "release",
             "source_file": f"pre/llm_judge_method/{node.name}",
             "params": json.dumps({"entrant": f"llm_judge_needed({model})", "n_scored": len(scored),
                                   "n_configs": len(declared),
@@ -332,7 +332,7 @@ def _judge_cache(node: Traversable, rel: str, board: str, sidecar: dict | None,
     prediction_set = {
         "set_id": set_id, "corpus": WHOWHEN_CORPUS, "method": "llm_judge", "family": "llm",
         "supervision": "zero-shot", "granularity": "step", "protocol": protocol, "model": model,
-        "source": "release", "source_file": rel, "params": json.dumps(params, sort_keys=True),
+        "origin": "release", "source_file": rel, "params": json.dumps(params, sort_keys=True),
     }
     return prediction_set, rows
 

@@ -494,7 +494,7 @@ def _set_row(f: CsvFile, spec: ScoreSpec, corpus: str, set_id: str, n_rows: int)
               "label_column": spec.label_column, "n_rows": f.n_rows, "n_predictions": n_rows}
     return {"set_id": set_id, "corpus": corpus, "method": spec.method, "family": family,
             "supervision": supervision, "granularity": "step", "seed": f.seed,
-            "params": json.dumps(params, sort_keys=True), "source": "release", "source_file": str(f.path)}
+            "params": json.dumps(params, sort_keys=True), "origin": "release", "source_file": str(f.path)}
 
 
 def _gt_note(con: duckdb.DuckDBPyConnection, f: CsvFile) -> None:

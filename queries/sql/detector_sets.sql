@@ -19,7 +19,7 @@ sets AS (
     WHERE ps.corpus = $corpus
 )
 SELECT set_id, corpus, detector, method, family, supervision, granularity, protocol, model, seed,
-       feature_set, source, source_file, created_at, slice,
+       feature_set, origin, source_file, created_at, slice,
        CASE WHEN params_ok THEN TRY_CAST(coalesce(json_extract_string(params, '$.fit_seconds'),
                                                   json_extract_string(params, '$.provenance.fit_seconds')) AS DOUBLE) END AS fit_seconds,
        CASE WHEN params_ok THEN TRY_CAST(coalesce(json_extract_string(params, '$.score_seconds'),

@@ -12,7 +12,7 @@ first AS (
     FROM predictions
     WHERE run_id = $run AND rank = 1
 )
-SELECT ps.set_id, ps.method, ps.protocol, ps.model, ps.source,
+SELECT ps.set_id, ps.method, ps.protocol, ps.model, ps.origin,
        j.set_id IS NOT NULL AS released_ranking, j.top, j.ranking, len(j.ranking) AS ranking_length,
        f.first_step, f.first_score
 FROM prediction_sets ps

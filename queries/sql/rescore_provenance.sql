@@ -3,5 +3,5 @@
 -- sources the set's features were read from).
 SELECT set_id, corpus, method, seed, feature_set, source_file AS store_source, created_at, params
 FROM prediction_sets
-WHERE source = 'rescore'
+WHERE origin = 'rescore'
 ORDER BY set_id

@@ -5,7 +5,7 @@
 -- (undefined, never 0.5).
 WITH sets AS (
     SELECT * FROM prediction_sets
-    WHERE source = 'rescore' AND (len($corpora) = 0 OR list_contains($corpora, corpus))
+    WHERE origin = 'rescore' AND (len($corpora) = 0 OR list_contains($corpora, corpus))
 ),
 scored AS (
     SELECT p.set_id, s.label, p.score
