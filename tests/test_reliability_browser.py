@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from browser_support import REPO, chromium, exceptions_on, new_page, streamlit_server, wait_idle
+from browser_support import REPO, exceptions_on, new_page, streamlit_server, wait_idle
 from conftest import WHOWHEN
 
 pytestmark = pytest.mark.browser
@@ -32,7 +32,7 @@ def store(tmp_path_factory):
     return root
 
 
-def test_pages_stay_whole_while_a_source_is_replaced(store, tmp_path):
+def test_pages_stay_whole_while_a_source_is_replaced(store, tmp_path, browser):
     from auditatlas import simulator
 
     folder = tmp_path / "rooms"
@@ -41,7 +41,7 @@ def test_pages_stay_whole_while_a_source_is_replaced(store, tmp_path):
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     outside: list[str] = []
     loads = 0
-    with streamlit_server(store) as url, chromium() as browser:
+    with streamlit_server(store) as url:
         page = new_page(browser, outside)
         while writer.poll() is None or loads < 4:
             page.goto(url + "/")

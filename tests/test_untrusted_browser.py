@@ -20,7 +20,7 @@ from urllib.parse import quote
 import pytest
 
 from conftest import REPO
-from browser_support import chromium, graph_frame, new_page, require_chromium, shots_dir, streamlit_server, wait_idle
+from browser_support import graph_frame, new_page, require_chromium, shots_dir, streamlit_server, wait_idle
 
 pytestmark = pytest.mark.browser
 
@@ -150,10 +150,10 @@ def _check(page, outside: list[str], dialogs: list[str], where: str) -> list[str
     return problems
 
 
-def test_every_page_keeps_payloads_as_text(payload_store):
+def test_every_page_keeps_payloads_as_text(payload_store, browser):
     root, run_id = payload_store
     problems: list[str] = []
-    with streamlit_server(root) as server, chromium() as browser:
+    with streamlit_server(root) as server:
         for path in app_pages():
             outside: list[str] = []
             dialogs: list[str] = []
