@@ -9,13 +9,11 @@ subprocess without the two capabilities that let root read anything (``setpriv
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
 import shutil
 import subprocess
 import sys
-import traceback
 from pathlib import Path
 
 import pytest

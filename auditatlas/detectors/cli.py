@@ -82,7 +82,7 @@ class ProgressBar:
 
     def __init__(self, stream: TextIO | None = None) -> None:
         self.stream = stream if stream is not None else sys.stderr  # looked up now: it may be replaced
-        self.tty = stream.isatty()
+        self.tty = self.stream.isatty()
         self.last_tenth = -1
         self.began = time.perf_counter()
 
