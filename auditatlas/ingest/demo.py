@@ -103,7 +103,10 @@ def ensure_default_store(store: Path, progress: Progress | None = None,
         if not is_empty(store):
             return False
         rooms, seeds = default_size()
-        build_default_store(store, rooms=rooms, seeds=seeds, progress=progress, notify=notify)
+        result = build_default_store(store, rooms=rooms, seeds=seeds, progress=progress, notify=notify)
+        for sentence in result.get("written_but", []):  # what landed, and what did not
+            if notify:
+                notify(sentence)
         return True
 
 
