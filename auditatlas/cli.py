@@ -98,7 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     root = store_dir(args.store)
     code = _command(args, root)
     if code == 0 and args.command in WRITES:
-        _warm(root)
+        _after_write(root)
     return code
 
 
@@ -107,16 +107,44 @@ def main(argv: Sequence[str] | None = None) -> int:
 WRITES = ("ingest", "remove", "demo", "score", "cross-backbone")
 
 
+def _after_write(root: Path) -> None:
+    """What follows a write that landed: never a failure (exit 0), a warning at most.
+
+    A source the write did not touch may still be unreadable: said, and the derived tables
+    (which read every source) are left for the first query after a repair.
+    """
+    from .store import health
+
+    problems = health(root, deep=True)
+    for problem in problems:
+        print(f"warning: written, but the store still holds a source it cannot read: {problem}", file=sys.stderr)
+    if not problems:
+        _warm(root)
+
+
 def _warm(root: Path) -> None:
     import queries
 
-    if not queries.warm(root):
+    try:
+        built = queries.warm(root)
+    except Exception as exc:  # noqa: BLE001 - the write has landed: a note, not a failure
+        _say(f"written, but the Detectors page's derived tables could not be built now ({_first_line(exc)}); "
+             "it will try again on first use.")
+        return
+    if not built:
         _say("the Detectors page's derived tables could not be built now; it will try again on first use.")
+
+
+# Commands that read the whole store and answer from it: on a store with a source they cannot
+# read they say which, and answer nothing (a number computed without that source is wrong).
+READS = ("board", "score", "cross-backbone")
 
 
 def _command(args: argparse.Namespace, root: Path) -> int:
     from .detectors import cli as detectors_cli
 
+    if args.command in READS and _refuse_broken(root):
+        return 1
     try:
         if args.command == "ingest":
             return _ingest(args.format, args.path, root, _ingest_options(args), wait=not args.no_wait,
@@ -141,7 +169,39 @@ def _command(args: argparse.Namespace, root: Path) -> int:
     except AtlasError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except Exception as exc:  # noqa: BLE001 - only a failure of the store (or a file) is turned into a sentence
+        sentence = _unreadable(root, exc)
+        if sentence is None:
+            raise
+        print(f"error: {sentence}", file=sys.stderr)
+        return 1
     return 2
+
+
+def _refuse_broken(root: Path) -> bool:
+    """Print one sentence per reason the store cannot be read; whether there was one."""
+    from .store import health
+
+    problems = health(root, deep=True)
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
+    return bool(problems)
+
+
+def _unreadable(root: Path, exc: Exception) -> str | None:
+    """One sentence for an OS or DuckDB error a broken store (or an unreadable file) caused;
+    None for anything else (a bug, which keeps its traceback)."""
+    from .store import health
+
+    duck = type(exc).__module__.split(".")[0] in ("duckdb", "_duckdb")
+    if not (duck or isinstance(exc, OSError)):
+        return None
+    problems = health(root, deep=True)
+    if problems:
+        return " ".join(problems)
+    if isinstance(exc, OSError) and exc.filename:
+        return f"{exc.filename} cannot be read ({exc.strerror or exc}); check its permissions."
+    return None
 
 
 def _say(message: str) -> None:
@@ -208,6 +268,8 @@ def _demo(root: Path, rooms: int, seed: int, with_catchbench: bool, panel: bool 
         counts = demo.build_default_store(root, rooms=rooms, seed=seed, progress=progress, panel=panel, **parallel)
     else:
         counts = demo.build_demo(root, rooms=rooms, seed=seed, progress=progress, **parallel)
+    for sentence in counts.pop("written_but", []):
+        print(f"warning: {sentence}", file=sys.stderr)
     print(f"built the simulated default corpus in {root}: {json.dumps(counts, sort_keys=True)}")
     return 0
 
@@ -221,6 +283,9 @@ def _info(root: Path, as_json: bool) -> int:
         print(f"warning: {problem}", file=sys.stderr)
     try:
         counts = corpus_counts(root)
+    except AtlasError as exc:  # the store's own sentence (the broken source named)
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     except Exception as exc:  # noqa: BLE001 - a broken part file: one sentence, not a traceback
         print(f"error: the store at {root} cannot be read ({_first_line(exc)}); "
               "re-ingest the source named above or rebuild the store.", file=sys.stderr)

@@ -8,18 +8,30 @@ whose workers must be able to import ``auditatlas``.
 
 Workers get one BLAS/OpenMP thread each (Dask's nanny sets OMP_NUM_THREADS=1 and friends
 before it spawns a worker), so two workers on two cores do not oversubscribe them.
+
+Scratch: a local cluster's workers keep their spill and lock files in a folder of its own,
+``<system temp>/auditatlas-dask-<token>/`` (Dask's default, ``dask-scratch-space`` in the
+system temp folder, is shared by every Dask user and outlives a killed process). The folder
+is leased while the cluster runs (``auditatlas.leases``), removed when the client closes or the
+process exits, and the next local cluster removes the folders of processes that were killed.
 """
 from __future__ import annotations
 
+import atexit
 import logging
+import shutil
 import sys
+import tempfile
 import types
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Iterator
 
+from . import leases
 from .errors import AtlasError
 
 DEFAULT_WORKERS = 2
+SCRATCH_PREFIX = "auditatlas-dask-"
 
 
 def get_client(address: str | None = None, *, n_workers: int = DEFAULT_WORKERS, threads_per_worker: int = 1,
@@ -41,10 +53,60 @@ def get_client(address: str | None = None, *, n_workers: int = DEFAULT_WORKERS, 
     # CRITICAL: a worker whose last heartbeat races the shutdown logs a harmless traceback.
     # Workers take Arrow buffers from malloc (see ingest.stream.use_system_allocator): set
     # before they start, so even the buffers of their imports come from it.
-    with _workers_skip_main():
-        return Client(n_workers=n_workers, threads_per_worker=threads_per_worker, processes=True, host="127.0.0.1",
-                      dashboard_address=None, scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-                      silence_logs=logging.CRITICAL, env={"ARROW_DEFAULT_MEMORY_POOL": "system"})
+    sweep_scratch()
+    scratch, lease = _new_scratch()
+    try:
+        with _workers_skip_main():
+            client = Client(n_workers=n_workers, threads_per_worker=threads_per_worker, processes=True,
+                            host="127.0.0.1", dashboard_address=None,
+                            scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}, local_directory=str(scratch),
+                            silence_logs=logging.CRITICAL, env={"ARROW_DEFAULT_MEMORY_POOL": "system"})
+    except BaseException:
+        _remove_scratch(scratch, lease)
+        raise
+    _remove_on_close(client, scratch, lease)
+    return client
+
+
+def scratch_home() -> Path:
+    """Where local clusters keep their scratch folders: the system temp folder."""
+    return Path(tempfile.gettempdir())
+
+
+def sweep_scratch() -> list[str]:
+    """Remove the scratch folders of local clusters whose process died (their lease is free)."""
+    removed = []
+    for path in sorted(scratch_home().glob(f"{SCRATCH_PREFIX}*")):
+        if leases.remove_if_free(path):
+            removed.append(path.name)
+    return removed
+
+
+def _new_scratch() -> tuple[Path, leases.Lease | None]:
+    scratch = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=scratch_home()))
+    lease = leases.hold(scratch)
+    # Removed at exit too (an exception, Ctrl-C); only a kill leaves it for the next sweep.
+    atexit.register(_remove_scratch, scratch, lease)
+    return scratch, lease
+
+
+def _remove_scratch(scratch: Path, lease: leases.Lease | None) -> None:
+    shutil.rmtree(scratch, ignore_errors=True)
+    if lease is not None:
+        lease.release()
+
+
+def _remove_on_close(client, scratch: Path, lease: leases.Lease | None) -> None:
+    """``client.close()`` also removes the cluster's scratch folder (once its workers are gone)."""
+    close = client.close
+
+    def close_and_remove(*args, **kwargs):
+        try:
+            return close(*args, **kwargs)
+        finally:
+            _remove_scratch(scratch, lease)
+
+    client.close = close_and_remove
 
 
 @contextmanager

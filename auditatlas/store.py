@@ -5,6 +5,8 @@ Layout::
     STORE/MANIFEST.json                  {"format": 4, "sources": {NAME: {"dir", ...}}, "retired": [...]}
     STORE/sources/NAME-<token>/TABLE/part-NNNNN.parquet   parts of every table of auditatlas.schema
     STORE/.lock, STORE/.lock-holder      the writer lock and who holds it
+    STORE/derived/                       the query layer's cache of derived tables (queries/derived.py);
+                                         recovery removes the scratch of a build whose builder died
 
 Writes stream: a :class:`SourceWriter` takes the store lock, removes leftovers of interrupted
 writes, appends batches as Parquet parts to a staging folder (nothing holds a whole corpus),
@@ -49,6 +51,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 import pyarrow.parquet as pq
 
+from . import leases
 from .errors import StoreBusy, StoreError
 from .schema import SORT_KEYS, TABLES, empty_table
 from .store_batches import TableLike, conform, prepare  # noqa: F401 - re-exported
@@ -64,11 +67,13 @@ LOCK = ".lock"
 LOCK_HOLDER = ".lock-holder"
 STAGING_PREFIX = ".staging-"
 TMP_PREFIX = ".tmp-"  # scratch folders a write makes inside the store (removed by recovery)
+DERIVED_DIR = "derived"  # the query layer's cache of derived tables (queries/derived.py)
 RETIRE_GRACE_S = 120.0
 DEFAULT_STORE = Path(__file__).resolve().parent.parent / "data" / "store"
 _SOURCE_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,80}$")
 
 Notify = Callable[[str], None]
+StagedCheck = Callable[[Path], None]  # raises (one sentence) when the staged source must not land
 
 
 def store_dir(path: str | Path | None = None) -> Path:
@@ -123,9 +128,17 @@ def table_files(root: str | Path, table: str, manifest: dict | None = None) -> l
     files: list[str] = []
     for name in sorted(manifest["sources"]):
         folder = root / manifest["sources"][name]["dir"] / table
-        if folder.is_dir():
-            files.extend(str(p) for p in sorted(folder.glob("part-*.parquet")))
+        try:
+            if folder.is_dir():
+                files.extend(str(p) for p in sorted(folder.glob("part-*.parquet")))
+        except OSError as exc:  # a folder it may not enter: never a view silently without the source
+            raise StoreError(_unreadable_source(name, folder.parent, exc)) from exc
     return files
+
+
+def _unreadable_source(name: str, folder: Path, exc: OSError) -> str:
+    return (f"source '{name}': its folder {folder} cannot be read ({exc.strerror or exc}); check its permissions, "
+            f"re-ingest it or remove it with `auditatlas remove {name}`.")
 
 
 def is_empty(root: str | Path) -> bool:
@@ -169,26 +182,34 @@ def health(root: str | Path, deep: bool = False) -> list[str]:
         return [str(exc)]
     if root.exists() and not os.access(root, os.R_OK | os.X_OK):
         return [f"{root} cannot be read (permission denied); check the folder's permissions."]
-    problems = []
-    for name, entry in sorted(manifest["sources"].items()):
-        folder = root / str(entry.get("dir", ""))
+    return [problem for name, entry in sorted(manifest["sources"].items())
+            if (problem := source_problem(root, name, entry, deep)) is not None]
+
+
+def source_problem(root: Path, name: str, entry: Mapping[str, Any], deep: bool = False) -> str | None:
+    """The sentence saying why source ``name`` cannot be read, or None (see :func:`health`)."""
+    folder = root / str(entry.get("dir", ""))
+    try:
         if not folder.is_dir():
-            problems.append(f"source '{name}' is listed in the manifest but its folder {folder} is missing; "
-                            f"re-ingest it or remove it with `auditatlas remove {name}`.")
-            continue
+            return (f"source '{name}' is listed in the manifest but its folder {folder} is missing; "
+                    f"re-ingest it or remove it with `auditatlas remove {name}`.")
+        if not os.access(folder, os.R_OK | os.X_OK):
+            raise PermissionError(13, "permission denied")
         for table in TABLES:
+            if (folder / table).is_dir() and not os.access(folder / table, os.R_OK | os.X_OK):
+                raise PermissionError(13, "permission denied")
             parts = sorted((folder / table).glob("part-*.parquet"))
             if not parts:
-                problems.append(f"source '{name}' has no Parquet file for table '{table}' ({folder / table}); "
-                                f"re-ingest it or remove it with `auditatlas remove {name}`.")
-                break
+                return (f"source '{name}' has no Parquet file for table '{table}' ({folder / table}); "
+                        f"re-ingest it or remove it with `auditatlas remove {name}`.")
             if deep:
                 bad = _unreadable_part(parts)
                 if bad:
-                    problems.append(f"source '{name}': {bad} is corrupt (not readable Parquet); "
-                                    f"re-ingest it or remove it with `auditatlas remove {name}`.")
-                    break
-    return problems
+                    return (f"source '{name}': {bad} is corrupt (not readable Parquet); "
+                            f"re-ingest it or remove it with `auditatlas remove {name}`.")
+    except OSError as exc:
+        return _unreadable_source(name, folder, exc)
+    return None
 
 
 def _unreadable_part(parts: list[Path]) -> str | None:
@@ -233,7 +254,11 @@ def store_lock(root: str | Path, wait: bool = True, notify: Notify | None = None
     root = Path(root)
     if root.exists() and not root.is_dir():
         raise StoreError(f"{root} is a file, not a store folder; point --store or AUDITATLAS_STORE at a folder.")
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"the store folder {root} cannot be made ({exc.strerror or exc}); "
+                         "point --store or AUDITATLAS_STORE at a folder you can write.") from exc
     key = str(root.resolve())
     rlock = _process_lock(key)
     if not rlock.acquire(blocking=False):
@@ -245,7 +270,11 @@ def store_lock(root: str | Path, wait: bool = True, notify: Notify | None = None
     try:
         held = _HELD.get(key)
         if held is None:
-            fd = os.open(root / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fd = os.open(root / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as exc:
+                raise StoreError(f"{root} cannot be written ({exc.strerror or exc}); "
+                                 "check the folder's permissions.") from exc
             try:
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -321,8 +350,21 @@ def recover(root: str | Path, notify: Notify | None = None) -> list[str]:
     if expired:
         manifest["retired"] = keep_retired
         _write_manifest(root, manifest)
+    removed += _dead_derived_scratch(root)
     if removed and notify:
         notify("removed leftovers of interrupted writes: " + ", ".join(removed))
+    return removed
+
+
+def _dead_derived_scratch(root: Path) -> list[str]:
+    """Remove ``derived/.tmp-*`` folders whose build died (its lease is free, auditatlas.leases)."""
+    home = root / DERIVED_DIR
+    if not home.is_dir():
+        return []
+    removed = []
+    for path in sorted(home.iterdir()):
+        if path.name.startswith(TMP_PREFIX) and leases.remove_if_free(path):
+            removed.append(f"{DERIVED_DIR}/{path.name}")
     return removed
 
 
@@ -415,8 +457,12 @@ class SourceWriter:
 
     # -- commit ----------------------------------------------------------------------------
 
-    def commit(self, meta: Mapping[str, Any] | None = None) -> dict:
-        """Check invariants over the staged files, then switch the source in. Returns its entry."""
+    def commit(self, meta: Mapping[str, Any] | None = None, check: StagedCheck | None = None) -> dict:
+        """Check invariants over the staged files, then switch the source in. Returns its entry.
+
+        ``check(staging)``: what the caller still needs of the staged source before it lands
+        (the default store's panel needs enough room groups); raising leaves the store unchanged.
+        """
         assert self.staging is not None, "commit() outside the with-block"
         for name in sorted(self._unsorted):
             resort(self.staging, name, self.bucket_of)
@@ -428,6 +474,8 @@ class SourceWriter:
             check_staged(self.staging, self.source, spill)
         finally:
             shutil.rmtree(spill, ignore_errors=True)
+        if check is not None:
+            check(self.staging)
         folder = f"{self.source}-{uuid.uuid4().hex[:12]}"
         (self.root / "sources").mkdir(parents=True, exist_ok=True)
         os.replace(self.staging, self.root / "sources" / folder)

@@ -57,7 +57,11 @@ def run(name: str, params: Mapping[str, Any] | None = None, root: str | Path | N
     with db.reading(derived=query.reads_derived or twins.has_twin(name)) as version:
         chosen = named.query(twins.choose(name, params or {}, version))
         sql, bound = named.prepare(chosen, params)
-        return db.cursor_on(version).execute(sql, bound).df()
+        try:
+            return db.cursor_on(version).execute(sql, bound).df()
+        except duckdb.Error as exc:
+            db.raise_if_broken(exc)
+            raise
 
 
 def runner(root: str | Path | None = None) -> Callable[..., Any]:

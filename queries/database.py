@@ -25,11 +25,12 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import duckdb
 
-from auditatlas.store import MANIFEST, read_manifest, store_dir
+from auditatlas.errors import StoreError
+from auditatlas.store import MANIFEST, health, read_manifest, store_dir
 
 from . import views
 from auditatlas.duck import connect as duck_connect
@@ -54,6 +55,9 @@ class StoreVersion:
     # Queries running on it, and whether a newer version replaced it (guarded by Database._pins).
     readers: int = 0
     superseded: bool = False
+    # The shared lease on the derived folder while the version binds it (queries/derived.py):
+    # no sweep of any process removes a build a live version reads.
+    lease: Any = None
 
 
 class Database:
@@ -76,6 +80,16 @@ class Database:
         self._retired: list[StoreVersion] = []
         self._serial = itertools.count(1)
         self._local = threading.local()
+        self._sweep()
+
+    def _sweep(self) -> None:
+        """Remove derived builds and scratch that no live process uses (a build killed
+        mid-way, builds of versions nobody reads): on every start of a process's query layer,
+        the app's and each CLI command's, so they never pile up between builds."""
+        try:
+            views.sweep_derived(self.root, read_manifest(self.root))
+        except (StoreError, OSError):
+            pass  # a store that cannot be read is reported by its first query
 
     # -- versions --------------------------------------------------------------------------
 
@@ -84,6 +98,10 @@ class Database:
             st = (self.root / MANIFEST).stat()
         except FileNotFoundError:
             return None
+        except OSError as exc:
+            read_manifest(self.root)  # the store's own sentence: a file, a folder it cannot read
+            raise StoreError(f"{self.root / MANIFEST} cannot be read ({exc.strerror or exc}); "
+                             "check the folder's permissions.") from exc
         return (st.st_mtime_ns, st.st_ino, st.st_size)
 
     def _pin_current(self, stamp: Stamp | None) -> StoreVersion | None:
@@ -148,9 +166,11 @@ class Database:
             cur.execute(f"USE {schema}")
             views.bind_live(cur, self.root, manifest)
             views.publish(cur, schema)
-        except BaseException:
+        except BaseException as exc:
             # The previous version stays current and whole.
             cur.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+            if isinstance(exc, (duckdb.Error, OSError)):
+                raise StoreError(self._unreadable(exc)) from exc
             raise
         version = StoreVersion(stamp, schema, manifest)
         with self._pins:
@@ -162,12 +182,30 @@ class Database:
         self._drop_retired()
         return version
 
+    def raise_if_broken(self, exc: BaseException) -> None:
+        """StoreError naming the broken source when a failed query is the store's doing (a part
+        that fails only when scanned); otherwise returns and the caller re-raises ``exc``."""
+        problems = health(self.root, deep=True)
+        if problems:
+            raise StoreError(" ".join(problems)) from exc
+
+    def _unreadable(self, exc: BaseException) -> str:
+        """One sentence for views that could not be made: the source health names, else DuckDB's."""
+        problems = health(self.root, deep=True)
+        if problems:
+            return " ".join(problems)
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return f"the store at {self.root} cannot be read ({first}); re-ingest the affected source or rebuild the store."
+
     def _drop_retired(self) -> None:
         """Drop superseded versions no query reads (caller holds _ddl)."""
         with self._pins:
             gone, self._retired = self._retired, []
         for version in gone:
             self._ddl_cursor.execute(f"DROP SCHEMA IF EXISTS {version.schema} CASCADE")
+            if version.lease is not None:
+                version.lease.release()
+                version.lease = None
 
     def _settle_derived(self, version: StoreVersion) -> bool:
         """Build and bind ``version``'s derived tables (pinned by the caller) unless done; False,
@@ -179,14 +217,21 @@ class Database:
                 return True
             if version.superseded:
                 return False
-            folder = views.load_derived(self.root, version.manifest)
+            folder, lease = views.load_derived(self.root, version.manifest)
             single = False
             if folder:
                 with self._ddl:
                     self._ddl_cursor.execute(f"USE {version.schema}")
-                    views.bind_derived(self._ddl_cursor, folder)
-                    single = views.single_corpus_sets(self._ddl_cursor)
+                    try:
+                        views.bind_derived(self._ddl_cursor, folder)
+                        single = views.single_corpus_sets(self._ddl_cursor)
+                    except duckdb.Error:
+                        # Unreadable after all (bind_derived rolled back): the live queries answer.
+                        folder = False
+                        lease.release()
+                        lease = None
                     self._drop_retired()
+            version.lease = lease
             # The twin choice reads derived first: single_corpus_sets is set before it.
             version.single_corpus_sets = single
             version.derived = folder

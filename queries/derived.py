@@ -29,8 +29,21 @@ Where: ``STORE/derived/<key>/`` where ``key`` hashes the manifest and the text o
 queries, so a new store version or a changed query never reads an old build. A build writes
 into ``STORE/derived/.tmp-<token>/`` and renames it into place (atomic; two processes racing
 both build, one rename wins). A store folder the app cannot write gets its builds under the
-system temp folder instead. Builds of other keys are removed once ``STALE_AFTER_S`` old (a
-query of another process may still be reading them).
+system temp folder instead.
+
+What is removed, and when (``remove_stale``, after every build and when a process's query
+layer starts): a build's scratch holds an exclusive lease (``auditatlas.leases``) while it
+builds, and every store version a process has bound to a build holds a shared lease on it
+until the version is dropped, so a folder nobody holds is one no reader can use. Removed: the
+scratch of builds whose builder died (kill -9), and every build no live reader holds except
+the one being kept and the ``FRESH_KEEP`` newest builds younger than ``STALE_AFTER_S`` (a
+write's CLI builds its version's tables for the app's next query: not worth throwing away the
+moment an older reader sweeps). So the folder holds at most the kept build, the builds live
+readers hold (one per process, plus one per query still running on a replaced version) and
+``FRESH_KEEP`` recent ones: re-ingesting 46 times in four minutes no longer leaves 46 builds.
+
+A build whose files cannot be read (truncated by a full disk or by hand) is removed and built
+again (``is_readable``); if that fails too, the views stay the live queries.
 """
 from __future__ import annotations
 
@@ -44,8 +57,11 @@ from pathlib import Path
 from typing import Callable
 
 import duckdb
+import pyarrow.parquet as pq
 
-DERIVED_DIR = "derived"
+from auditatlas import leases
+from auditatlas.store import DERIVED_DIR  # STORE/derived, a folder of the store's layout
+
 TABLES: tuple[str, ...] = ("test_scores", "test_sets", "set_counts", "step_cube", "slice_choices")
 # The named query (queries/sql/) each table is; the default is its own name.
 QUERY: dict[str, str] = {"slice_choices": "slice_options"}
@@ -69,7 +85,9 @@ RANK_COLUMNS: dict[str, tuple[str, ...]] = {
     "set_mid2": ("set_id",),
 }
 BUILD_MEMORY = "512MB"
-STALE_AFTER_S = 600.0
+STALE_AFTER_S = 60.0
+FRESH_KEEP = 2
+SCRATCH_PREFIX = ".tmp-"
 # Bump when the layout of the files changes in a way the query texts do not show.
 LAYOUT = "2"
 
@@ -93,9 +111,18 @@ def cache_root(store: Path) -> Path:
         probe.unlink()
         return home
     except OSError:
-        alt = Path(tempfile.gettempdir()) / "auditatlas-derived" / hashlib.sha256(str(store).encode()).hexdigest()[:16]
+        alt = _temp_home(store)
         alt.mkdir(parents=True, exist_ok=True)
         return alt
+
+
+def homes(store: Path) -> list[Path]:
+    """The folders that hold builds of ``store`` now (none made here)."""
+    return [home for home in (store / DERIVED_DIR, _temp_home(store)) if home.is_dir()]
+
+
+def _temp_home(store: Path) -> Path:
+    return Path(tempfile.gettempdir()) / "auditatlas-derived" / hashlib.sha256(str(store).encode()).hexdigest()[:16]
 
 
 def files(folder: Path) -> dict[str, Path]:
@@ -104,6 +131,21 @@ def files(folder: Path) -> dict[str, Path]:
 
 def is_built(folder: Path) -> bool:
     return all(p.is_file() for p in files(folder).values())
+
+
+def is_readable(folder: Path) -> bool:
+    """Whether every file of the build has a readable Parquet footer (a truncated file has none)."""
+    try:
+        for path in files(folder).values():
+            pq.read_metadata(path)
+    except Exception:  # noqa: BLE001 - any failure to read a footer means the build is broken
+        return False
+    return True
+
+
+def hold(folder: Path) -> leases.Lease | None:
+    """A reader's shared lease on a build (see the module docstring); None when it is gone."""
+    return leases.hold(folder, shared=True)
 
 
 def _quoted(path: Path) -> str:
@@ -129,9 +171,12 @@ def _rank_select(source: str) -> str:
 
 def build(con: duckdb.DuckDBPyConnection, folder: Path, sql: Callable[[str], str]) -> None:
     """Write the derived tables of the store ``con`` has views of into ``folder`` (new)."""
-    scratch = folder.parent / f".tmp-{uuid.uuid4().hex}"
+    scratch = folder.parent / f"{SCRATCH_PREFIX}{uuid.uuid4().hex}"
+    scratch.mkdir(parents=True)
+    building = leases.hold(scratch)  # a sweep leaves the scratch of a live builder alone
     out = scratch / "out"
-    out.mkdir(parents=True)
+    out.mkdir()
+    (out / leases.LEASE).touch()  # readers lease the build from its first moment in place
     try:
         con.execute(f"SET temp_directory = {_quoted(scratch / 'spill')}")
         joined, ranks = scratch / "joined.parquet", scratch / "ranks.parquet"
@@ -159,16 +204,35 @@ def build(con: duckdb.DuckDBPyConnection, folder: Path, sql: Callable[[str], str
                 raise
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+        if building is not None:
+            building.release()
 
 
-def remove_stale(home: Path, keep: str) -> None:
-    """Remove builds of other keys (and crashed builds' scratch) older than STALE_AFTER_S."""
+def remove_stale(home: Path, keep: str | None) -> list[str]:
+    """Remove what no live process uses (see the module docstring); returns the names removed."""
     now = time.time()
-    for path in home.iterdir():
-        if path.name == keep:
+    fresh: list[tuple[float, Path]] = []
+    removed: list[str] = []
+    try:
+        entries = list(home.iterdir())
+    except OSError:
+        return removed
+    for path in entries:
+        if path.name == keep or not path.is_dir():
+            continue
+        if path.name.startswith(SCRATCH_PREFIX):
+            if leases.remove_if_free(path):
+                removed.append(path.name)
             continue
         try:
-            if now - path.stat().st_mtime >= STALE_AFTER_S:
-                shutil.rmtree(path, ignore_errors=True)
+            age = now - path.stat().st_mtime
         except OSError:
-            pass
+            continue
+        if age < STALE_AFTER_S:
+            fresh.append((age, path))
+        elif leases.remove_if_free(path):
+            removed.append(path.name)
+    for _, path in sorted(fresh)[FRESH_KEEP:]:
+        if leases.remove_if_free(path):
+            removed.append(path.name)
+    return removed

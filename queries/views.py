@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 from pathlib import Path
 from typing import Any, Mapping
 
 import duckdb
 import pyarrow as pa
 
+from auditatlas import leases
 from auditatlas.schema import TABLES
 from auditatlas.store import table_files
 
@@ -66,13 +68,21 @@ def manifest_bytes(manifest: Mapping[str, Any]) -> bytes:
     return json.dumps(manifest, indent=2, sort_keys=True).encode()
 
 
-def load_derived(root: Path, manifest: dict) -> Path | bool:
-    """The derived folder of the store version ``manifest`` describes (built now if missing),
-    or False when the build failed (the views then stay the live queries: slower, as right)."""
+def load_derived(root: Path, manifest: dict) -> tuple[Path | bool, leases.Lease | None]:
+    """The derived folder of the store version ``manifest`` describes (built now if missing or
+    unreadable) and the reader's lease on it; or False when the build failed (the views then
+    stay the live queries: slower, as right)."""
     home = derived.cache_root(root)
     key = derived.cache_key(manifest_bytes(manifest), text)
     folder = home / key
-    if not derived.is_built(folder):
+    lease = derived.hold(folder) if derived.is_built(folder) else None
+    if lease is not None and not derived.is_readable(folder):
+        # A cache: a truncated file is thrown away and built again, never shown to a reader.
+        _log.warning("derived tables in %s cannot be read; building them again", folder)
+        lease.release()
+        lease = None
+        shutil.rmtree(folder, ignore_errors=True)
+    if lease is None:
         try:
             build = duck_connect()
             try:
@@ -85,9 +95,21 @@ def load_derived(root: Path, manifest: dict) -> Path | bool:
                 build.close()
         except (duckdb.Error, OSError, ValueError) as exc:
             _log.warning("derived tables of %s not built (%s); the detector views read the live queries", root, exc)
-            return False
+            return False, None
+        lease = derived.hold(folder)
+        if lease is None or not derived.is_readable(folder):
+            if lease is not None:
+                lease.release()
+            return False, None
     derived.remove_stale(home, keep=key)
-    return folder
+    return folder, lease
+
+
+def sweep_derived(root: Path, manifest: dict) -> list[str]:
+    """Remove the derived builds and scratch no live process uses, keeping ``manifest``'s own
+    (a process's query layer calls it when it starts: an app start cleans a killed build)."""
+    keep = derived.cache_key(manifest_bytes(manifest), text)
+    return [name for home in derived.homes(root) for name in derived.remove_stale(home, keep)]
 
 
 def bind_derived(con: duckdb.DuckDBPyConnection, folder: Path) -> None:

@@ -80,9 +80,9 @@ def _detectors(names: list[str]) -> list[str]:
 class ProgressBar:
     """A one-line bar on a terminal; on a pipe or file, one line per tenth (logs stay short)."""
 
-    def __init__(self, stream: TextIO = sys.stderr) -> None:
-        self.stream = stream
-        self.tty = stream.isatty()
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream if stream is not None else sys.stderr  # looked up now: it may be replaced
+        self.tty = self.stream.isatty()
         self.last_tenth = -1
         self.began = time.perf_counter()
 

@@ -170,7 +170,7 @@ def ingest(
         plan.meta = {**meta, **plan.meta}
         outcome = run_plan(plan, store, client=client, scheduler=scheduler, workers=workers, progress=progress,
                            wait=wait, notify=notify)
-        notes = outcome.notes + stale_notes(store, plan.source)
+        notes = outcome.notes + after_write_notes(store, plan.source)
         return Batch(source=plan.source, tables={}, notes=notes, meta=plan.meta), outcome.entry
     if scheduler or workers:  # 0 workers is "this process only", which a one-pass read always is
         streaming = ", ".join(formats_with(lambda spec: spec.streams))
@@ -178,8 +178,22 @@ def ingest(
     batch = module.read(Path(path) if path is not None else None, context, **options)
     entry = store_mod.write_source(store, batch.source, batch.tables, meta={**meta, **batch.meta},
                                    wait=wait, notify=notify)
-    batch.notes.extend(stale_notes(store, batch.source))
+    batch.notes.extend(after_write_notes(store, batch.source))
     return batch, entry
+
+
+def after_write_notes(store: str | Path, source: str) -> list[str]:
+    """:func:`stale_notes` once ``source`` has landed; a store whose other sources cannot be
+    read gets a note saying what was not looked up, never an error for a write that happened."""
+    try:
+        return stale_notes(store, source)
+    except Exception as exc:  # noqa: BLE001 - the source is written: anything now is a note
+        return [f"written, but the re-scored prediction sets this write makes stale could not be looked up "
+                f"({_first_line(exc)})."]
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 def stale_notes(store: str | Path, source: str) -> list[str]:
@@ -200,9 +214,21 @@ def stale_notes(store: str | Path, source: str) -> list[str]:
 
 def _lookup(root: Path) -> Callable[[str, list | None], Any]:
     def run(sql: str, params: list | None = None):
+        import duckdb
+
         from queries import connect
 
+        from ..errors import StoreError
+        from ..store import health
+
         con = connect(root)
-        return con.sql(sql, params=params or []).to_arrow_table()
+        try:
+            return con.sql(sql, params=params or []).to_arrow_table()
+        except duckdb.Error:
+            # A part that fails only when scanned: the store's own sentence, before anything lands.
+            problems = health(root, deep=True)
+            if problems:
+                raise StoreError(" ".join(problems)) from None
+            raise
 
     return run

@@ -21,11 +21,13 @@ __all__ = ["CORPUS", "DEFAULT_ROOMS", "KIND", "SOURCE", "build_default_store", "
 
 def build_demo(store: Path, rooms: int = DEFAULT_ROOMS, seed: int = 0, progress: Progress | None = None, *,
                scheduler: str | None = None, workers: int | None = None,
-               notify: Callable[[str], None] | None = None) -> dict:
+               notify: Callable[[str], None] | None = None,
+               check: Callable[[Path], None] | None = None) -> dict:
     """Simulate ``rooms`` rooms and write them as source ``demo`` (corpus ``maadbench-sim``).
 
     Each room goes through ``maadbench.convert_documents``, the conversion a release file goes
-    through after it is parsed. ``progress(fraction, message)`` hears about every chunk.
+    through after it is parsed. ``progress(fraction, message)`` hears about every chunk;
+    ``check(staging)`` may refuse the staged corpus before it lands.
     """
     from .simulated import build
     from .stream import format_progress
@@ -36,7 +38,8 @@ def build_demo(store: Path, rooms: int = DEFAULT_ROOMS, seed: int = 0, progress:
     def on_chunk(info: dict[str, Any]) -> None:
         report(info["done"] / max(info["total"], 1), format_progress(info, share=False))
 
-    result = build(store, rooms, seed, scheduler=scheduler, workers=workers, progress=on_chunk, notify=notify)
+    result = build(store, rooms, seed, scheduler=scheduler, workers=workers, progress=on_chunk, notify=notify,
+                   check=check)
     report(1.0, "demo corpus ready")
     return result
 
@@ -100,16 +103,36 @@ def ensure_default_store(store: Path, progress: Progress | None = None,
         if not is_empty(store):
             return False
         rooms, seeds = default_size()
-        build_default_store(store, rooms=rooms, seeds=seeds, progress=progress, notify=notify)
+        result = build_default_store(store, rooms=rooms, seeds=seeds, progress=progress, notify=notify)
+        for sentence in result.get("written_but", []):  # what landed, and what did not
+            if notify:
+                notify(sentence)
         return True
+
+
+# The sources the default store build replaces (the simulated corpus and the CatchBench release).
+DEFAULT_SOURCES = (SOURCE, "catchbench")
 
 
 def _build_default(store: Path, rooms: int, seed: int, report: Progress, seeds: int, scheduler: str | None,
                    workers: int | None, notify: Callable[[str], None] | None) -> dict:
+    """The three steps, each checked before the first one writes as far as it can be.
+
+    Before anything lands: the store's other sources are readable when the panel will read
+    them, and the staged corpus can carry the panel. Once the corpus has landed, a step that
+    fails is told in ``result["written_but"]`` (one sentence each), never raised: the command
+    did change the store, and saying it failed would be untrue.
+    """
     panel = seeds > 0
+    if panel:
+        _require_other_sources(store)
+    check = None
+    if panel:
+        from ..detectors.panel import check_staged_corpus as check
     share = 0.45 if panel else 0.85
-    result = {"demo": build_demo(store, rooms, seed, lambda x, m: report(share * x, m), scheduler=scheduler,
-                                 workers=workers, notify=notify)}
+    result: dict[str, Any] = {"demo": build_demo(store, rooms, seed, lambda x, m: report(share * x, m),
+                                                 scheduler=scheduler, workers=workers, notify=notify, check=check)}
+    written_but: list[str] = []
     try:
         importlib.import_module("auditatlas.ingest.catchbench")
     except ImportError as exc:
@@ -118,14 +141,45 @@ def _build_default(store: Path, rooms: int, seed: int, report: Progress, seeds: 
         from . import ingest
 
         report(share, "adding the CatchBench release")
-        batch, entry = ingest("catchbench", None, store, notify=notify)
-        result["catchbench"] = {"rows": entry["rows"], "notes": batch.notes}
+        try:
+            batch, entry = ingest("catchbench", None, store, notify=notify)
+        except Exception as exc:  # noqa: BLE001 - the corpus has landed: told, not raised
+            written_but.append(f"the simulated corpus was written, but the CatchBench release could not be added "
+                               f"({_first_line(exc)}).")
+        else:
+            result["catchbench"] = {"rows": entry["rows"], "notes": batch.notes}
     if panel:
         from ..detectors.panel import run_standard_panel
 
         report(0.5, f"scoring the standard detector panel (every registry detector, {seeds} seed{'s' if seeds > 1 else ''})")
-        outcome = run_standard_panel(store, lambda x, m: report(0.5 + 0.5 * x, m), seeds=seeds)
-        result["panel"] = {"source": outcome.source, "sets": len(outcome.sets), "notes": outcome.notes,
-                           "seconds": round(outcome.seconds, 1)}
+        try:
+            outcome = run_standard_panel(store, lambda x, m: report(0.5 + 0.5 * x, m), seeds=seeds)
+        except Exception as exc:  # noqa: BLE001 - as above
+            written_but.append(f"the simulated corpus was written, but the standard detector panel could not be "
+                               f"scored ({_first_line(exc)}).")
+        else:
+            result["panel"] = {"source": outcome.source, "sets": len(outcome.sets), "notes": outcome.notes,
+                               "seconds": round(outcome.seconds, 1)}
+    if written_but:
+        result["written_but"] = written_but
     report(1.0, "default store ready")
     return result
+
+
+def _require_other_sources(store: Path) -> None:
+    """StoreError, before anything is written, when a source the build does not replace cannot
+    be read: the panel reads the whole store, so it would fail once the corpus had landed."""
+    from ..errors import StoreError
+    from ..store import read_manifest, source_problem
+
+    root = Path(store)
+    manifest = read_manifest(root)
+    problems = [problem for name, entry in sorted(manifest["sources"].items()) if name not in DEFAULT_SOURCES
+                and (problem := source_problem(root, name, entry, deep=True)) is not None]
+    if problems:
+        raise StoreError(" ".join(problems) + " The standard detector panel reads every source, so nothing was "
+                         "written; repair that source first, or build without the panel (`--no-panel`).")
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

@@ -55,13 +55,16 @@ def _bucket(buckets: dict[str, str], skip: int, run_id: str) -> str:
 
 
 def build(store, rooms: int, seed: int, *, scheduler: str | None = None, workers: int | None = None,
-          progress=None, notify=None) -> dict:
-    """Simulate and ingest ``rooms`` rooms as source ``demo``; returns counts for the summary."""
-    from . import stale_notes
+          progress=None, notify=None, check=None) -> dict:
+    """Simulate and ingest ``rooms`` rooms as source ``demo``; returns counts for the summary.
+
+    ``check(staging)`` runs on the staged source before it lands (``SourceWriter.commit``)."""
+    from . import after_write_notes
     from .stream import run_plan
 
-    outcome = run_plan(plan(rooms, seed), store, scheduler=scheduler, workers=workers, progress=progress,
-                       notify=notify)
+    simulated = plan(rooms, seed)
+    simulated.check = check
+    outcome = run_plan(simulated, store, scheduler=scheduler, workers=workers, progress=progress, notify=notify)
     return {"rooms": rooms, "runs": outcome.counters.get("runs", 0), "steps": outcome.counters.get("steps", 0),
-            "rows": outcome.entry["rows"], "notes": outcome.notes + stale_notes(store, simulator.SOURCE),
+            "rows": outcome.entry["rows"], "notes": outcome.notes + after_write_notes(store, simulator.SOURCE),
             "seconds": round(outcome.seconds, 2)}

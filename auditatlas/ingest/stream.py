@@ -47,6 +47,7 @@ class Plan:
     units: str = "files"  # what a chunk counts, for the progress line
     sizes: Sequence[int] | None = None  # units per chunk (default: len(chunk))
     notes: Callable[[dict[str, int]], list[str]] | None = None  # summary lines from summed counters
+    check: Callable[[Path], None] | None = None  # the staged source, before it lands (SourceWriter.commit)
 
 
 @dataclass
@@ -143,7 +144,8 @@ def _run(plan: Plan, store: str | Path, client: Any, progress: Progress | None, 
             close()
         if problems:
             raise IngestFailed(problems)
-        entry = writer.commit({**plan.meta, **{k: v for k, v in counters.items() if k in ("runs", "steps", "files")}})
+        entry = writer.commit({**plan.meta, **{k: v for k, v in counters.items() if k in ("runs", "steps", "files")}},
+                              check=plan.check)
     notes = plan.notes(counters) if plan.notes else []
     return Outcome(entry, counters, notes, time.perf_counter() - began)
 
