@@ -48,6 +48,9 @@ def test_choosing_a_cell_lists_its_errors(server, browser, shots):
     page = new_page(browser, outside)
     page.goto(server + "/detectors")
     wait_idle(page, "Click a detector")
+    # The heatmaps above the table draw lazily and push it down: measure it once they are there.
+    page.locator(".js-plotly-plot").first.wait_for(timeout=60_000)
+    page.wait_for_timeout(1000)
     grid = page.locator("[class*='st-key-table-grid-']").first
     grid.scroll_into_view_if_needed()
     box = grid.bounding_box()
