@@ -31,10 +31,11 @@ def pytest_unconfigure(config) -> None:
 
 
 def pytest_collection_modifyitems(config, items) -> None:
-    """Tests that share a Streamlit server run on one worker (``--dist loadgroup``): the app
-    store's server is one group; a browser module with a server of its own is a group of its own."""
+    """Which tests run on one worker (``--dist loadgroup``): every test of a module together, so
+    a module-scoped fixture (a simulated store, a server) is built once, not once per worker;
+    and every test on the app store's server together, whatever its module."""
     for item in items:
-        if item.get_closest_marker("browser") is None or item.get_closest_marker("xdist_group"):
+        if item.get_closest_marker("xdist_group"):
             continue
         uses_app_server = "app_server" in getattr(item, "fixturenames", ())
         group = "app-server" if uses_app_server else item.module.__name__

@@ -79,7 +79,7 @@ def test_long_csv_joins_steps_and_reports_the_unmatched_row(store):
     assert entry["rows"]["predictions"] == 8
     assert batch.notes == [
         f"1 of 9 rows of {LONG} match no step in the store (e.g. {RUN_A} room_0000_P1_OBSERVE_PUZZLE_5 4)."]
-    sets = view(store, """SELECT set_id, corpus, method, family, supervision, granularity, seed, source,
+    sets = view(store, """SELECT set_id, corpus, method, family, supervision, granularity, seed, origin,
                                  json_extract_string(params, '$.form') FROM prediction_sets""")
     assert sets == [("maadbench:predictions-xgboost-seed0:xgboost:seed0", "maadbench", "xgboost", "tree",
                      "supervised", "step", 0, "release", "long")]
