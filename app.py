@@ -8,6 +8,7 @@ from components.filters import slice_sidebar
 from components.safe import md
 from auditatlas.errors import AtlasError, StoreError
 from auditatlas.store import is_empty
+from auditatlas.views.pages import PAGES
 
 # No page_icon: a material-symbol favicon is fetched from fonts.gstatic.com (offline means offline).
 st.set_page_config(page_title="Audit Atlas", layout="wide")
@@ -57,14 +58,9 @@ stop_on_broken_store()
 
 st.session_state["slice"] = slice_sidebar(cached.query("slice_options"))
 
-# No page icons either: the current page's icon becomes the favicon, fetched from fonts.gstatic.com.
-pages = [
-    # The default page lives at "/" (Streamlit gives it no other path): link to the Overview as "/?...".
-    st.Page("pages/overview.py", title="Overview", default=True),
-    st.Page("pages/boards.py", title="Boards", url_path="boards"),
-    st.Page("pages/explorer.py", title="Explorer", url_path="explorer"),
-    st.Page("pages/propagation.py", title="Propagation", url_path="propagation"),
-    st.Page("pages/detectors.py", title="Detectors", url_path="detectors"),
-    st.Page("pages/rescore.py", title="Re-score", url_path="rescore"),
-]
+# The pages are their declarations (auditatlas/views): adding one is a declaration plus its module.
+# No page icons: the current page's icon becomes the favicon, fetched from fonts.gstatic.com.
+# The default page lives at "/" (Streamlit gives it no other path): link to the Overview as "/?...".
+pages = [st.Page(p.script, title=p.title, default=True) if p.path == "/" else
+         st.Page(p.script, title=p.title, url_path=p.path.strip("/")) for p in PAGES]
 st.navigation(pages).run()

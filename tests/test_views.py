@@ -172,3 +172,12 @@ def test_readme_command_prints_the_block(capsys):
 
     assert main(["--readme"]) == 0
     assert capsys.readouterr().out.strip() == section()
+
+
+def test_every_page_module_is_declared_and_every_declaration_has_its_module():
+    """app.py's navigation is the declarations: a page file nobody declared would never show."""
+    from auditatlas.views.pages import PAGES
+
+    declared = {p.script for p in PAGES}
+    on_disk = {f"pages/{f.name}" for f in (REPO / "pages").glob("*.py")}
+    assert declared == on_disk

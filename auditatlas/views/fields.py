@@ -234,6 +234,11 @@ class PageState:
     def names(self) -> tuple[str, ...]:
         return tuple(self._by_name)
 
+    @property
+    def script(self) -> str:
+        """The page's module, by the one naming rule: ``/X`` is ``pages/X.py``, ``/`` the Overview's."""
+        return f"pages/{self.path.strip('/') or 'overview'}.py"
+
     def defaults(self) -> dict[str, Any]:
         return {f.name: (list(f.default) if isinstance(f.default, (list, tuple)) else f.default) for f in self.fields}
 
