@@ -62,6 +62,7 @@ MANIFEST = "MANIFEST.json"
 # 3: runs carry anomalous_steps and chain_length (the run list sorts on them without steps).
 # 4: steps carry chain_role and chain_length (every chain view reads them); the manifest
 #    entry of a source lists the corpora of its runs (run_corpora).
+# 5: one word per meaning: prediction_sets.origin (release | rescore), configs.config_source.
 FORMAT = 5
 LOCK = ".lock"
 LOCK_HOLDER = ".lock-holder"
