@@ -37,6 +37,7 @@ class Option:
     name: str
     type: Callable[[str], Any]  # parses the command-line text (argparse reports a bad value)
     help: str
+    required: bool = False  # the format cannot be read without it (said in one sentence, exit 2)
 
 
 @dataclass(frozen=True)
@@ -53,11 +54,23 @@ class Adapter:
         return tuple(o.name for o in self.options)
 
 
+def _group(text: str) -> str:
+    from .otlp import group_type  # imported when the option is used, as the adapters are
+
+    return group_type(text)
+
+
+# Your own traces and labels name the corpus they make or label (also its store source).
+_CORPUS = Option("corpus", str, "the corpus name (also its store source; required)", required=True)
+_GROUP_HELP = "trace (default): one run per trace; session: one run per session.id / gen_ai.conversation.id"
+
 ADAPTERS: dict[str, Adapter] = {
     "maadbench": Adapter("auditatlas.ingest.maadbench", streams=True),
     "whowhen": Adapter("auditatlas.ingest.whowhen"),
     "taubench": Adapter("auditatlas.ingest.taubench"),
     "catchbench": Adapter("auditatlas.ingest.catchbench", needs_path=False),  # default: the installed package
+    "otlp": Adapter("auditatlas.ingest.otlp", options=(_CORPUS, Option("group", _group, _GROUP_HELP))),
+    "labels": Adapter("auditatlas.ingest.labels", options=(_CORPUS,)),
     "predictions": Adapter("auditatlas.ingest.predictions", options=(
         Option("method", str, "the method name (default: from the file or folder)"),
         Option("seed", int, "the seed (default: from a seed_<n> folder)"),
@@ -87,6 +100,9 @@ def usage_problem(fmt: str, path: str | Path | None, options: dict[str, Any]) ->
     spec = ADAPTERS[fmt]
     if path is None and spec.needs_path:
         return f"format '{fmt}' needs a PATH to read."
+    missing = [o.name for o in spec.options if o.required and options.get(o.name) is None]
+    if missing:
+        return f"format '{fmt}' needs {_and(['--' + m + ' ' + m.upper() for m in missing])}."
     refused = [name for name in options if name not in spec.option_names]
     if refused:
         owners = declared_options()[refused[0]][1]

@@ -1,0 +1,309 @@
+"""OTLP trace files read into spans: JSON, JSONL, protobuf, gzip, a file or a folder.
+
+What is read:
+
+- OTLP/JSON: one ``ExportTraceServiceRequest`` document per file, a JSON list of them, or JSONL
+  with one per line (what the OpenTelemetry Collector's file exporter writes); any file name
+  ending ``.json``, ``.jsonl`` or ``.ndjson``;
+- OTLP protobuf: one serialized ``ExportTraceServiceRequest`` per ``.pb`` / ``.binpb`` file,
+  parsed with ``opentelemetry-proto`` and turned into the OTLP/JSON form by protobuf's own JSON
+  printer (base64 ids, enum names, int64 as strings), so both encodings meet one normalizer;
+- either one gzip-compressed (``.gz`` suffix, or the gzip magic bytes).
+
+The normalizing of one span (hex or base64 ids, integer or named span kinds and status codes,
+int64 as strings or numbers, every ``AnyValue`` form, camelCase or snake_case keys, the legacy
+``instrumentationLibrarySpans``) is agentpile's OTLP reader's (``agentpile.formats.otlp``). What
+this module adds is what a store import needs and agentpile leaves to its caller: one sentence per
+problem naming the file and span (not OTLP, invalid UTF-8, no trace or span id, an oversized
+attribute), protobuf and gzip input, and whole folders.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentpile.formats import otlp as ap_otlp
+
+from ..errors import InputError
+from .kit import check_value, first_line, loads
+from .kit.jsonfiles import has_surrogate_escape
+
+JSON_SUFFIXES = (".json", ".jsonl", ".ndjson")
+PROTO_SUFFIXES = (".pb", ".binpb")
+SUFFIXES = JSON_SUFFIXES + PROTO_SUFFIXES
+GZIP_MAGIC = b"\x1f\x8b"
+# One attribute value larger than this is refused: a step's text is shown whole on the Explorer,
+# and a value this size is a payload the instrumentation should have cut (the SDKs' own
+# OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT does exactly that).
+MAX_ATTRIBUTE_BYTES = 4 * 1024 * 1024
+_HEX_TRACE = re.compile(r"^[0-9a-f]{32}$")
+_HEX_SPAN = re.compile(r"^[0-9a-f]{16}$")
+
+
+@dataclass
+class Span:
+    """One span as imported: the normalized entry plus where it came from."""
+
+    file: str  # relative to the ingested path
+    where: str  # position inside the file ("line 3", "resourceSpans[0]...")
+    trace_id: str
+    span_id: str
+    parent_id: str | None
+    name: str
+    kind: str  # OTel span kind: INTERNAL, SERVER, CLIENT, PRODUCER, CONSUMER, UNSPECIFIED
+    start_ns: int | None
+    end_ns: int | None
+    status: str  # UNSET | OK | ERROR
+    status_message: str | None
+    attrs: dict[str, Any]
+    resource: dict[str, Any]
+    scope: dict[str, Any]
+    events: list[dict] = field(default_factory=list)
+    links: list[dict] = field(default_factory=list)
+    order: int = 0  # position in the whole input, the last tie-breaker of step order
+    missing_parent: str | None = None  # the parent it named that never arrived (it is read as a root)
+
+    def label(self) -> str:
+        """The span as a sentence names it."""
+        return f"span {self.span_id} ('{self.name}')" if self.name else f"span {self.span_id}"
+
+
+def otlp_files(path: Path) -> list[Path]:
+    """``path`` itself, or every OTLP-looking file below it (hidden ones skipped), sorted."""
+    if path.is_file():
+        return [path]
+    found = []
+    for dirpath, dirnames, filenames in os.walk(path):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(filenames):
+            if not name.startswith(".") and _base_suffix(name) in SUFFIXES:
+                found.append(Path(dirpath) / name)
+    return found
+
+
+def _base_suffix(name: str) -> str:
+    """The suffix that says the encoding, a ``.gz`` after it set aside."""
+    stem = name[:-3] if name.endswith(".gz") else name
+    return os.path.splitext(stem)[1].lower()
+
+
+def looks_like_otlp(path: Path) -> bool:
+    """A cheap look at the first file: a protobuf file by name, or JSON holding ``resourceSpans``."""
+    files = otlp_files(Path(path))
+    if not files:
+        return False
+    file = files[0]
+    if _base_suffix(file.name) in PROTO_SUFFIXES:
+        return True
+    try:
+        raw = _raw_bytes(file)[:65536].decode("utf-8", errors="ignore")
+    except (OSError, EOFError, zlib.error, gzip.BadGzipFile):
+        return False
+    return '"resourceSpans"' in raw or '"resource_spans"' in raw
+
+
+def read_spans(path: Path, problems: list[InputError]) -> list[Span]:
+    """Every span of every file under ``path``; each problem appended as one sentence."""
+    path = Path(path)
+    files = otlp_files(path)
+    if not files:
+        problems.append(InputError(path, None, f"holds no OTLP file (names ending {', '.join(SUFFIXES)}, "
+                                               "optionally .gz)."))
+    spans: list[Span] = []
+    for file in files:
+        rel = file.name if path.is_file() else file.relative_to(path).as_posix()
+        for doc, where in _documents(file, rel, problems):
+            _spans_of(doc, rel, where, spans, problems)
+    return spans
+
+
+# --------------------------------------------------------------------------- documents
+
+
+def _raw_bytes(file: Path) -> bytes:
+    raw = file.read_bytes()
+    if raw[:2] == GZIP_MAGIC:
+        return gzip.decompress(raw)
+    return raw
+
+
+def _documents(file: Path, rel: str, problems: list[InputError]) -> list[tuple[Any, str]]:
+    """The file's ExportTraceServiceRequest documents (as OTLP/JSON dicts) with where each is."""
+    try:
+        raw = _raw_bytes(file)
+    except OSError as exc:
+        problems.append(InputError(rel, None, f"cannot be read ({exc.strerror or exc})."))
+        return []
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        problems.append(InputError(rel, None, f"is not a complete gzip file ({first_line(exc)})."))
+        return []
+    if not raw.strip():
+        problems.append(InputError(rel, None, "is empty: an export with no spans."))
+        return []
+    if _base_suffix(file.name) in PROTO_SUFFIXES:
+        return _protobuf_document(raw, rel, problems)
+    return _json_documents(raw, rel, _base_suffix(file.name) in (".jsonl", ".ndjson"), problems)
+
+
+def _protobuf_document(raw: bytes, rel: str, problems: list[InputError]) -> list[tuple[Any, str]]:
+    from google.protobuf.json_format import MessageToDict
+    from google.protobuf.message import DecodeError
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    try:
+        message = ExportTraceServiceRequest.FromString(raw)
+    except DecodeError as exc:
+        if "UTF-8" in str(exc):
+            problems.append(InputError(rel, None, "holds a string field that is not valid UTF-8; OTLP strings must "
+                                                  "be UTF-8 (fix the exporter or the file)."))
+        else:
+            problems.append(InputError(rel, None, "is not OTLP protobuf (an ExportTraceServiceRequest does not parse "
+                                                  "from it)."))
+        return []
+    if not message.resource_spans and raw.lstrip()[:1] in (b"{", b"["):
+        problems.append(InputError(rel, None, "looks like JSON but is named as protobuf; name it .json."))
+        return []
+    return [(MessageToDict(message), "")]
+
+
+def _json_documents(raw: bytes, rel: str, jsonl: bool, problems: list[InputError]) -> list[tuple[Any, str]]:
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        problems.append(InputError(rel, None, f"is not UTF-8 text (byte {exc.start}, line {line}, cannot be decoded); "
+                                              "OTLP/JSON is UTF-8."))
+        return []
+    if not jsonl:
+        try:
+            doc = loads(text)
+        except (ValueError, RecursionError):
+            doc = None  # maybe JSONL under a .json name: tried line by line below
+        else:
+            if not _unicode_ok(doc, raw, rel, problems):
+                return []
+            docs = doc if isinstance(doc, list) else [doc]
+            return [(d, f"document {i + 1}" if len(docs) > 1 else "") for i, d in enumerate(docs)]
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            doc = loads(line)
+        except (ValueError, RecursionError) as exc:
+            problems.append(InputError(rel, None, f"is not OTLP/JSON: line {n} is not valid JSON ({first_line(exc)})."))
+            return []
+        if not _unicode_ok(doc, line.encode("utf-8", "surrogatepass"), f"{rel}: line {n}", problems):
+            return []
+        out.append((doc, f"line {n}"))
+    return out
+
+
+def _unicode_ok(doc: Any, raw: bytes, where: str, problems: list[InputError]) -> bool:
+    """False (with the problem) when an escape put a lone surrogate in the text: not Unicode text."""
+    if has_surrogate_escape(raw) and (problem := check_value(doc, where)) is not None:
+        problems.append(problem)
+        return False
+    return True
+
+
+# --------------------------------------------------------------------------- spans
+
+
+def _spans_of(doc: Any, rel: str, where: str, spans: list[Span], problems: list[InputError]) -> None:
+    at = f"{where}: " if where else ""
+    blocks = doc.get("resourceSpans", doc.get("resource_spans")) if isinstance(doc, dict) else None
+    if not isinstance(blocks, list):
+        problems.append(InputError(rel, None, f"{at}is not OTLP: an ExportTraceServiceRequest is a JSON object "
+                                              "with a resourceSpans list."))
+        return
+    # agentpile normalizes every span of the document; what it keeps per span is checked here.
+    for span_id, entry in _normalized(doc):
+        span = _span(span_id, entry, rel, where, len(spans), problems)
+        if span is not None:
+            spans.append(span)
+
+
+def _normalized(doc: dict) -> list[tuple[str | None, dict]]:
+    """``(span id, agentpile's normalized entry)`` for every span object of the document."""
+    out = []
+    for rs in doc.get("resourceSpans", doc.get("resource_spans")) or []:
+        if not isinstance(rs, dict):
+            continue
+        resource = ap_otlp.decode_attributes((rs.get("resource") or {}).get("attributes"))
+        blocks = (rs.get("scopeSpans") or rs.get("scope_spans") or rs.get("instrumentationLibrarySpans")
+                  or rs.get("instrumentation_library_spans") or [])
+        for ss in blocks:
+            if not isinstance(ss, dict):
+                continue
+            sc = ss.get("scope") or ss.get("instrumentationLibrary") or ss.get("instrumentation_library") or {}
+            scope = {k: sc[k] for k in ("name", "version") if isinstance(sc, dict) and sc.get(k)}
+            for sp in ss.get("spans") or []:
+                if isinstance(sp, dict):
+                    out.append(ap_otlp._normalize_span(sp, resource, scope, ""))  # noqa: SLF001 - see module doc
+    return out
+
+
+def _span(span_id: str | None, entry: dict, rel: str, where: str, order: int, problems: list[InputError]) -> Span | None:
+    at = f"{where}: " if where else ""
+    name = entry.get("name") if isinstance(entry.get("name"), str) else ""
+    named = f"span {span_id} ('{name}')" if span_id else f"a span named '{name}'"
+    trace_id = entry.get("trace_id")
+    if not trace_id or set(trace_id) == {"0"}:
+        problems.append(InputError(rel, None, f"{at}{named} has no trace id; every span needs the trace it belongs to."))
+        return None
+    if not _HEX_TRACE.match(trace_id):
+        problems.append(InputError(rel, None, f"{at}{named} has trace id {trace_id[:40]!r}, not 16 bytes in hex or base64."))
+        return None
+    if not span_id or set(span_id) == {"0"}:
+        problems.append(InputError(rel, None, f"{at}a span named '{name}' of trace {trace_id} has no span id."))
+        return None
+    if not _HEX_SPAN.match(span_id):
+        problems.append(InputError(rel, None, f"{at}span id {span_id[:40]!r} of trace {trace_id} is not 8 bytes in "
+                                              "hex or base64."))
+        return None
+    parent = entry.get("parent")
+    if parent is not None and (set(parent) == {"0"}):
+        parent = None  # an all-zero parent is how some exporters write "no parent"
+    if parent is not None and not _HEX_SPAN.match(parent):
+        problems.append(InputError(rel, None, f"{at}{named} of trace {trace_id} has parent id {parent[:40]!r}, not 8 "
+                                              "bytes in hex or base64."))
+        return None
+    attrs = entry.get("attributes") or {}
+    big = _oversized(attrs)
+    if big is not None:
+        key, size = big
+        problems.append(InputError(rel, None, f"{at}{named} of trace {trace_id} has attribute '{key}' of "
+                                              f"{size / 1e6:.1f} MB, over the {MAX_ATTRIBUTE_BYTES // (1024 * 1024)} MB "
+                                              "one value may hold; cut it at the source "
+                                              "(OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT) and export again."))
+        return None
+    status = entry.get("status") or {}
+    return Span(
+        file=rel, where=where, trace_id=trace_id, span_id=span_id, parent_id=parent, name=name,
+        kind=str(entry.get("kind") or "UNSPECIFIED").removeprefix("SPAN_KIND_"),
+        start_ns=entry.get("start_time_unix_nano"), end_ns=entry.get("end_time_unix_nano"),
+        status=str(status.get("code") or "UNSET"), status_message=status.get("message"),
+        attrs=attrs, resource=entry.get("resource") or {}, scope=entry.get("scope") or {},
+        events=entry.get("events") or [], links=entry.get("links") or [], order=order,
+    )
+
+
+def _oversized(attrs: dict[str, Any]) -> tuple[str, int] | None:
+    """The first attribute whose value is over :data:`MAX_ATTRIBUTE_BYTES` (as UTF-8), or None."""
+    for key, value in attrs.items():
+        if isinstance(value, str):
+            # A character is at most 4 bytes: only a long string needs encoding to be sure.
+            if len(value) * 4 > MAX_ATTRIBUTE_BYTES and (size := len(value.encode("utf-8", "surrogatepass"))) > MAX_ATTRIBUTE_BYTES:
+                return key, size
+        elif isinstance(value, (list, dict)):
+            size = len(json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+            if size > MAX_ATTRIBUTE_BYTES:
+                return key, size
+    return None
