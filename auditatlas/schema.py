@@ -91,7 +91,7 @@ TABLES: dict[str, pa.Schema] = {
         ("corpus", STR),
         ("src_idx", INT),
         ("dst_idx", INT),
-        ("kind", STR),  # data | tool_parent | puzzle_sequence | context | handoff | tool_call | read_write
+        ("kind", STR),  # data | tool_parent | puzzle_sequence | context | handoff | tool_call | read_write | child | link
         ("provenance", STR),  # observed | modeled | inferred
     ]),
     "prediction_sets": pa.schema([

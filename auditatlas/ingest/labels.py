@@ -126,10 +126,11 @@ def _read_rows(path: Path, problems: list[InputError]) -> list[_Row]:
         problems.append(InputError(path, None, f"is not UTF-8 text (byte {exc.start} cannot be decoded)."))
         return []
     records = _csv_records(text) if path.suffix.lower() == ".csv" else _json_records(text, path, problems)
-    if records is None:
+    if not records:  # None: a problem was appended; []: the caller says the file holds no rows
         return []
-    keys = set().union(*(r.keys() for _, r in records)) if records else set()
-    missing = [f"{' or '.join(group)}" for group in (RUN_KEYS, STEP_KEYS, ("label",)) if not keys & set(group)]
+    keys = set().union(*(r.keys() for _, r in records))
+    wanted = (("run_id or trace_id", RUN_KEYS), ("span_id or step_idx", STEP_KEYS), ("label", ("label",)))
+    missing = [name for name, group in wanted if not keys & set(group)]
     if missing:
         problems.append(InputError(path, None, f"has no {', no '.join(missing)} column; a label row names a run "
                                                "(run_id or trace_id), a step (span_id or step_idx) and its label."))
