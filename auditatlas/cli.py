@@ -324,6 +324,10 @@ def _board(root: Path, name: str, corpus: str | None, as_json: bool) -> int:
         print(f"{row.entrant:<{width}}{cells}  {row.role}")
     for note in result.notes:
         print(f"note: {note}")
+    if result.coverage:
+        from .analyses.board_seeds import coverage_line
+
+        print(f"note: {coverage_line(result.coverage, result.item_kind)}")
     if result.contrasts:
         print("\ncontrasts (Holm-adjusted within family):")
         for c in result.contrasts:

@@ -12,23 +12,50 @@ from components.tables import csv_safe, file_name, table
 ROLE_LABEL = {"floor": "floor", "baseline": "baseline", "entrant": "entrant", "extra": "extra (not a board row)"}
 
 
-def rows_frame(result) -> pd.DataFrame:
-    """Board rows in band order: only a row a Holm-adjusted contrast separates is ordered."""
-    from auditatlas.analyses.board_registry import bands
+def rows_frame(result, per_seed: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The board's lines in band order (``board_seeds.entries``), as shown and as downloaded.
 
-    verdicts: dict[str, list[str]] = {}
-    for c in result.contrasts:
-        verdicts.setdefault(c.a_name, []).append(f"{c.family}: {c.verdict}")
-    by_name = {r.entrant: r for r in result.rows}
-    records = []
-    for placed in bands(result):
-        r = by_name[placed["entrant"]]
-        rec = {"entrant": r.entrant, "role": ROLE_LABEL.get(r.role, r.role), "band": placed["band"]}
-        rec.update({m: r.metrics.get(m) for m in result.metrics})
-        rec["items"] = r.n_items
-        rec["contrasts"] = "; ".join(verdicts.get(r.entrant, []))
-        records.append(rec)
-    return pd.DataFrame(records)
+    A re-scored detector's seeds are one line (mean ± sd (min–max) over seeds, as text) unless
+    ``per_seed``; the download keeps numbers: the mean, sd, min and max of each metric.
+    """
+    from auditatlas.analyses.board_seeds import contrasts_text, entries
+
+    lines = entries(result, group=not per_seed)
+    grouped = any(e.is_group for e in lines)
+    families = list(result.family_labels)
+    shown, download = [], []
+    for e in lines:
+        rec = {"entrant": e.entrant, "band": e.band, "contrasts": contrasts_text(e, families)}
+        csv = {"entrant": e.entrant, "seeds": _seeds(e.seeds), "band": e.band}
+        for m in result.metrics:
+            spread = e.spreads.get(m)
+            value = e.metrics.get(m)
+            rec[m] = (spread.text(with_range=False) if spread else _fmt(value, blank="")) if grouped else value
+            csv[m] = spread.mean if spread else value
+            if grouped:
+                csv.update({f"{m} sd": spread.sd if spread else None, f"{m} min": spread.low if spread else None,
+                            f"{m} max": spread.high if spread else None})
+        if grouped:  # the ranges after the means: the means are what a reader compares first
+            for m in result.metrics:
+                spread = e.spreads.get(m)
+                rec[f"{m} min–max"] = spread.range_text() if spread else ""
+        rec["seeds"] = csv["seeds"]
+        rec["items"] = csv["items"] = e.items
+        rec["role"] = csv["role"] = ROLE_LABEL.get(e.role, e.role)
+        csv["contrasts"] = rec["contrasts"]
+        csv["seed rows"] = "; ".join(e.members)
+        shown.append(rec)
+        download.append(csv)
+    return pd.DataFrame(shown), pd.DataFrame(download)
+
+
+def _seeds(seeds: tuple[int, ...]) -> str:
+    """'0–4' for consecutive seeds, '0, 2, 5' otherwise, '' for a row without a seed."""
+    if not seeds:
+        return ""
+    if len(seeds) > 1 and list(seeds) == list(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]}–{seeds[-1]}"
+    return ", ".join(map(str, seeds))
 
 
 def contrasts_frame(result) -> pd.DataFrame:
@@ -58,18 +85,27 @@ def _status_color(row: pd.Series) -> list[str]:
     return [f"background-color: {color}"] * len(row)
 
 
-def draw(result, cells, key: str) -> None:
+def draw(result, cells, key: str, per_seed: bool = False) -> None:
+    from auditatlas.analyses.board_seeds import SD_WORDS
+
     st.markdown(f"**{md(result.title)}** on {md(result.corpus)}: rests on **{result.n_items:,} {md(result.item_kind)}**. "
                 f"Floor: **{md(result.floor)}**.")
     floor = next((r for r in result.rows if r.entrant == result.floor), None)
     if floor:
         st.caption("Floor " + ", ".join(f"{md(m)} {md(_fmt(floor.metrics.get(m)))}" for m in result.metrics))
-    frame = rows_frame(result)
+    frame, download = rows_frame(result, per_seed)
     if "t2d" in frame:
-        frame["t2d"] = frame["t2d"].map(lambda v: "never (>100%)" if v is None or v != v else f"{v:.0f}%")
-    table(frame.round(3), f"{key}-rows")
+        frame["t2d"] = frame["t2d"].map(_t2d)
+    numeric = frame.select_dtypes("number").columns
+    frame[numeric] = frame[numeric].round(3)
+    if any(r.seed_group for r in result.rows) and not per_seed:
+        st.caption(f"A re-scored detector's seeds are one entrant: mean ± {SD_WORDS}, and their min–max; its "
+                   "contrasts say in how many seeds the seed's own contrast separates (4/5). Released prediction sets "
+                   "keep their own rows. Turn on *Every seed on its own row* for the seeds' rows.")
+    table(frame, f"{key}-rows", download=download, column_config=_row_columns(result))
     for note in result.notes:
         st.caption(md(note))
+    _coverage(result, key)
     for name, rows in result.extra_tables.items():
         st.markdown(f"*{md(name.replace('_', ' '))}*")
         table(pd.DataFrame(rows).round(3), f"{key}-{name}")
@@ -89,10 +125,42 @@ def draw(result, cells, key: str) -> None:
                            mime="text/csv", key=f"csv-{key}-published")
 
 
-def _fmt(v) -> str:
+def _fmt(v, blank: str = "—") -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "—"
+        return blank
     return f"{v:.3f}" if isinstance(v, float) else str(v)
+
+
+def _t2d(v) -> str:
+    if isinstance(v, str):
+        return v
+    return "never (>100%)" if v is None or v != v else f"{v:.0f}%"
+
+
+def _row_columns(result) -> dict:
+    """Widths that keep a board line on the page: names and contrasts wide, counts narrow."""
+    text = st.column_config.TextColumn
+    labels = result.family_labels
+    title = "contrasts: " + " · ".join(labels.values()) if labels else "contrasts"
+    names = "; ".join(f"{short}: {name}" for name, short in labels.items())
+    return {"entrant": text("entrant", width="medium", pinned=True),
+            "contrasts": text(title, help=f"Holm-adjusted paired contrasts, one verdict per family ({names}); "
+                                          "a seed group counts its seeds that separate"),
+            "seeds": text("seeds", width="small"),
+            "items": text("items", width="small")}
+
+
+def _coverage(result, key: str) -> None:
+    """Entrants scoring only part of the items: one line, the list on demand."""
+    from auditatlas.analyses.board_seeds import coverage_line
+
+    if not result.coverage:
+        return
+    st.caption(md(coverage_line(result.coverage, result.item_kind)))
+    with st.expander(f"Which prediction sets, and how many {result.item_kind} each scores ({len(result.coverage)})"):
+        table(pd.DataFrame([{"prediction set": c.entrant, "scores": c.scored, "of": c.of,
+                             "origin": "re-scored" if c.rescored else "released"} for c in result.coverage]),
+              f"{key}-coverage")
 
 
 def live_chart(result) -> None:

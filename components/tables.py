@@ -33,11 +33,13 @@ def file_name(key: str) -> str:
     return (_FILE_NAME_BAD.sub("_", key).strip("._") or "table") + ".csv"
 
 
-def table(frame: pd.DataFrame, key: str, caption: str | None = None, **kwargs) -> None:
+def table(frame: pd.DataFrame, key: str, caption: str | None = None, download: pd.DataFrame | None = None,
+          **kwargs) -> None:
     """Show ``frame`` as text cells (never HTML) with a CSV download beside it.
 
     A table that lists runs (a ``run_id`` column) shows each run's short label beside its full
-    id (components.run_labels); the download keeps the frame's own columns."""
+    id (components.run_labels); the download keeps the frame's own columns, or is ``download``
+    where the shown cells are text made of numbers (the CSV keeps the numbers)."""
     if caption:
         st.caption(caption)
     shown, run_columns = run_labels.with_labels(frame)
@@ -46,7 +48,7 @@ def table(frame: pd.DataFrame, key: str, caption: str | None = None, **kwargs) -
     st.dataframe(shown, hide_index=True, key=f"table-{key}", **kwargs)
     st.download_button(
         "Download CSV",
-        csv_safe(frame).to_csv(index=False).encode("utf-8"),
+        csv_safe(frame if download is None else download).to_csv(index=False).encode("utf-8"),
         file_name=file_name(key),
         mime="text/csv",
         key=f"csv-{key}",

@@ -37,7 +37,7 @@ STATE = {"PRE": "before a run: the declared configuration", "LIVE": "on a growin
 tabs = st.tabs([pillar for pillar, _ in TABS], key="tab", bind="query-params")
 
 
-def board_section(name: str) -> None:
+def board_section(name: str, per_seed: bool) -> None:
     board = BOARDS[name]
     if not board.allows_slice:
         st.caption(f"The sidebar slice filters runs; this board scores {board.item_kind}, so it does not apply here.")
@@ -55,7 +55,7 @@ def board_section(name: str) -> None:
         except AtlasError as exc:
             st.warning(md(str(exc)))
             return
-    board_view.draw(result, cells, key=f"{name}-{corpus}")
+    board_view.draw(result, cells, key=f"{name}-{corpus}", per_seed=per_seed)
     if board.task.pillar == "LIVE":
         board_view.live_chart(result)
 
@@ -71,9 +71,12 @@ for (pillar, names), tab in zip(TABS, tabs):
         continue
     with tab:
         st.caption(f"{pillar}: {STATE[pillar]}.")
+        # One toggle for the page (only the open tab draws it), bound to the URL (?per_seed=true).
+        per_seed = st.toggle("Every seed on its own row", key="per_seed", bind="query-params",
+                             help="A re-scored detector is one row, its mean ± sd over seeds; turn on to see each seed.")
         for name in names:
             st.subheader(_heading(BOARDS[name]))
-            board_section(name)
+            board_section(name, per_seed)
 
 missing = cached.missing_blocks()
 if missing:

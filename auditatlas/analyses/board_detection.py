@@ -14,6 +14,7 @@ from . import run_detection as detection
 from ..errors import UndefinedMetric
 from ..stats import Contrast, delong_paired, roc_auc
 from .board_registry import Board, BoardResult, BoardRow, ContrastFamily, Task, contrasts_for
+from .board_seeds import seed_group, seed_of
 from .entrant import Entrant
 
 PREFIXES = detection.LIVE_FRACTIONS
@@ -79,23 +80,40 @@ def _cell_auc(scores: detection.RunScores) -> float | None:
 
 
 POST_CONTRAST_FAMILIES = (
-    ContrastFamily("ROC-AUC vs random", "roc_auc", "delong", against="floor", members=("baseline", "entrant", "extra")),
+    ContrastFamily("ROC-AUC vs random", "roc_auc", "delong", against="floor", members=("baseline", "entrant", "extra"),
+                   short="vs random"),
     ContrastFamily("structure beyond size", "roc_auc", "delong", against="baseline", members=("entrant",),
-                   kinds=("structure",)),
+                   kinds=("structure",), short="beyond size"),
 )
+
+
+def _seeds(query: Query, corpus: str, rows: list[BoardRow]) -> None:
+    """Mark the rows of stored re-scored sets with their seed group (``board_seeds``)."""
+    stored = [r for r in rows if r.kind == "prediction set"]
+    if not stored:
+        return
+    meta = {m["set_id"]: m for m in query("prediction_sets", {"corpus": corpus, "granularity": None})
+            .to_dict(orient="records")}
+    for row in stored:
+        # A set named like a declared entrant is on the board as "<set_id> (prediction set)".
+        m = meta.get(row.entrant) or meta.get(row.entrant.removesuffix(" (prediction set)"))
+        if m is not None:
+            row.seed_group, row.seed = seed_group(m), seed_of(m)
 
 
 def compute_post(query: Query, corpus: str, slice_: dict | None = None) -> BoardResult:
     entrants = detection.detection_entrants(query, corpus, slice_, 1.0, 1, board="post", max_runs=BOARD_MAX_RUNS)
     declared = _declared("post")
     rows = [_row(_entrant(declared, name), e, {"roc_auc": _cell_auc(e)}) for name, e in entrants.items()]
+    _seeds(query, corpus, rows)
     first = next(iter(entrants.values()))
     notes = [f"{len(first.y)} runs ({int(first.y.sum())} failed); supervised entrants: 5-fold stratified CV averaged over 5 seeds."]
     notes += _sample_notes(query, corpus, slice_, 1, len(first.y))
     contrasts = contrasts_for(rows, POST_CONTRAST_FAMILIES, TESTS)
     return BoardResult("post-detection", "POST detection (run-level ROC-AUC)", "POST", corpus, ("roc_auc",), _floor("post"),
                        len(first.y), "runs with an outcome", rows, contrasts, notes,
-                       primary_metric="roc_auc", primary_contrast_family=POST_CONTRAST_FAMILIES[0].name)
+                       primary_metric="roc_auc", primary_contrast_family=POST_CONTRAST_FAMILIES[0].name,
+                       family_labels={f.name: f.label for f in POST_CONTRAST_FAMILIES})
 
 
 def _prefix_key(fraction: float) -> str:
@@ -105,7 +123,7 @@ def _prefix_key(fraction: float) -> str:
 LIVE_METRICS = tuple(_prefix_key(f) for f in PREFIXES) + ("t2d",)
 LIVE_CONTRAST_FAMILIES = (
     ContrastFamily("earliest prefix (25%) vs size (flat)", "auc@25", "delong", against="baseline",
-                   members=("entrant", "extra")),
+                   members=("entrant", "extra"), short="25% vs size"),
 )
 
 
@@ -134,7 +152,8 @@ def compute_live(query: Query, corpus: str, slice_: dict | None = None) -> Board
     notes += _sample_notes(query, corpus, slice_, LIVE_MIN_STEPS, len(first.y))
     return BoardResult("live", "LIVE streaming early warning (ROC-AUC by prefix)", "LIVE", corpus, LIVE_METRICS, _floor("live"),
                        len(first.y), "runs", rows, contrasts, notes,
-                       primary_metric="auc@25", primary_contrast_family=LIVE_CONTRAST_FAMILIES[0].name)
+                       primary_metric="auc@25", primary_contrast_family=LIVE_CONTRAST_FAMILIES[0].name,
+                       family_labels={f.name: f.label for f in LIVE_CONTRAST_FAMILIES})
 
 
 def corpora(query: Query) -> list[str]:

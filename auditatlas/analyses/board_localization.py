@@ -20,6 +20,7 @@ from ..errors import AtlasError
 from ..stats import Contrast, mcnemar_exact, paired_mean_bootstrap, wilcoxon_paired
 from . import Query
 from .board_registry import Board, BoardResult, BoardRow, ContrastFamily, Task, contrasts_for
+from .board_seeds import Coverage, seed_group, seed_of
 from .entrant import Entrant
 
 METRICS = ("top1", "top3", "mrr")
@@ -103,17 +104,22 @@ def _is_addendum(row: dict) -> bool:
     return "addendum" in str(row.get("set_id", "")) or params.get("board") == "addendum"
 
 
-def prediction_set_entrants(query: Query, corpus: str, run_ids: list[str], truth: np.ndarray) -> tuple[list[BoardRow], list[str]]:
+def prediction_set_entrants(query: Query, corpus: str, run_ids: list[str],
+                            truth: np.ndarray) -> tuple[list[BoardRow], list[Coverage]]:
+    """One row per step-level prediction set of the corpus, and the coverage of every set that
+    scores only part of the items (a set scoring none of them is left out)."""
     sets = query("prediction_sets", {"corpus": corpus, "granularity": "step"})
     if sets.empty:
         return [], []
     ranks = query("localization_ranks", {"corpus": corpus, "items": run_ids, "truths": [int(t) for t in truth]})
     index = {rid: i for i, rid in enumerate(run_ids)}
-    rows, notes = [], []
+    by_set = {set_id: got for set_id, got in ranks.groupby("set_id", sort=False)}
+    rows, coverage = [], []
     for meta in sets.to_dict(orient="records"):
-        got = ranks[ranks["set_id"] == meta["set_id"]]
-        if got.empty:
-            notes.append(f"prediction set '{meta['set_id']}' scores none of these {len(run_ids)} runs; left out.")
+        got = by_set.get(meta["set_id"])
+        rescored = seed_group(meta) is not None or meta.get("origin") == "rescore"
+        if got is None or got.empty:
+            coverage.append(Coverage(f"prediction set '{meta['set_id']}'", 0, len(run_ids), rescored))
             continue
         full = np.full(len(run_ids), np.nan)
         got_ranks = got["rank"].to_numpy(dtype=float)
@@ -126,10 +132,11 @@ def prediction_set_entrants(query: Query, corpus: str, run_ids: list[str], truth
         entrant = set_entrant(meta)
         items = {k: np.where(covered, v, np.nan) for k, v in _items_from_ranks(np.nan_to_num(full, nan=1e9)).items()}
         rows.append(BoardRow(entrant.name, _metrics_from_ranks(r), items, n_items=int(covered.sum()),
-                             coverage=float(covered.mean()), role=entrant.role, kind=entrant.kind))
+                             coverage=float(covered.mean()), role=entrant.role, kind=entrant.kind,
+                             seed_group=seed_group(meta), seed=seed_of(meta)))
         if not covered.all():
-            notes.append(f"{entrant_name(meta)} scores {int(covered.sum())} of {len(run_ids)} runs; its metrics rest on those.")
-    return rows, notes
+            coverage.append(Coverage(entrant_name(meta), int(covered.sum()), len(run_ids), rescored))
+    return rows, coverage
 
 
 def _paired(a: BoardRow, b: BoardRow, key: str) -> tuple[np.ndarray, np.ndarray]:
@@ -157,9 +164,9 @@ def _wilcoxon(fam: ContrastFamily, a: BoardRow, b: BoardRow) -> Contrast:
 # Every stored set (addenda included) against the position baseline; the analytic expectation
 # has no per-run values, so no family contrasts it.
 CONTRAST_FAMILIES = (
-    ContrastFamily("Top-1 vs position", "top1", "mcnemar", against="baseline", members=("entrant", "extra")),
-    ContrastFamily("Top-3 vs position", "top3", "mcnemar", against="baseline", members=("entrant", "extra")),
-    ContrastFamily("MRR vs position", "mrr", "wilcoxon", against="baseline", members=("entrant", "extra")),
+    ContrastFamily("Top-1 vs position", "top1", "mcnemar", against="baseline", members=("entrant", "extra"), short="Top-1"),
+    ContrastFamily("Top-3 vs position", "top3", "mcnemar", against="baseline", members=("entrant", "extra"), short="Top-3"),
+    ContrastFamily("MRR vs position", "mrr", "wilcoxon", against="baseline", members=("entrant", "extra"), short="MRR"),
 )
 TESTS = {"mcnemar": _mcnemar, "wilcoxon": _wilcoxon}
 
@@ -171,12 +178,13 @@ def compute(query: Query, corpus: str, slice_: dict | None = None) -> BoardResul
     n_steps = items["n_steps"].to_numpy(dtype=int)
     truth = items["truth_idx"].to_numpy(dtype=int)
     rows = [random_entrant(n_steps, truth), position_entrant(truth)]
-    set_rows, notes = prediction_set_entrants(query, corpus, items["run_id"].tolist(), truth)
+    set_rows, coverage = prediction_set_entrants(query, corpus, items["run_id"].tolist(), truth)
     rows += set_rows
     rows.append(random_expectation(n_steps))
     contrasts = contrasts_for(rows, CONTRAST_FAMILIES, TESTS)
     return BoardResult("post-localization", "POST localization (Top-1 / Top-3 / MRR)", "POST", corpus, METRICS,
-                       RANDOM.name, len(items), "failed runs", rows, contrasts, notes,
+                       RANDOM.name, len(items), "failed runs", rows, contrasts, coverage=coverage,
+                       family_labels={f.name: f.label for f in CONTRAST_FAMILIES},
                        primary_metric="top1", primary_contrast_family=CONTRAST_FAMILIES[0].name)
 
 

@@ -115,7 +115,7 @@ def _cluster_bootstrap(fam: ContrastFamily, a: BoardRow, b: BoardRow) -> Contras
 # Every entrant (rules, stored judges) against the floor; the baselines (flag_none, the
 # oracle) are identity checks, not contenders.
 CONTRAST_FAMILIES = (ContrastFamily("F1 vs flag_all floor", "f1", "cluster_bootstrap", against="floor",
-                                    members=("entrant",)),)
+                                    members=("entrant",), short="F1 vs floor"),)
 TESTS = {"cluster_bootstrap": _cluster_bootstrap}
 
 
@@ -145,7 +145,8 @@ def compute(query: Query, corpus: str, slice_: dict | None = None) -> BoardResul
             notes.append(f"{row.entrant} abstains on {len(configs) - row.n_items} configuration(s); its scores rest on {row.n_items}.")
     return BoardResult("pre", "PRE over-privilege", "PRE", corpus, METRICS, pre.flag_all.name, len(configs),
                        "configurations", rows, contrasts, notes, {"f1_by_source": by_source},
-                       primary_metric="f1", primary_contrast_family=CONTRAST_FAMILIES[0].name)
+                       primary_metric="f1", primary_contrast_family=CONTRAST_FAMILIES[0].name,
+                       family_labels={f.name: f.label for f in CONTRAST_FAMILIES})
 
 
 def corpora(query: Query) -> list[str]:

@@ -48,6 +48,11 @@ class BoardRow:
     role: str = "entrant"  # the entrant's role: floor | baseline | entrant | extra
     note: str = ""
     kind: str = "prediction set"  # the entrant's kind (entrant.Entrant.kind)
+    # The re-scored detector this row is one seed of (``board_seeds.seed_group``), and that
+    # seed; None for a row of its own (a released set, a computed entrant). The board shows
+    # one entrant per seed group, its seeds' rows on demand.
+    seed_group: str | None = None
+    seed: int | None = None
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,11 @@ class ContrastFamily:
     against: str  # a role: the first row in board order holding it (the floor, or the baseline)
     members: tuple[str, ...]  # roles
     kinds: tuple[str, ...] = ()  # kinds; empty: any kind
+    short: str = ""  # the family in a word or two, for a board line's contrasts cell
+
+    @property
+    def label(self) -> str:
+        return self.short or self.name
 
     def admits(self, row: BoardRow) -> bool:
         return row.role in self.members and (not self.kinds or row.kind in self.kinds)
@@ -87,6 +97,10 @@ class BoardResult:
     extra_tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     primary_metric: str | None = None  # the metric rows are ordered by
     primary_contrast_family: str | None = None  # the contrast family that decides that order
+    family_labels: dict[str, str] = field(default_factory=dict)  # family name -> its short label
+    # Entrants scoring only part of the board's items: one ``board_seeds.Coverage`` each. The
+    # board says them in one line (``board_seeds.coverage_line``), the list on demand.
+    coverage: list[Any] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -165,6 +179,37 @@ def contrasts_for(rows: Sequence[BoardRow], families: Sequence[ContrastFamily],
     return adjust_family(out)
 
 
+BAND_RANKS = {"above": 0, "reference": 1, "not contrasted": 1, "unresolved": 2, "below": 3}
+
+
+def band_rank(band: str) -> int:
+    """Where a band sits in board order: above the reference, the reference, unresolved, below."""
+    return BAND_RANKS.get(band.split(" ")[0], BAND_RANKS.get(band, 2))
+
+
+def row_bands(result: BoardResult) -> dict[str, str]:
+    """Each row's band, decided by the primary contrast family (see ``bands``)."""
+    verdicts = {c.a_name: c for c in result.contrasts if c.family == result.primary_contrast_family}
+    out = {}
+    for row in result.rows:
+        c = verdicts.get(row.entrant)
+        if c is None:
+            out[row.entrant] = "reference" if row.role in ("floor", "baseline") else "not contrasted"
+        elif c.verdict == "separates":
+            out[row.entrant] = f"above {c.b_name}" if c.diff > 0 else f"below {c.b_name}"
+        else:
+            out[row.entrant] = f"unresolved vs {c.b_name}"
+    return out
+
+
+def band_order(band: str, value: Any, name: str) -> tuple:
+    """Sort key of a board line: its band's rank, then (except in the unresolved band, which
+    claims no order) the primary metric, higher first, then the name."""
+    rank = band_rank(band)
+    number = -(value if isinstance(value, (int, float)) and value == value else -1e9)
+    return rank, number if rank in (0, 1, 3) else 0, name
+
+
 def bands(result: BoardResult) -> list[dict[str, Any]]:
     """Rows in display order with their band, decided by the primary contrast family.
 
@@ -174,18 +219,7 @@ def bands(result: BoardResult) -> list[dict[str, Any]]:
     it cannot support.
     """
     metric = result.primary_metric or (result.metrics[0] if result.metrics else None)
-    verdicts = {c.a_name: c for c in result.contrasts if c.family == result.primary_contrast_family}
-    out = []
-    for row in result.rows:
-        c = verdicts.get(row.entrant)
-        if c is None:
-            band, rank = ("reference" if row.role in ("floor", "baseline") else "not contrasted"), 1
-        elif c.verdict == "separates":
-            band, rank = (f"above {c.b_name}", 0) if c.diff > 0 else (f"below {c.b_name}", 3)
-        else:
-            band, rank = f"unresolved vs {c.b_name}", 2
-        value = row.metrics.get(metric) if metric else None
-        out.append({"entrant": row.entrant, "band": band, "_rank": rank,
-                    "_value": -(value if isinstance(value, (int, float)) and value == value else -1e9)})
-    out.sort(key=lambda r: (r["_rank"], r["_value"] if r["_rank"] in (0, 1, 3) else 0, r["entrant"]))
-    return [{"entrant": r["entrant"], "band": r["band"]} for r in out]
+    placed = row_bands(result)
+    rows = sorted(result.rows, key=lambda r: band_order(placed[r.entrant], r.metrics.get(metric) if metric else None,
+                                                        r.entrant))
+    return [{"entrant": r.entrant, "band": placed[r.entrant]} for r in rows]

@@ -33,6 +33,9 @@ def _boards() -> PageState:
         path="/boards", title="Boards",
         what="PRE / LIVE / POST boards recomputed from the store, published vs recomputed",
         fields=(Field("tab", "choice", default=pillars[0], choices=pillars, help="the open pillar"),
+                Field("per_seed", "bool", default=False,
+                      help="1: every seed of a re-scored detector on its own row (default: one row per detector, "
+                           "mean ± sd over its seeds)"),
                 *(Field(board_corpus_key(name), "str", help=f"the corpus the {name} board is scored on "
                                                              "(default: the first it applies to)")
                   for name in boards)),
