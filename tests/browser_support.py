@@ -79,21 +79,35 @@ def streamlit_server(store: Path) -> Iterator[str]:
 
 @contextmanager
 def chromium() -> Iterator:
+    """One headless Chromium profile (a persistent context) whose pages the tests open.
+
+    A profile on disk keeps the HTTP cache and V8's code cache between pages, so a page after
+    the first boots Streamlit's bundle from compiled code: measured here, 1.1 s and 1.8 CPU-s to
+    a bare Streamlit page's first text against 2.0 s and 4.5 CPU-s in a fresh context per page.
+    Pages share cookies and local storage; the app keeps its state in the URL and the server's
+    session, so no test depends on another's.
+    """
     from playwright.sync_api import sync_playwright
 
     require_chromium()
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
+    profile = tempfile.mkdtemp(prefix="auditatlas-chromium-")
+    try:
+        with sync_playwright() as pw:
+            context = pw.chromium.launch_persistent_context(profile, executable_path=CHROMIUM, headless=True,
+                                                            args=CHROMIUM_ARGS)
+            try:
+                yield context
+            finally:
+                context.close()
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
 
 
 def new_page(browser, outside: list[str], width: int = 1400, height: int = 1800, dialogs: list[str] | None = None):
     """A page that appends every request leaving localhost to ``outside`` (and, when ``dialogs``
     is given, the message of every dialog, which it dismisses)."""
-    page = browser.new_page(viewport={"width": width, "height": height})
+    page = browser.new_page()
+    page.set_viewport_size({"width": width, "height": height})
 
     def record(request):
         if request.url.startswith(("data:", "blob:", "about:")):

@@ -67,8 +67,18 @@ def app_server(app_store) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def browser() -> Iterator:
-    """One headless Debian chromium per worker (each test opens its own page)."""
+    """One headless Debian chromium profile per worker (each test opens its own pages)."""
     from browser_support import chromium
 
     with chromium() as b:
         yield b
+
+
+@pytest.fixture(autouse=True)
+def _close_browser_pages(request) -> Iterator[None]:
+    """Close every page a browser test left open: a page left behind keeps its Streamlit
+    session and its charts' work going in Chromium through the tests after it."""
+    yield
+    if "browser" in request.fixturenames:
+        for page in list(request.getfixturevalue("browser").pages):
+            page.close()

@@ -9,14 +9,22 @@ from pathlib import Path
 
 import pytest
 
+from cli_support import Done, run_cli
 from conftest import REPO, TAUBENCH, WHOWHEN
 
 FIXTURES = REPO / "tests" / "fixtures"
 
 
-def cli(*args: str, store: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "auditatlas.cli", "--store", str(store), *args],
-                          capture_output=True, text=True, cwd=REPO, timeout=600)
+def cli(*args: str, store: Path) -> Done:
+    return run_cli("--store", str(store), *args, cwd=REPO)
+
+
+def test_python_m_entry_point_runs_the_same_command_line(tmp_path):
+    """The one call through a new interpreter: ``python -m auditatlas.cli`` is the command the
+    other tests call in-process (tests/cli_support.py)."""
+    done = subprocess.run([sys.executable, "-m", "auditatlas.cli", "--store", str(tmp_path), "ingest", "parquet", "x"],
+                          capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert done.returncode == 2 and "parquet" in done.stderr and "Traceback" not in done.stderr
 
 
 @pytest.fixture(scope="module")

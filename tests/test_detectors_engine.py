@@ -26,6 +26,7 @@ from auditatlas.detectors.splits import group_split, run_groups
 from auditatlas.errors import AtlasError, UndefinedMetric
 from auditatlas.stats import roc_auc
 from auditatlas.store import read_manifest, write_source
+from cli_support import run_cli
 from conftest import REPO
 
 VENV_BIN = Path(sys.executable).parent
@@ -540,8 +541,7 @@ def test_cli_score_on_a_separately_started_cluster(toy, dask_cluster):
 
 def test_cli_says_what_is_wrong_in_one_sentence(toy):
     def run(*args):
-        return subprocess.run([str(VENV_BIN / "auditatlas"), "--store", str(toy), *args], capture_output=True,
-                              text=True, timeout=120, cwd=REPO)
+        return run_cli("--store", str(toy), *args, cwd=REPO)
 
     bad = run("score", "--detector", "nope")
     assert bad.returncode == 1 and bad.stderr.strip().startswith("error: unknown detector 'nope'")
@@ -556,9 +556,8 @@ def test_cli_says_what_is_wrong_in_one_sentence(toy):
 
 def test_cli_says_when_the_scheduler_cannot_be_reached(toy):
     port = _free_port()  # nothing listens there
-    done = subprocess.run([str(VENV_BIN / "auditatlas"), "--store", str(toy), "score", "--detector", "logreg",
-                           "--scheduler", f"tcp://127.0.0.1:{port}"], capture_output=True, text=True, timeout=120,
-                          cwd=REPO)
+    done = run_cli("--store", str(toy), "score", "--detector", "logreg", "--scheduler", f"tcp://127.0.0.1:{port}",
+                   cwd=REPO)
     assert done.returncode == 1
     assert f"cannot reach the Dask scheduler at tcp://127.0.0.1:{port}" in done.stderr
     assert "Traceback" not in done.stderr
@@ -568,8 +567,7 @@ def test_cli_says_when_the_scheduler_cannot_be_reached(toy):
 def test_cli_workers_0_runs_the_jobs_in_this_process(toy):
     """Issue 22: ``--workers 0`` means this process only, on both subcommands that take it."""
     def run(*args):
-        return subprocess.run([str(VENV_BIN / "auditatlas"), "--store", str(toy), *args], capture_output=True,
-                              text=True, timeout=300, cwd=REPO)
+        return run_cli("--store", str(toy), *args, cwd=REPO)
 
     done = run("score", "--detector", "random", "--workers", "0")
     assert done.returncode == 0, done.stderr

@@ -8,16 +8,14 @@ may be named; it is taken out first (the tests' store lives in a temporary folde
 """
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
 from app_support import open_page
+from cli_support import run_cli
 from auditatlas.views.pages import PAGES
 from conftest import REPO
 
@@ -93,9 +91,7 @@ CLI_CALLS = [
 
 @pytest.mark.parametrize("args", CLI_CALLS, ids=" ".join)
 def test_cli_messages_name_no_development_path(tmp_path, args):
-    done = subprocess.run([sys.executable, "-m", "auditatlas.cli", "--store", "store", *args],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=300,
-                          env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))})
+    done = run_cli("--store", "store", *args, cwd=tmp_path)
     said = done.stdout + done.stderr
     assert said.strip()  # every call says something
     assert _leaks(said, [str(tmp_path)]) == []
