@@ -245,6 +245,10 @@ def _receive(args: argparse.Namespace, root: Path) -> int:
     say(f"receiving OTLP/HTTP on http://{host}:{port}/v1/traces into corpus '{args.corpus}' of {root} "
         f"(a trace is written after {args.idle:g} s idle; Ctrl-C or SIGTERM writes what is held, then stops)")
     run(receiver, sock)
+    if receiver.held.unwritten:
+        print(f"error: stopped with {receiver.held.unwritten} span(s) that could not be written (see above); "
+              "they are lost.", file=sys.stderr)
+        return 1
     say(f"stopped; {receiver.writes} write(s) to corpus '{args.corpus}'")
     return 0
 

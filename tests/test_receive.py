@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from receive_support import post, rows, running
 
 from auditatlas.errors import AtlasError
 from auditatlas.ingest import ingest
-from auditatlas.store import health, read_manifest
+from auditatlas.store import health, read_manifest, table_files
 
 REPO = Path(__file__).resolve().parent.parent
 PROTOBUF = "application/x-protobuf"
@@ -81,6 +82,67 @@ def test_real_exporter_spans_in_both_conventions_give_the_rows_of_the_file_inges
     assert sorted(r["backbone"] for r in received["runs"]) == ["gpt-4.1", "gpt-4o"]
     for name in ("export-pb", "export-json"):
         assert {t: rows(tmp_path / name, t, "live") for t in received} == received
+
+
+def _scripted_openai_server():
+    """A local stand-in for the OpenAI API: every chat completion answers the same (no network)."""
+    import socket
+    import threading
+
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def chat(request):
+        body = await request.json()
+        return JSONResponse({
+            "id": "chatcmpl-1", "object": "chat.completion", "created": 1_700_000_000, "model": body["model"] + "-2025",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "Paris is sunny."},
+                         "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 12, "completion_tokens": 4, "total_tokens": 16}})
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    srv = uvicorn.Server(uvicorn.Config(Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])]),
+                                        log_level="warning"))
+    threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True).start()
+    while not srv.started:
+        time.sleep(0.01)
+    return srv, f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+
+
+def test_the_openinference_instrumentor_of_the_openai_client(tmp_path):
+    import openai
+    from openinference.instrumentation.openai import OpenAIInstrumentor
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    store = tmp_path / "store"
+    api, base_url = _scripted_openai_server()
+    try:
+        with running(store) as live:
+            provider = TracerProvider()
+            provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=live.url)))
+            OpenAIInstrumentor().instrument(tracer_provider=provider)
+            try:
+                client = openai.OpenAI(base_url=base_url, api_key="not-a-key", max_retries=0)
+                with provider.get_tracer("agents").start_as_current_span("planner", attributes={
+                        "openinference.span.kind": "AGENT", "agent.name": "planner"}):
+                    client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "weather?"}])
+            finally:
+                OpenAIInstrumentor().uninstrument()
+            provider.shutdown()
+    finally:
+        api.should_exit = True
+    (run,) = rows(store, "runs", "live")
+    agent, llm = rows(store, "steps", "live")
+    assert (run["backbone"], run["n_steps"]) == ("gpt-4o-2025", 2)
+    assert (agent["agent"], agent["action"]) == ("planner", "AGENT")
+    assert (llm["agent"], llm["action"], llm["tokens_in"], llm["tokens_out"]) == ("planner", "LLM", 12, 4)
+    assert "Paris is sunny." in llm["text_out"] and "weather?" in llm["text_in"]
 
 
 def test_json_bodies_plain_gzip_and_deflate(tmp_path):
@@ -192,6 +254,32 @@ def test_a_late_span_reopens_its_trace_and_a_forgotten_trace_continues_in_a_run_
     whole = [r for r in rows(store, "steps", "live") if r["run_id"] == f"live:{TRACE_A}"]
     assert whole == rows(tmp_path / "file", "steps", "live")
     assert [r["run_id"] for r in rows(store, "runs", "live")] == [f"live:{TRACE_A}", f"live:{TRACE_A}~2", f"live:{TRACE_B}"]
+    # Every write keeps the store's promise that its parts are in run order (runs carried and added merged).
+    import pyarrow.parquet as pq
+
+    keys = [k for f in table_files(store, "steps") for k in zip(*pq.read_table(f, columns=["run_id", "step_idx"]).to_pydict().values())]
+    assert keys == sorted(keys) and len(keys) == 12
+
+
+def test_a_failed_write_keeps_the_spans_and_tries_again(tmp_path, monkeypatch):
+    from auditatlas.ingest.receiver import service
+
+    real, calls = service.write_traces, []
+
+    def full_disk_once(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise OSError(28, "No space left on device")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(service, "write_traces", full_disk_once)
+    store = tmp_path / "store"
+    with running(store) as live:
+        post(live.url, json.dumps(json_doc(openinference_trace())).encode())
+        live.wait_writes(1)
+    assert live.lines[0].startswith("could not write 1 trace(s) to corpus live (") and "tried again in 0.2 s" in live.lines[0]
+    assert live.lines[1] == "wrote 1 traces (6 spans) to corpus live"
+    assert len(rows(store, "steps", "live")) == 6
 
 
 def test_a_labeled_corpus_takes_more_traces_and_a_bad_name_is_refused(tmp_path):

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ...errors import AtlasError
 from ..otlp import check_corpus_name
 from ..otlp_spans import Decoded
 from .held import Held
@@ -53,6 +53,7 @@ class Receiver:
         self._stop = threading.Event()
         self._write_lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._retry_at = 0.0  # after a failed write, the next try waits until then
 
     def request_name(self, client: str) -> str:
         return f"request {next(self._requests)} from {client}"
@@ -78,7 +79,7 @@ class Receiver:
         while not self._stop.is_set():
             self._wake.wait(tick)
             self._wake.clear()
-            if not self._stop.is_set():
+            if not self._stop.is_set() and time.monotonic() >= self._retry_at:
                 self.flush(force=self.held.pressed())
 
     def flush(self, force: bool = False) -> Written | None:
@@ -89,9 +90,11 @@ class Receiver:
                 return None
             try:
                 written = write_traces(self.root, self.corpus, due, self.origin, notify=self.say)
-            except (AtlasError, OSError) as exc:
-                self.say(f"could not write {len(due)} trace(s) to corpus {self.corpus} ({exc}); "
-                         "they are held and written again later.")
+            except Exception as exc:  # noqa: BLE001 - the writer must outlive a failed write: the spans stay held
+                reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                self.say(f"could not write {len(due)} trace(s) to corpus {self.corpus} ({reason}); "
+                         f"they are held and tried again in {self.settings.idle_s:g} s.")
+                self._retry_at = time.monotonic() + self.settings.idle_s
                 return None
             self.held.written(due, written.run_ids)
             self.writes += 1
@@ -102,7 +105,8 @@ class Receiver:
         return written
 
     def close(self) -> None:
-        """Stop the writer thread, then write whatever is held."""
+        """Stop the writer thread, then write whatever is held (``held.unwritten`` says what
+        could not be)."""
         self._stop.set()
         self._wake.set()
         if self._thread is not None:
