@@ -54,6 +54,7 @@ class Receiver:
         self._write_lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._retry_at = 0.0  # after a failed write, the next try waits until then
+        self._next_at = 0.0  # after a write, the next one (unless memory presses) waits until then
 
     def request_name(self, client: str) -> str:
         return f"request {next(self._requests)} from {client}"
@@ -79,8 +80,9 @@ class Receiver:
         while not self._stop.is_set():
             self._wake.wait(tick)
             self._wake.clear()
-            if not self._stop.is_set() and time.monotonic() >= self._retry_at:
-                self.flush(force=self.held.pressed())
+            pressed = self.held.pressed()
+            if not self._stop.is_set() and time.monotonic() >= (self._retry_at if pressed else self._next_at):
+                self.flush(force=pressed)
 
     def flush(self, force: bool = False) -> Written | None:
         """Write the traces that are due (every unwritten one with ``force``); None if none was."""
@@ -88,6 +90,7 @@ class Receiver:
             due = self.held.due(self.settings.idle_s, force)
             if not due:
                 return None
+            started = time.monotonic()
             try:
                 written = write_traces(self.root, self.corpus, due, self.origin, notify=self.say)
             except Exception as exc:  # noqa: BLE001 - the writer must outlive a failed write: the spans stay held
@@ -98,6 +101,10 @@ class Receiver:
                 return None
             self.held.written(due, written.run_ids)
             self.writes += 1
+            # A write re-writes the corpus, so it takes longer as the corpus grows: the writer
+            # rests as long as the last write took (unless memory presses), which keeps it to
+            # half the time and lets each write take more traces.
+            self._next_at = time.monotonic() + (time.monotonic() - started)
         for problem in written.problems:
             self.say(f"written with a problem: {problem}")
         reopened = f", {written.reopened} of them re-opened with late spans" if written.reopened else ""
