@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from .cli_types import count, positive_int
+from .cli_types import count, port_number, positive_int, positive_seconds
 from .errors import AtlasError, IngestFailed
 
 
@@ -42,6 +42,9 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--scheduler", metavar="ADDRESS", help="simulate and convert on the Dask cluster at ADDRESS")
     demo.add_argument("--workers", type=count, metavar="N",
                       help="local worker processes (0: this process only; default: one per core for large corpora)")
+
+    receive = sub.add_parser("receive", help="receive OTLP/HTTP spans live into a corpus (POST /v1/traces)")
+    _add_receive_arguments(receive)
 
     remove = sub.add_parser("remove", help="drop one source from the store (see `info` for the names)")
     remove.add_argument("source", metavar="SOURCE")
@@ -74,6 +77,23 @@ def _add_ingest_arguments(ingest: argparse.ArgumentParser) -> None:
     for name, (option, owners) in declared_options().items():
         ingest.add_argument(f"--{name}", dest=f"option_{name}", metavar=name.upper(), type=option.type,
                             help=f"{', '.join(owners)} only: {option.help}")
+
+
+def _add_receive_arguments(receive: argparse.ArgumentParser) -> None:
+    from .ingest.receiver import DEFAULT_HOST, DEFAULT_PORT, Settings
+
+    default = Settings()
+    receive.add_argument("--corpus", required=True, metavar="NAME", help="the corpus the spans become (also its store source)")
+    receive.add_argument("--port", type=port_number, default=DEFAULT_PORT, help=f"default {DEFAULT_PORT} (0: any free port)")
+    receive.add_argument("--host", default=DEFAULT_HOST,
+                         help=f"address to listen on (default {DEFAULT_HOST}: this machine only; spans carry prompts)")
+    receive.add_argument("--idle", type=positive_seconds, default=default.idle_s, metavar="SECONDS",
+                         help=f"write a trace once no span of it arrived for this long (default {default.idle_s:g})")
+    receive.add_argument("--max-spans", type=positive_int, default=default.max_spans, metavar="N",
+                         help=f"spans held in memory; past it requests get 503 + Retry-After (default {default.max_spans:,})")
+    receive.add_argument("--max-body-mb", type=positive_int, default=default.max_body // (1024 * 1024), metavar="MB",
+                         help="largest request body, before and after decompression (413 past it; default "
+                              f"{default.max_body // (1024 * 1024)})")
 
 
 def _ingest_options(args: argparse.Namespace) -> dict:
@@ -151,6 +171,8 @@ def _command(args: argparse.Namespace, root: Path) -> int:
                            scheduler=args.scheduler, workers=args.workers)
         if args.command == "remove":
             return _remove(root, args.source)
+        if args.command == "receive":
+            return _receive(args, root)
         if args.command == "demo":
             return _demo(root, args.rooms, args.seed, not args.no_catchbench,
                          panel=not args.no_panel and args.rooms <= PANEL_MAX_ROOMS,
@@ -206,6 +228,29 @@ def _unreadable(root: Path, exc: Exception) -> str | None:
 
 def _say(message: str) -> None:
     print(f"note: {message}", file=sys.stderr)
+
+
+def _receive(args: argparse.Namespace, root: Path) -> int:
+    """Serve until SIGTERM or Ctrl-C, then write what is held (exit 0)."""
+    from .ingest.receiver import Receiver, Settings, bind, run
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+
+    settings = Settings(idle_s=args.idle, max_spans=args.max_spans, max_body=args.max_body_mb * 1024 * 1024)
+    receiver = Receiver(root, args.corpus, settings, say=say)  # a corpus it may not write: one sentence
+    sock = bind(args.host, args.port)
+    host, port = sock.getsockname()[:2]
+    receiver.origin = f"OTLP/HTTP receiver on {host}:{port}"
+    say(f"receiving OTLP/HTTP on http://{host}:{port}/v1/traces into corpus '{args.corpus}' of {root} "
+        f"(a trace is written after {args.idle:g} s idle; Ctrl-C or SIGTERM writes what is held, then stops)")
+    run(receiver, sock)
+    if receiver.held.unwritten:
+        print(f"error: stopped with {receiver.held.unwritten} span(s) that could not be written (see above); "
+              "they are lost.", file=sys.stderr)
+        return 1
+    say(f"stopped; {receiver.writes} write(s) to corpus '{args.corpus}'")
+    return 0
 
 
 def _remove(root: Path, source: str) -> int:

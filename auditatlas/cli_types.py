@@ -23,3 +23,22 @@ def whole_number(minimum: int) -> Callable[[str], int]:
 
 positive_int = whole_number(1)  # counts of things that must exist: rooms
 count = whole_number(0)  # seeds, and worker counts (ingest, demo), where 0 means "this process only"
+
+
+def positive_seconds(text: str) -> float:
+    """A time in seconds, more than 0 (``receive --idle``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, not {text}")
+    return value
+
+
+def port_number(text: str) -> int:
+    """A TCP port, 0 to 65535 (0: any free port, said on the first line)."""
+    value = count(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"must be a port number from 0 to 65535, not {value}")
+    return value

@@ -47,15 +47,17 @@ import uuid
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Collection, Iterator, Mapping
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from . import leases
 from .errors import StoreBusy, StoreError
 from .schema import SORT_KEYS, TABLES, empty_table
 from .store_batches import TableLike, conform, prepare  # noqa: F401 - re-exported
-from .store_parts import ROW_GROUP_ROWS, key_lt, part_label, resort, write_part, write_prepared  # noqa: F401
+from .store_parts import ROW_GROUP_ROWS, key_lt, part_key, part_label, resort, write_part, write_prepared  # noqa: F401
 from .validate import check_staged
 
 MANIFEST = "MANIFEST.json"
@@ -159,6 +161,22 @@ def source_corpora(root: str | Path, manifest: dict | None = None) -> dict[str, 
     for name, entry in sorted(manifest["sources"].items()):
         recorded = entry.get("run_corpora")
         held[name] = sorted(recorded) if isinstance(recorded, list) else _read_run_corpora(root / str(entry.get("dir", "")))
+    return held
+
+
+def source_run_ids(root: str | Path, source: str) -> set[str]:
+    """The run ids source ``source`` holds now (empty when the store has no such source).
+
+    For a writer that adds runs to a source (the live receiver) and must not reuse an id; read
+    under the writer lock, it is exactly what a following :meth:`SourceWriter.carry` carries.
+    """
+    root = Path(root)
+    entry = read_manifest(root)["sources"].get(source)
+    if entry is None:
+        return set()
+    held: set[str] = set()
+    for part in sorted((root / str(entry["dir"]) / "runs").glob("part-*.parquet")):
+        held.update(r for r in pq.read_table(part, columns=["run_id"]).column("run_id").to_pylist() if r is not None)
     return held
 
 
@@ -455,6 +473,60 @@ class SourceWriter:
             if prev is not None and key_lt(tuple(first), prev):
                 self._unsorted.add(name)
             self._last_key[name] = tuple(last)
+
+    def carry(self, drop_runs: Collection[str] = (), skip: Collection[str] = ()) -> dict[str, int]:
+        """Take the rows the source holds now into this write, leaving out the runs in
+        ``drop_runs`` (the write brings them anew) and the tables in ``skip``. Returns the rows
+        carried per table.
+
+        What a writer that adds to a source calls (the live receiver: earlier traces kept, new
+        ones added): the old source's parts are already prepared, so a part that loses no run
+        is hard-linked into the staging folder (a committed part is never changed), and one that
+        does is rewritten without those runs, a part at a time. Parts out of run order with the
+        new batches are merged at commit as any out-of-order batch is.
+        """
+        assert self.staging is not None, "carry() outside the with-block"
+        entry = read_manifest(self.root)["sources"].get(self.source)
+        carried = dict.fromkeys(TABLES, 0)
+        if entry is None:
+            return carried
+        folder = self.root / str(entry["dir"])
+        dropped = pa.array(sorted(drop_runs), pa.string())
+        for name in TABLES:
+            if name in skip:
+                continue
+            for part in sorted((folder / name).glob("part-*.parquet")):
+                carried[name] += self._carry_part(name, part, dropped)
+        return carried
+
+    def _carry_part(self, name: str, part: Path, dropped: "pa.Array") -> int:
+        keys = list(SORT_KEYS.get(name, ()))
+        wanted = list(dict.fromkeys(keys + (["run_id"] if "run_id" in TABLES[name].names else [])
+                                    + (["corpus"] if name == "runs" else [])))
+        head = pq.read_table(part, columns=wanted) if wanted else None
+        if head is not None and "run_id" in wanted and len(dropped) and pc.any(pc.is_in(head["run_id"], value_set=dropped)).as_py():
+            table = pq.read_table(part)
+            table = conform(name, table.filter(pc.invert(pc.is_in(table["run_id"], value_set=dropped))))
+            if table.num_rows:
+                self.record(write_prepared(self.staging, {name: table}, self.next_seq()))
+            return table.num_rows
+        rows = pq.read_metadata(part).num_rows
+        if rows == 0:
+            return 0
+        seq = self.next_seq()
+        target = self.staging / name / f"part-{part_label(seq)}.parquet"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(part, target)
+        except OSError:  # a file system without hard links: a copy does the same
+            shutil.copyfile(part, target)
+        info: dict[str, Any] = {"rows": rows}
+        if keys:
+            info["first"], info["last"] = part_key(head, name, 0), part_key(head, name, -1)
+        if name == "runs":
+            info["corpora"] = sorted(c for c in pc.unique(head["corpus"]).to_pylist() if c is not None)
+        self.record({name: info})
+        return rows
 
     # -- commit ----------------------------------------------------------------------------
 

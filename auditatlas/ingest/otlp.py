@@ -67,17 +67,43 @@ def read(path: Path | None, context: Context, corpus: str | None = None, group: 
     notes = check_corpus_name(context.store, corpus, "otlp")
     problems: list[InputError] = []
     spans = read_spans(Path(path), problems)
-    traces = _traces(spans, problems, notes)
     if not problems and not spans:
         problems.append(InputError(path, None, "holds no spans (an empty export); the loaded source was kept."))
+    mapped = map_spans(spans, corpus, str(path), group)
+    problems.extend(mapped.problems)
     if problems:
         raise IngestFailed(problems)
-    runs = _runs(traces, corpus, group, notes)
-    tables = _tables(runs, corpus, str(path), notes)
-    n_steps, n_edges = len(tables["steps"]), len(tables["edges"])
-    notes.insert(0, f"{len(runs)} runs from {len(traces)} traces, {n_steps} steps, {n_edges} observed edges.")
+    n_steps, n_edges = len(mapped.tables["steps"]), len(mapped.tables["edges"])
+    notes.extend(mapped.notes)
+    notes.insert(0, f"{mapped.n_runs} runs from {mapped.n_traces} traces, {n_steps} steps, {n_edges} observed edges.")
     files = {s.file for s in spans}
-    return Batch(source=corpus, tables=tables, notes=notes, meta={"files": len(files), "group": group})
+    return Batch(source=corpus, tables=mapped.tables, notes=notes, meta={"files": len(files), "group": group})
+
+
+@dataclass
+class Mapped:
+    """Spans mapped onto the schema: the rows, and what was found on the way."""
+
+    tables: dict[str, list[dict]]  # corpora, runs, steps, edges
+    problems: list[InputError]  # a file ingest refuses on any of these; the receiver reports them
+    notes: list[str]
+    n_traces: int
+    n_runs: int
+
+
+def map_spans(spans: list[Span], corpus: str, origin: str, group: str = "trace") -> Mapped:
+    """The rows of ``spans`` as corpus ``corpus`` (the one mapping of file ingest and receiver).
+
+    Duplicates are kept once (identical) or reported (different); a cycle of parent links is
+    reported and broken; a parent that never arrived makes its span a root (noted). Spans are
+    changed in place on the way (a lost parent is cleared): pass copies to keep the originals.
+    """
+    problems: list[InputError] = []
+    notes: list[str] = []
+    traces = _traces(spans, problems, notes)
+    runs = _runs(traces, corpus, group, notes)
+    tables = _tables(runs, corpus, origin, notes)
+    return Mapped(tables, problems, notes, len(traces), len(runs))
 
 
 def check_corpus_name(store: Path, corpus: str, verb: str) -> list[str]:
@@ -140,8 +166,7 @@ def _traces(spans: list[Span], problems: list[InputError], notes: list[str]) -> 
 
 
 def _same(a: Span, b: Span) -> bool:
-    ignore = ("file", "where", "order")
-    return all(getattr(a, f) == getattr(b, f) for f in a.__dataclass_fields__ if f not in ignore)
+    return a.same_as(b)
 
 
 def _check_cycles(trace: _Trace, problems: list[InputError]) -> None:

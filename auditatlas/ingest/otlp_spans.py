@@ -16,6 +16,10 @@ int64 as strings or numbers, every ``AnyValue`` form, camelCase or snake_case ke
 this module adds is what a store import needs and agentpile leaves to its caller: one sentence per
 problem naming the file and span (not OTLP, invalid UTF-8, no trace or span id, an oversized
 attribute), protobuf and gzip input, and whole folders.
+
+The live receiver (:mod:`auditatlas.ingest.receiver`) decodes request bodies with
+:func:`decode_body`: the same documents, the same spans and the same sentences, told apart into
+problems of the whole body (HTTP 400) and of single spans (rejected in ``partial_success``).
 """
 from __future__ import annotations
 
@@ -68,6 +72,11 @@ class Span:
     links: list[dict] = field(default_factory=list)
     order: int = 0  # position in the whole input, the last tie-breaker of step order
     missing_parent: str | None = None  # the parent it named that never arrived (it is read as a root)
+
+    def same_as(self, other: "Span") -> bool:
+        """The same span sent twice (an exporter's retry): equal in all but where it was read."""
+        return all(getattr(self, f) == getattr(other, f) for f in self.__dataclass_fields__
+                   if f not in ("file", "where", "order"))
 
     def label(self) -> str:
         """The span as a sentence names it."""
@@ -123,6 +132,35 @@ def read_spans(path: Path, problems: list[InputError]) -> list[Span]:
     return spans
 
 
+@dataclass
+class Decoded:
+    """One request body read: its spans, what refuses the whole body, what rejected single spans."""
+
+    spans: list[Span]
+    refused: list[InputError]  # the body is not an OTLP export (answered 400)
+    rejected: list[InputError]  # one sentence per span left out (counted in partial_success)
+
+
+def decode_body(raw: bytes, encoding: str, name: str) -> Decoded:
+    """An ``ExportTraceServiceRequest`` body (``encoding`` "protobuf" or "json", already
+    decompressed) read as :func:`read_spans` reads a file; ``name`` stands where a file's name
+    would (e.g. "request 7 from 127.0.0.1:50312")."""
+    refused: list[InputError] = []
+    if encoding == "protobuf":
+        docs = _protobuf_document(raw, name, refused, named_as="sent as application/x-protobuf; send it as "
+                                                                "application/json")
+    else:
+        docs = _json_documents(raw, name, False, refused)
+    spans: list[Span] = []
+    rejected: list[InputError] = []
+    for doc, where in docs if not refused else []:
+        if not _is_export(doc):
+            refused.append(_not_export(name, where))
+            continue
+        _spans_of(doc, name, where, spans, rejected)
+    return Decoded(spans if not refused else [], refused, rejected)
+
+
 # --------------------------------------------------------------------------- documents
 
 
@@ -151,7 +189,8 @@ def _documents(file: Path, rel: str, problems: list[InputError]) -> list[tuple[A
     return _json_documents(raw, rel, _base_suffix(file.name) in (".jsonl", ".ndjson"), problems)
 
 
-def _protobuf_document(raw: bytes, rel: str, problems: list[InputError]) -> list[tuple[Any, str]]:
+def _protobuf_document(raw: bytes, rel: str, problems: list[InputError],
+                       named_as: str = "named as protobuf; name it .json") -> list[tuple[Any, str]]:
     from google.protobuf.json_format import MessageToDict
     from google.protobuf.message import DecodeError
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -159,7 +198,9 @@ def _protobuf_document(raw: bytes, rel: str, problems: list[InputError]) -> list
     try:
         message = ExportTraceServiceRequest.FromString(raw)
     except DecodeError as exc:
-        if "UTF-8" in str(exc):
+        if raw.lstrip()[:1] in (b"{", b"["):
+            problems.append(InputError(rel, None, f"looks like JSON but is {named_as}."))
+        elif "UTF-8" in str(exc):
             problems.append(InputError(rel, None, "holds a string field that is not valid UTF-8; OTLP strings must "
                                                   "be UTF-8 (fix the exporter or the file)."))
         else:
@@ -167,7 +208,7 @@ def _protobuf_document(raw: bytes, rel: str, problems: list[InputError]) -> list
                                                   "from it)."))
         return []
     if not message.resource_spans and raw.lstrip()[:1] in (b"{", b"["):
-        problems.append(InputError(rel, None, "looks like JSON but is named as protobuf; name it .json."))
+        problems.append(InputError(rel, None, f"looks like JSON but is {named_as}."))
         return []
     return [(MessageToDict(message), "")]
 
@@ -217,17 +258,25 @@ def _unicode_ok(doc: Any, raw: bytes, where: str, problems: list[InputError]) ->
 
 
 def _spans_of(doc: Any, rel: str, where: str, spans: list[Span], problems: list[InputError]) -> None:
-    at = f"{where}: " if where else ""
-    blocks = doc.get("resourceSpans", doc.get("resource_spans")) if isinstance(doc, dict) else None
-    if not isinstance(blocks, list):
-        problems.append(InputError(rel, None, f"{at}is not OTLP: an ExportTraceServiceRequest is a JSON object "
-                                              "with a resourceSpans list."))
+    if not _is_export(doc):
+        problems.append(_not_export(rel, where))
         return
     # agentpile normalizes every span of the document; what it keeps per span is checked here.
     for span_id, entry in _normalized(doc):
         span = _span(span_id, entry, rel, where, len(spans), problems)
         if span is not None:
             spans.append(span)
+
+
+def _is_export(doc: Any) -> bool:
+    blocks = doc.get("resourceSpans", doc.get("resource_spans")) if isinstance(doc, dict) else None
+    return isinstance(blocks, list)
+
+
+def _not_export(rel: str, where: str) -> InputError:
+    at = f"{where}: " if where else ""
+    return InputError(rel, None, f"{at}is not OTLP: an ExportTraceServiceRequest is a JSON object with a "
+                                 "resourceSpans list.")
 
 
 def _normalized(doc: dict) -> list[tuple[str | None, dict]]:

@@ -1,0 +1,221 @@
+"""Receiver throughput: the real OTLP/HTTP exporter into `auditatlas receive`, beside the file ingest.
+
+    .venv/bin/python bench/receive.py [--spans 40000] [--per-trace 20] [--max-spans 10000] [--idle 1]
+
+Starts ``auditatlas receive`` as a user runs it (its own process, a fresh store), and sends
+``--spans`` spans (traces of ``--per-trace`` spans in the OpenInference conventions, an agent
+with LLM and tool children, text attributes of a few hundred bytes) from this process through
+the real SDK: ``TracerProvider`` + ``BatchSpanProcessor`` + ``OTLPSpanExporter`` (protobuf).
+``--max-spans`` below ``--spans`` makes the receiver's memory bound do work: it must write
+while spans still arrive, and refuse (503 + Retry-After) what it has no room for.
+
+Figures:
+
+- send: spans/s the exporter got answered 200 (the SDK's own span creation included);
+- sustained: spans/s from the first span made to the last one written to the store (SIGTERM
+  after the last export, so the rate includes the final write);
+- the receiver's peak RSS (VmHWM), its writes, the 503s it answered, spans in the store;
+- the reference, in the same run: ``auditatlas ingest otlp`` of the same spans written as
+  protobuf files (one per exporter-sized batch), spans/s and its peak RSS.
+
+Not a test: nothing is asserted. Prints the figures and writes ``bench/out/receive.json``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+TEXT = "The planner reads the task and decides which tool to call next; " * 5
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+
+
+class RssSampler(threading.Thread):
+    """The receiver's resident memory every 0.1 s, and its high-water mark from the kernel."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.peak_kb, self.stop = pid, 0, threading.Event()
+        self.samples: list[tuple[float, int]] = []  # (perf_counter, VmRSS kB)
+
+    def run(self) -> None:
+        while not self.stop.wait(0.1):
+            try:
+                status = Path(f"/proc/{self.pid}/status").read_text()
+            except OSError:
+                return
+            for line in status.splitlines():
+                if line.startswith("VmHWM:"):
+                    self.peak_kb = max(self.peak_kb, int(line.split()[1]))
+                elif line.startswith("VmRSS:"):
+                    self.samples.append((time.perf_counter(), int(line.split()[1])))
+
+    def peak_between(self, t0: float, t1: float) -> float:
+        """Peak resident MB sampled between two times."""
+        return round(max((kb for t, kb in self.samples if t0 <= t <= t1), default=0) / 1024, 1)
+
+
+def make_spans(provider, n_spans: int, per_trace: int) -> int:
+    from opentelemetry.trace import SpanKind
+
+    tracer = provider.get_tracer("bench-agents", "1.0")
+    made = 0
+    while made < n_spans:
+        with tracer.start_as_current_span("planner", attributes={
+                "openinference.span.kind": "AGENT", "agent.name": "planner", "input.value": TEXT}):
+            for i in range(per_trace - 1):
+                kind = "TOOL" if i % 3 == 2 else "LLM"
+                attrs = ({"openinference.span.kind": "TOOL", "tool.name": "search", "output.value": TEXT}
+                         if kind == "TOOL" else
+                         {"openinference.span.kind": "LLM", "llm.model_name": "gpt-4o", "output.value": TEXT,
+                          "llm.token_count.prompt": 120 + i, "llm.token_count.completion": 30})
+                with tracer.start_as_current_span(f"step {i}", kind=SpanKind.CLIENT, attributes=attrs):
+                    pass
+        made += per_trace
+    return made
+
+
+class CountingExporter:
+    """The real exporter, counting what was answered 200 (and keeping the spans for the file)."""
+
+    def __init__(self, endpoint: str, keep: list) -> None:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        self.inner = OTLPSpanExporter(endpoint=endpoint, timeout=60)
+        self.keep, self.ok, self.failed = keep, 0, 0
+
+    def export(self, spans):
+        from opentelemetry.sdk.trace.export import SpanExportResult
+
+        result = self.inner.export(spans)
+        if result == SpanExportResult.SUCCESS:
+            self.ok += len(spans)
+            self.keep.append(list(spans))
+        else:
+            self.failed += len(spans)
+        return result
+
+    def shutdown(self):
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
+def receive(args: argparse.Namespace, work: Path) -> tuple[dict, list]:
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    store = work / "received"
+    proc = subprocess.Popen([sys.executable, "-m", "auditatlas.cli", "--store", str(store), "receive", "--corpus",
+                             "bench", "--port", "0", "--idle", str(args.idle), "--max-spans", str(args.max_spans)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+    first = proc.stdout.readline()
+    endpoint = first.split(" on ", 1)[1].split()[0]
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True)
+    reader.start()
+    rss = RssSampler(proc.pid)
+    rss.start()
+    batches: list = []
+    exporter = CountingExporter(endpoint, batches)
+    provider = TracerProvider(resource=Resource.create({"service.name": "bench"}))
+    provider.add_span_processor(BatchSpanProcessor(exporter, max_queue_size=args.spans + 1,
+                                                   max_export_batch_size=512, schedule_delay_millis=200))
+    t0 = time.perf_counter()
+    made = make_spans(provider, args.spans, args.per_trace)
+    provider.force_flush(timeout_millis=600_000)  # everything queued exported (refused batches retried)
+    sent_s = time.perf_counter() - t0
+    provider.shutdown()
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=300)
+    total_s = time.perf_counter() - t0
+    rss.stop.set()
+    reader.join(5)
+    writes = [ln for ln in lines if ln.startswith("wrote ")]
+    refused = sum(ln.startswith("refused (503)") for ln in lines)
+    stored = _stored_spans(store, "bench")
+    return {
+        "spans_made": made, "spans_answered_200": exporter.ok, "spans_failed_export": exporter.failed,
+        "send_s": round(sent_s, 2), "send_spans_per_s": round(exporter.ok / sent_s),
+        "until_written_s": round(total_s, 2), "sustained_spans_per_s": round(stored / total_s),
+        "spans_in_store": stored, "writes": len(writes), "answered_503": refused,
+        "receiver_peak_rss_mb": round(rss.peak_kb / 1024, 1),
+        # Bounded memory: the second half of the sending holds no more than the first half did.
+        "receiver_peak_rss_mb_first_half": rss.peak_between(t0, t0 + sent_s / 2),
+        "receiver_peak_rss_mb_second_half": rss.peak_between(t0 + sent_s / 2, t0 + sent_s),
+        "max_spans": args.max_spans, "idle_s": args.idle,
+        "receiver_exit": proc.returncode, "stderr_tail": err.strip().splitlines()[-3:],
+    }, batches
+
+
+def _stored_spans(store: Path, corpus: str) -> int:
+    import duckdb
+
+    from auditatlas.store import table_files
+
+    files = table_files(store, "steps")
+    if not files:
+        return 0
+    return duckdb.connect().execute("SELECT count(*) FROM read_parquet($1) WHERE corpus = $2", [files, corpus]).fetchone()[0]
+
+
+def file_ingest(batches: list, work: Path) -> dict:
+    """The reference: the same spans as protobuf files (one per exported batch), `ingest otlp`."""
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    folder = work / "files"
+    folder.mkdir()
+    for i, batch in enumerate(batches):
+        (folder / f"batch-{i:05d}.pb").write_bytes(encode_spans(batch).SerializeToString())
+    n = sum(len(b) for b in batches)
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "auditatlas.cli", "--store", str(work / "ingested"), "ingest",
+                             "otlp", str(folder), "--corpus", "bench"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=_env())
+    rss = RssSampler(proc.pid)
+    rss.start()
+    proc.communicate(timeout=600)
+    seconds = time.perf_counter() - t0
+    rss.stop.set()
+    return {"spans": n, "files": len(batches), "seconds": round(seconds, 2), "spans_per_s": round(n / seconds),
+            "peak_rss_mb": round(rss.peak_kb / 1024, 1), "exit": proc.returncode,
+            "spans_in_store": _stored_spans(work / "ingested", "bench")}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--spans", type=int, default=40_000)
+    parser.add_argument("--per-trace", type=int, default=20)
+    parser.add_argument("--max-spans", type=int, default=10_000)
+    parser.add_argument("--idle", type=float, default=1.0)
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "receive.json")
+    args = parser.parse_args()
+    load_before = os.getloadavg()
+    with tempfile.TemporaryDirectory(prefix="bench-receive-") as tmp:
+        work = Path(tmp)
+        received, batches = receive(args, work)
+        reference = file_ingest(batches, work)
+    result = {"receiver": received, "file_ingest": reference,
+              "load_average_1_5_15": {"before": [round(x, 2) for x in load_before],
+                                      "after": [round(x, 2) for x in os.getloadavg()]},
+              "cores": os.cpu_count()}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2))
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
