@@ -216,7 +216,7 @@ def network(g: nx.MultiDiGraph, positions: Mapping[Any, tuple[float, float]], co
 
 
 @lru_cache(maxsize=1)
-def _vis_assets() -> tuple[str, str]:
+def vis_assets() -> tuple[str, str]:
     """vis-network's script and stylesheet, read from the installed pyvis package (no CDN)."""
     import pyvis
 
@@ -394,20 +394,22 @@ html, body {{ margin: 0; padding: 0; font-family: sans-serif; font-size: 12px; c
 
 
 def render_html(g: nx.MultiDiGraph, color_by: str = "agent", selected: int | None = None,
-                has_detector: bool = False) -> str:
+                has_detector: bool = False, vis_script: str | None = None) -> str:
     """The whole self-contained page for one run graph (no request leaves it).
 
     The frame's height and the rows the trace wraps into are chosen in the browser, from the
-    frame's width (only known there): see ``arrange`` in the page's script.
+    frame's width (only known there): see ``arrange`` in the page's script. ``vis_script``
+    stands in for vis-network's script (the export puts a mark there and fills it in the
+    browser from the one compressed copy its file carries).
     """
     dx = column_px(g)
     positions = tg.layout(g, dx=dx, dy=DY, pack=True)
     net = network(g, positions, color_by=color_by, selected=selected, dx=dx)
     nodes, edges, _heading, _height, _width, options = net.get_network_data()
-    vis_js, vis_css = _vis_assets()
+    vis_js, vis_css = vis_assets()
     selected_id = str(selected) if selected is not None and selected in g else None
     return _PAGE.format(
-        vis_css=vis_css, vis_js=vis_js, legend=legend_html(g, color_by, has_detector),
+        vis_css=vis_css, vis_js=vis_js if vis_script is None else vis_script, legend=legend_html(g, color_by, has_detector),
         dx=dx, dy=DY, edge=dx / 2 + LABEL_GAP_PX, band_gap=BAND_GAP, box_columns=tg.SCOPE_COLUMNS, packed=script_json(tg.lanes_take_turns(g)),
         read_scale=READ_SCALE, max_scale=MAX_SCALE, frame_pad=FRAME_PAD, min_frame=MIN_FRAME, max_frame=MAX_FRAME,
         nodes=script_json(nodes), edges=script_json(edges),
@@ -418,10 +420,10 @@ def render_html(g: nx.MultiDiGraph, color_by: str = "agent", selected: int | Non
 
 def page_for_run(steps, edges, scores, top_k: int | None, threshold: float | None, run_id: str,
                  selected: int | None, color_by: str, show_context: bool, collapsed: tuple[str, ...],
-                 has_detector: bool) -> str:
+                 has_detector: bool, vis_script: str | None = None) -> str:
     """Build, mark, filter, collapse and render one run's graph (the whole path the page takes)."""
     g = tg.build(steps, edges, run_id)
     rule = tg.DecisionRule(top_k=top_k, threshold=threshold) if (top_k is not None or threshold is not None) else None
     tg.mark(g, scores, rule)
     view = tg.collapse(tg.visible(g, show_context), collapsed)
-    return render_html(view, color_by=color_by, selected=selected, has_detector=has_detector)
+    return render_html(view, color_by=color_by, selected=selected, has_detector=has_detector, vis_script=vis_script)
