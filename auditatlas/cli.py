@@ -57,6 +57,10 @@ def _parser() -> argparse.ArgumentParser:
     board.add_argument("--corpus", help="corpus to score (default: the first one the board applies to)")
     board.add_argument("--json", action="store_true")
 
+    export = sub.add_parser("export", help="write one view of the app (its link) as a self-contained offline HTML file")
+    export.add_argument("url", metavar="URL", help="the app's link, e.g. '/boards?tab=POST' or http://localhost:8501/explorer?run=...")
+    export.add_argument("--out", required=True, metavar="FILE.html", help="the file to write")
+
     from .detectors import cli as detectors_cli  # score, cross-backbone, detectors
 
     detectors_cli.add_parsers(sub)
@@ -157,7 +161,7 @@ def _warm(root: Path) -> None:
 
 # Commands that read the whole store and answer from it: on a store with a source they cannot
 # read they say which, and answer nothing (a number computed without that source is wrong).
-READS = ("board", "score", "cross-backbone")
+READS = ("board", "score", "cross-backbone", "export")
 
 
 def _command(args: argparse.Namespace, root: Path) -> int:
@@ -181,6 +185,8 @@ def _command(args: argparse.Namespace, root: Path) -> int:
             return _info(root, args.json)
         if args.command == "board":
             return _board(root, args.name, args.corpus, args.json)
+        if args.command == "export":
+            return _export(root, args.url, args.out)
         if args.command in detectors_cli.COMMANDS:
             return detectors_cli.run(args, root)
     except IngestFailed as exc:
@@ -388,6 +394,26 @@ def _board(root: Path, name: str, corpus: str | None, as_json: bool) -> int:
             print(f"  differs: {c.corpus} {c.entrant} {c.metric}: published {c.published:.3f}, recomputed {c.recomputed:.3f}")
         if absent:
             print(f"  not recomputable (no predictions in the store): {', '.join(absent)}")
+    return 0
+
+
+def _export(root: Path, url: str, out: str) -> int:
+    import queries
+
+    from .export import export_view
+
+    done = export_view(queries.runner(root), root, url, strict=True)
+    for problem in done.problems:  # values the store does not hold: in the file too
+        print(f"warning: {problem}", file=sys.stderr)
+    path = Path(out)
+    tmp = path.with_name(path.name + ".part")
+    try:
+        tmp.write_text(done.html, encoding="utf-8")
+        tmp.replace(path)  # a reader never opens half a file
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise AtlasError(f"{out} cannot be written ({exc.strerror or exc}).") from exc
+    print(f"wrote {path} ({len(done.html.encode('utf-8')) / 1e6:.2f} MB): {done.title}, {done.link.app_link}")
     return 0
 
 

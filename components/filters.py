@@ -15,19 +15,12 @@ import pandas as pd
 import streamlit as st
 
 from auditatlas.views import SLICE
+from auditatlas.views.fields import SLICE_LABELS as LABELS, describe_slice as describe  # noqa: F401 - pages use describe
 from components.safe import md
 from components.view_state import report
 
 SLICE_COLUMNS = tuple(f.name for f in SLICE)
 
-LABELS = {
-    "corpus": "Corpus",
-    "backbone": "Backbone (LLM)",
-    "difficulty": "Difficulty",
-    "temperature": "Temperature",
-    "domain": "Domain",
-    "outcome": "Run outcome",
-}
 # session_state key: {column: (values the link asked for that the store lacks, the widget value then)}
 UNKNOWN_KEY = "_slice_values_not_in_store"
 
@@ -103,8 +96,3 @@ def _forget_touched(unknown: dict[str, tuple[list[str], list[str]]], chosen: dic
         elif not st.query_params.get_all(column):
             del unknown[column]
     st.session_state[UNKNOWN_KEY] = unknown
-
-
-def describe(slice_: dict[str, list[str]]) -> str:
-    parts = [f"{LABELS[c].lower()} in {', '.join(v)}" for c, v in slice_.items() if v]
-    return "; ".join(parts) if parts else "everything loaded"

@@ -10,9 +10,10 @@ you can (they never interpret); use these where a sentence must mix our words an
 """
 from __future__ import annotations
 
-import html
 import re
 from typing import Any
+
+from auditatlas.figures.text import plotly, plotly_list  # noqa: F401 - one escape for app and export
 
 # Every character CommonMark or Streamlit's Markdown extensions give a meaning to.
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=&\"'])")
@@ -31,13 +32,3 @@ def md(value: Any) -> str:
     text = _MD_SPECIAL.sub(r"\\\1", text)
     return (text.replace("\\:", "\\:" + _JOIN).replace("www\\.", "www" + _JOIN + "\\.")
             .replace("@", _JOIN + "@" + _JOIN))
-
-
-def plotly(value: Any) -> str:
-    """``value`` for a Plotly label, tick, hover text or title: HTML-escaped, so tags stay text."""
-    text = "" if value is None else str(value)
-    return html.escape(text, quote=True)
-
-
-def plotly_list(values) -> list[str]:
-    return [plotly(v) for v in values]

@@ -13,6 +13,7 @@ from auditatlas.analyses.board_registry import registry as board_registry
 from auditatlas.errors import AtlasError
 from auditatlas.views.pages import BOARDS as BOARDS_STATE
 from auditatlas.views.pages import board_corpus_key
+from components import export_button
 from components import board_view, cached, view_state
 from components.safe import md
 from components.tables import table
@@ -25,6 +26,7 @@ st.caption("Every number is regenerated from predictions in the store. Entrants 
            "unresolved band.")
 # Read before the widgets: a bound widget drops a value it does not offer (see view_state).
 link = view_state.read(BOARDS_STATE)
+export_button.draw(BOARDS_STATE)
 
 available = cached.board_corpora()
 # One tab per pillar, its boards in registry order: a board added to the registry shows up here.

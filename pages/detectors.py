@@ -10,6 +10,7 @@ ensure_app_navigation()
 
 from auditatlas.analyses import detector_comparison as dv
 from auditatlas.views.pages import DETECTOR_TABS, DETECTOR_VIEW_MODES, DETECTORS, RULES
+from components import export_button
 from components import auroc_grid, cached, view_state
 from components.filters import describe
 from components.safe import md
@@ -23,6 +24,7 @@ st.caption("Step-level prediction sets of one corpus, re-scored here or released
            f"Slice: {md(describe(slice_))}.")
 # Read before the widgets: a bound widget drops a value it does not offer (see view_state).
 link = view_state.read(DETECTORS)
+export_button.draw(DETECTORS)
 
 corpora = cached.query("detector_corpora")
 if slice_.get("corpus"):

@@ -11,6 +11,8 @@ ensure_app_navigation()
 import pandas as pd
 
 from auditatlas import graph as tg
+from auditatlas.figures.step import steps_frame
+from components import export_button
 from components import cached, judges_strip, step_detail, trace_graph
 from auditatlas.views import EXPLORER
 from components import explorer_links as links
@@ -165,19 +167,6 @@ def rule_controls(run_sets: pd.DataFrame) -> tuple[str | None, tg.DecisionRule |
     return chosen, tg.DecisionRule(threshold=float(rule["threshold"]))
 
 
-def steps_frame(g) -> pd.DataFrame:
-    rows = []
-    for n, d in sorted(g.nodes(data=True)):
-        if d.get("kind") != "step":
-            continue
-        cell = d.get("outcome") or ("flagged" if d.get("flagged") else None)
-        scope = "run" if d.get("scope") == g.graph.get("run_id") else d.get("scope")
-        rows.append({"step": n, "truth": d["truth"] + (" ★" if d.get("decisive") else ""), "detector": cell,
-                     "chain role": d.get("role"), "action": d.get("action"), "agent": d.get("agent"), "scope": scope,
-                     "score": d.get("score"), "rank": d.get("rank"), "error": d.get("error_code")})
-    return pd.DataFrame(rows)
-
-
 def step_table(frame: pd.DataFrame, selected: int | None, run_id: str) -> None:
     key = f"steps-{abs(hash((run_id, selected)))}"
 
@@ -300,3 +289,4 @@ if state.run:
 st.subheader("Link to this view")
 st.caption("Copy it with the button at its right; opened fresh, it shows exactly this view.")
 st.code(links.link(slice_, state, base=links.page_base(st.context.url)), language=None, wrap_lines=True)
+export_button.draw(EXPLORER)

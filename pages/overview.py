@@ -10,6 +10,7 @@ ensure_app_navigation()
 from auditatlas import actions
 from auditatlas.analyses import step_rates as rates
 from auditatlas.views.pages import OVERVIEW
+from components import export_button
 from components import cached, view_state
 from components.charts import rate_heatmap
 from components.filters import describe
@@ -20,6 +21,7 @@ slice_ = st.session_state.get("slice", {})
 
 st.title("Overview")
 view_state.read(OVERVIEW)  # the slice is the sidebar's; anything else a link gives is reported
+export_button.draw(OVERVIEW)
 
 st.subheader("What is loaded")
 corpora = cached.query("corpora")

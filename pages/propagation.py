@@ -11,6 +11,7 @@ ensure_app_navigation()
 from auditatlas.analyses import anomaly_propagation as P
 from auditatlas.views import not_held
 from auditatlas.views.pages import PROPAGATION, PROPAGATION_TABS, RULES
+from components import export_button
 from components import cached, view_state
 from components import propagation_view as view
 from components.charts import rate_heatmap
@@ -29,6 +30,7 @@ st.caption("Within one scope (the same run and puzzle; the run for corpora witho
            "the first is its origin, the last its down step, the rest mid (MAADBench Figures 4, 8 and 11).")
 # Read before the widgets: a bound widget drops a value it does not offer (see view_state).
 link = view_state.read(PROPAGATION)
+export_button.draw(PROPAGATION)
 
 sources = P.step_counts(cached.query, slice_)
 corpora = P.corpora(sources, P.chain_counts(cached.query, slice_))

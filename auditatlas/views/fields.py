@@ -200,6 +200,14 @@ SLICE_HELP = {
 }
 # Repeatable, values from the store (checked against it by the sidebar): every page reads them.
 SLICE: tuple[Field, ...] = tuple(Field(c, "list", default=[], help=SLICE_HELP[c]) for c in SLICE_COLUMNS)
+SLICE_LABELS = {"corpus": "Corpus", "backbone": "Backbone (LLM)", "difficulty": "Difficulty",
+                "temperature": "Temperature", "domain": "Domain", "outcome": "Run outcome"}
+
+
+def describe_slice(slice_: Mapping[str, Iterable[Any]]) -> str:
+    """The slice in words, as the pages print it: "backbone (llm) in GPT-4.1; ..." or everything."""
+    parts = [f"{SLICE_LABELS[c].lower()} in {', '.join(map(str, v))}" for c, v in slice_.items() if v]
+    return "; ".join(parts) if parts else "everything loaded"
 
 
 # ---------------------------------------------------------------------------- a page's state

@@ -1,0 +1,114 @@
+"""Any covered view of the app as one self-contained offline HTML file.
+
+``export_view(query, root, link)`` reads the app's own link with the page's declared view state
+(``link.parse_link``), computes what the page shows through ``query`` (the same analyses and
+figure builders, ``auditatlas.figures``), and returns one HTML document: the title, the slice
+and the page's choices, every table (sortable, its CSV embedded), every chart (plotly.js
+inlined once), the trace graph (vis-network inlined once, the Explorer's own page), the
+published values beside the recomputed ones, the "simulated" marks, the store version, the
+link and the time it was made. It asks for nothing outside itself.
+
+Pages not covered yet say so in one sentence (``ExportError``).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from ..store import read_manifest
+from ..views.fields import describe_slice
+from .document import Document
+from .link import ExportError, Link, Query, check_slice, parse_link
+from .views import boards, detectors, explorer, overview, propagation
+
+# Page path -> the builder writing its view into a document.
+BUILDERS: dict[str, Callable[[Document, Query, Link], None]] = {
+    "/": overview.build, "/boards": boards.build, "/explorer": explorer.build,
+    "/detectors": detectors.build, "/propagation": propagation.build,
+}
+
+
+@dataclass(frozen=True)
+class Export:
+    html: str
+    title: str
+    link: Link
+
+    @property
+    def problems(self) -> list[str]:
+        return self.link.problems
+
+
+def store_version(root: str | Path) -> str:
+    """The store version the file was made from: the manifest's digest and its sources."""
+    manifest = read_manifest(root)
+    digest = hashlib.sha256(json.dumps(manifest, sort_keys=True).encode()).hexdigest()[:12]
+    sources = ", ".join(f"{name} ({Path(str(entry.get('dir', ''))).name})"
+                        for name, entry in sorted(manifest["sources"].items()))
+    return f"manifest {digest}, format {manifest.get('format')}; sources: {sources or 'none'}"
+
+
+def not_covered(link: Link) -> str | None:
+    """Why the export cannot write this view (one sentence), or None when it can."""
+    page = link.page
+    if page.path not in BUILDERS:
+        return (f"The {page.title} page ({page.path}) is not covered by export yet; "
+                f"exportable pages: {', '.join(BUILDERS)}.")
+    if page.path == "/propagation" and link.values["tab"] != "Heatmap":
+        return f"The Propagation page's {link.values['tab']} tab is not covered by export yet; its Heatmap tab is (tab=Heatmap)."
+    if page.path == "/explorer" and not link.values["run"]:
+        return "The link opens no run (it has no run=...); export the Explorer with a run open."
+    return None
+
+
+def export_view(query: Query, root: str | Path, given: str, made_at: datetime | None = None,
+                strict: bool = False) -> Export:
+    """The view ``given`` (an app link) as one HTML file; raises ``ExportError`` (one sentence)
+    for a page the export does not cover or a link it cannot open. ``strict`` (the CLI): a value
+    the page cannot use is an error too, instead of a warning in the file beside the fallback."""
+    link = parse_link(given)
+    if strict and link.problems:
+        raise ExportError(" ".join(link.problems))
+    reason = not_covered(link)
+    if reason:
+        raise ExportError(reason)
+    build = BUILDERS[link.page.path]
+    check_slice(link, query)
+    doc = Document()
+    for problem in link.problems:
+        doc.warning(problem)
+    simulated_mark(doc, query, link)
+    build(doc, query, link)
+    made = (made_at or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M:%S UTC")
+    title = f"Audit Atlas · {link.page.title}"
+    facts = [("view", link.page.what), ("slice", describe_slice(link.slice)),
+             ("choices", choices(link)), ("store version", store_version(root)),
+             ("link", link.app_link), ("link as given", link.given), ("made", made)]
+    return Export(doc.render(title, [f for f in facts if f[1]]), title, link)
+
+
+def choices(link: Link) -> str:
+    """The page's own values the link sets (the defaults left out), as the link writes them."""
+    defaults = link.page.defaults()
+    parts = [f"{name}={value}" for name, value in link.values.items()
+             if value not in (None, "", []) and value != defaults.get(name)]
+    return "; ".join(parts) or "the page's defaults"
+
+
+def simulated_mark(doc: Document, query: Query, link: Link) -> None:
+    """The "simulated" mark the pages show: which corpora of the view are generated, not released."""
+    known = query("corpora")
+    names = set(known.loc[known["kind"] == "simulated", "corpus"])
+    if link.slice.get("corpus"):
+        names &= set(link.slice["corpus"])
+    if names:
+        doc.text(f"Simulated data: {', '.join(sorted(names))} is generated by Audit Atlas's simulator (MAADBench "
+                 "format). It is not a released corpus: its numbers illustrate the tool and are not to be cited.",
+                 "simulated")
+
+
+__all__ = ["BUILDERS", "Export", "ExportError", "not_covered", "export_view", "parse_link", "store_version"]

@@ -1,0 +1,182 @@
+"""One self-contained HTML file: headings, sentences, tables with their CSV, figures, graphs.
+
+Everything from the store is text: every string written into the markup goes through
+``html.escape``; figures and graph pages travel as JSON inside ``<script type="application/json">``
+with ``<``, ``>`` and ``&`` escaped (a ``</script>`` in a trace name stays a string); a
+table's CSV is a ``data:`` link, percent-encoded. The file asks for nothing outside itself.
+"""
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+from urllib.parse import quote
+
+import pandas as pd
+
+from ..figures.tables import csv_safe, file_name
+from ..figures.trace_graph import script_json
+from . import assets
+
+esc = html.escape
+
+
+def json_text(text: str) -> str:
+    """JSON text (already encoded) made safe inside a <script> element: ``<``, ``>`` and ``&``
+    occur in JSON only inside strings, where their escapes mean the same."""
+    return (text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+
+
+def cell_text(value: Any) -> str:
+    """A table cell as the page shows it: blank marks for missing, numbers short, text as is."""
+    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA or value is pd.NaT:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+@dataclass
+class Document:
+    """The parts of one export, in page order; ``render`` writes the file."""
+
+    parts: list[str] = field(default_factory=list)
+    data: list[str] = field(default_factory=list)  # the JSON script elements (figures, graphs)
+    n_tables: int = 0
+    n_figures: int = 0
+    n_graphs: int = 0
+
+    def heading(self, text: str, level: int = 2) -> None:
+        self.parts.append(f"<h{level}>{esc(text)}</h{level}>")
+
+    def text(self, sentence: str, kind: str = "") -> None:
+        """A sentence (ours or the store's), as text; ``kind``: "", note, warning, info, simulated."""
+        cls = f' class="{kind}"' if kind else ""
+        self.parts.append(f"<p{cls}>{esc(sentence)}</p>")
+
+    def warning(self, sentence: str) -> None:
+        self.text(sentence, "warning")
+
+    def pre(self, label: str, body: str) -> None:
+        self.parts.append(f'<div class="pre"><div class="label">{esc(label)}</div><pre>{esc(body)}</pre></div>')
+
+    def table(self, frame: pd.DataFrame, name: str, caption: str | None = None,
+              download: pd.DataFrame | None = None, styles: pd.DataFrame | None = None) -> None:
+        """``frame`` as an HTML table (sortable by a click on a header), its CSV as a download.
+
+        ``styles``: CSS per cell (our own colours, same shape as ``frame``); ``download``: the
+        CSV's frame when the shown cells are text made of numbers (as the app's tables).
+        """
+        self.n_tables += 1
+        csv = csv_safe(frame if download is None else download).to_csv(index=False)
+        head = "".join(f"<th>{esc(str(c))}</th>" for c in frame.columns)
+        rows = []
+        for i, row in enumerate(frame.itertuples(index=False, name=None)):
+            cells = []
+            for j, value in enumerate(row):
+                style = styles.iat[i, j] if styles is not None else ""
+                attr = f' style="{esc(style)}"' if style else ""
+                cells.append(f"<td{attr}>{esc(cell_text(value))}</td>")
+            rows.append("<tr>" + "".join(cells) + "</tr>")
+        cap = f'<p class="note">{esc(caption)}</p>' if caption else ""
+        href = "data:text/csv;charset=utf-8," + quote(csv, safe="")
+        self.parts.append(
+            f'{cap}<div class="table-box"><table class="sortable" data-table="{esc(name)}"><thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table></div>'
+            f'<p class="download"><a download="{esc(file_name(name))}" href="{esc(href)}">Download CSV</a> '
+            f'<span class="note">({len(frame):,} rows; click a column header to sort)</span></p>')
+
+    def figure(self, fig: Any) -> None:
+        """An interactive Plotly figure (drawn in the browser from its JSON)."""
+        self.n_figures += 1
+        ident = f"figure-{self.n_figures}"
+        self.data.append(f'<script type="application/json" id="{ident}">{json_text(fig.to_json())}</script>')
+        self.parts.append(f'<div class="figure" data-figure="{ident}"></div>')
+
+    def graph(self, page: str) -> None:
+        """A trace-graph page (``figures.trace_graph.render_html`` with ``assets.VIS_MARK`` for
+        its script), in a frame of its own, as the Explorer draws it."""
+        self.n_graphs += 1
+        ident = f"graph-{self.n_graphs}"
+        self.data.append(f'<script type="application/json" id="{ident}">{script_json(page)}</script>')
+        self.parts.append(f'<iframe class="graph" title="trace graph" data-graph="{ident}"></iframe>')
+
+    def render(self, title: str, facts: Sequence[tuple[str, str]]) -> str:
+        """The whole file: ``title``, the facts (slice, choices, store version, link, time) as
+        a list, the parts, then the libraries it needs (each once) and the loader."""
+        items = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts)
+        libs = []
+        if self.n_figures:
+            libs.append(f'<script type="application/octet-stream" id="lib-plotly">{assets.plotly_js()}</script>')
+        if self.n_graphs:
+            libs.append(f'<script type="application/octet-stream" id="lib-vis">{assets.vis_js()}</script>')
+        loader = f"var MARK = {script_json(assets.VIS_MARK)};\n{assets.LOADER}"
+        return _PAGE.format(title=esc(title), facts=items, body="\n".join(self.parts), data="\n".join(self.data),
+                            libs="\n".join(libs), sort=SORT_SCRIPT, loader=f"(function () {{ {loader} }})();")
+
+
+SORT_SCRIPT = """
+document.querySelectorAll("table.sortable").forEach(function (table) {
+  table.querySelectorAll("th").forEach(function (th, col) {
+    th.addEventListener("click", function () {
+      var body = table.tBodies[0], rows = Array.prototype.slice.call(body.rows);
+      var down = th.getAttribute("data-sort") !== "asc";
+      table.querySelectorAll("th").forEach(function (h) { h.removeAttribute("data-sort"); });
+      th.setAttribute("data-sort", down ? "asc" : "desc");
+      function key(row) {
+        var t = row.cells[col].textContent.trim(), n = Number(t.replace(/,/g, ""));
+        return (t === "—" || t === "") ? null : (isNaN(n) ? t : n);
+      }
+      rows.sort(function (a, b) {
+        var x = key(a), y = key(b);
+        if (x === null) return 1;
+        if (y === null) return -1;
+        var c = (typeof x === "number" && typeof y === "number") ? x - y : String(x).localeCompare(String(y));
+        return down ? c : -c;
+      });
+      rows.forEach(function (r) { body.appendChild(r); });
+    });
+  });
+});
+"""
+
+_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title}</title>
+<style>
+body {{ font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #24292f; margin: 24px auto;
+        max-width: 1200px; padding: 0 16px; font-size: 14px; line-height: 1.45; }}
+h1 {{ font-size: 26px; margin-bottom: 4px; }} h2 {{ margin-top: 28px; font-size: 20px; }} h3 {{ font-size: 16px; }}
+dl.facts {{ display: grid; grid-template-columns: max-content 1fr; gap: 2px 14px; background: #f6f8fa;
+            border: 1px solid #d0d7de; border-radius: 6px; padding: 10px 14px; }}
+dl.facts dt {{ color: #57606a; }} dl.facts dd {{ margin: 0; word-break: break-all; }}
+.note {{ color: #57606a; font-size: 13px; }}
+.warning {{ background: #fff8c5; border: 1px solid #d4a72c; border-radius: 6px; padding: 6px 10px; }}
+.info {{ background: #ddf4ff; border: 1px solid #54aeff; border-radius: 6px; padding: 6px 10px; }}
+.simulated {{ background: #ffebe9; border: 1px solid #ff8182; border-radius: 6px; padding: 6px 10px; font-weight: 600; }}
+.table-box {{ max-height: 560px; overflow: auto; border: 1px solid #d0d7de; border-radius: 4px; }}
+table {{ border-collapse: collapse; font-size: 12.5px; width: 100%; }}
+th, td {{ border-bottom: 1px solid #eaeef2; padding: 3px 8px; text-align: left; vertical-align: top; white-space: pre-wrap; }}
+th {{ position: sticky; top: 0; background: #f6f8fa; cursor: pointer; user-select: none; }}
+th[data-sort="asc"]::after {{ content: " ▲"; }} th[data-sort="desc"]::after {{ content: " ▼"; }}
+.download {{ margin: 4px 0 14px; }}
+.figure {{ width: 100%; min-height: 120px; }}
+iframe.graph {{ width: 100%; height: 700px; border: 0; }}
+.pre pre {{ white-space: pre-wrap; background: #f6f8fa; border: 1px solid #d0d7de; border-radius: 4px; padding: 8px;
+            max-height: 400px; overflow: auto; }}
+.pre .label {{ color: #57606a; font-weight: 600; }}
+</style></head>
+<body>
+<h1>{title}</h1>
+<dl class="facts">{facts}</dl>
+<p class="warning" id="export-problem" hidden></p>
+{body}
+{data}
+{libs}
+<script>{sort}</script>
+<script>{loader}</script>
+</body></html>
+"""

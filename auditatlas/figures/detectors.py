@@ -1,0 +1,244 @@
+"""The detector views' figures and tables: the per-action AUROC grid's heatmaps, its long form,
+the overall comparison, silent vs loud, cost beside accuracy, the prediction sets.
+
+Pure builders (no Streamlit), shared by the Detectors page and the export. Every detector,
+backbone and action name is data (it may come from a release file), so Plotly labels go
+through ``text.plotly``.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from auditatlas.analyses import detector_comparison as dv
+from .text import plotly as safe
+
+# Red (worse than chance) through pale yellow (0.5) to green (1.0), one scale for every grid.
+AUC_SCALE = [[0.0, "#b2182b"], [0.25, "#ef8a62"], [0.5, "#f7f7d4"], [0.75, "#a6d96a"], [1.0, "#1a9850"]]
+UNDEFINED_GREY = "#d9d9d9"
+PANELS_PER_ROW = 3
+
+
+def auc_color(value: float) -> str:
+    """CSS background for a grid cell: the heatmap's scale, grey where undefined."""
+    if value is None or not np.isfinite(value):
+        return ""
+    stops = [(0.0, (178, 24, 43)), (0.25, (239, 138, 98)), (0.5, (247, 247, 212)), (0.75, (166, 217, 106)),
+             (1.0, (26, 152, 80))]
+    v = min(max(float(value), 0.0), 1.0)
+    for (x0, c0), (x1, c1) in zip(stops, stops[1:]):
+        if v <= x1:
+            t = (v - x0) / (x1 - x0)
+            r, g, b = (round(a + t * (b_ - a)) for a, b_ in zip(c0, c1))
+            return f"background-color: rgb({r}, {g}, {b})"
+    return ""
+
+
+def _short_detector(name: str, limit: int = 30) -> str:
+    """Shorten from the middle: detectors of one method differ at the end (model, feature set)."""
+    if len(name) <= limit:
+        return name
+    head = limit // 3
+    return name[:head] + "…" + name[-(limit - head - 1):]
+
+
+# ----------------------------------------------------------------------------- the grid
+
+def heatmaps(grid: dv.Grid, backbones: list[str]) -> go.Figure:
+    """One heatmap per backbone, side by side (wrapping after three), one colour scale.
+
+    Undefined cells are grey with a dash and their reason on hover, never coloured as 0.5.
+    """
+    dets = list(grid.detectors["detector"])
+    n = max(len(backbones), 1)
+    cols = min(n, PANELS_PER_ROW)
+    rows = math.ceil(n / cols)
+    n_actions = max([int((grid.actions["backbone"] == b).sum()) for b in backbones] or [1])
+    # Pixels: each panel 34 per action row; below each row of panels room for the slanted
+    # detector names (about 4 px of height per character at -35 degrees) and the next row's
+    # titles, so rows never overlap.
+    longest = max((len(_short_detector(d)) for d in dets), default=0)
+    panel, gap = max(34 * n_actions + 30, 150), max(130, 4 * longest + 70)
+    height = rows * panel + (rows - 1) * gap + 150
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[safe(b) for b in backbones],
+                        horizontal_spacing=0.04, vertical_spacing=(gap / height) if rows > 1 else 0.0)
+    # Positions, not names, on x: two detectors whose shortened names coincide stay two columns.
+    x = list(range(len(dets)))
+    ticktext = [safe(_short_detector(d)) for d in dets]
+    for k, backbone in enumerate(backbones):
+        acts = grid.actions[grid.actions["backbone"] == backbone]
+        cells = grid.cells[grid.cells["backbone"] == backbone].set_index(["action", "detector"])
+        y = [safe(dv.action_label(a)) for a in acts["action"]]
+        z, undefined, text, hover = [], [], [], []
+        for a in acts["action"]:
+            zr, ur, tr, hr = [], [], [], []
+            for d in dets:
+                c = cells.loc[(a, d)] if (a, d) in cells.index else None
+                if c is not None and np.isfinite(c["auc_mean"]):
+                    zr.append(c["auc_mean"]); ur.append(None)
+                    tr.append(f"{c['auc_mean']:.2f}")
+                    hr.append(safe(f"{d} · {a}: ROC-AUC {dv.fmt_mean_std(c['auc_mean'], c['auc_std'])} over "
+                                   f"{c['n_defined']} set(s); {c['n_pos']} positives, {c['n_neg']} negatives"
+                                   + (f"; {c['reason']}" if c["reason"] else "")))
+                else:
+                    reason = c["reason"] if c is not None else "no scored test steps"
+                    zr.append(None); ur.append(0.0)
+                    tr.append("—")
+                    hr.append(safe(f"{d} · {a}: undefined ({reason})"))
+            z.append(zr); undefined.append(ur); text.append(tr); hover.append(hr)
+        r, c = divmod(k, cols)
+        # Grey layer first (undefined cells), then the scores on top.
+        fig.add_trace(go.Heatmap(z=undefined, x=x, y=y, text=text, customdata=hover, texttemplate="%{text}",
+                                 colorscale=[[0, UNDEFINED_GREY], [1, UNDEFINED_GREY]], showscale=False,
+                                 hovertemplate="%{customdata}<extra></extra>", hoverongaps=False), row=r + 1, col=c + 1)
+        fig.add_trace(go.Heatmap(z=z, x=x, y=y, text=text, customdata=hover, texttemplate="%{text}",
+                                 colorscale=AUC_SCALE, zmin=0, zmax=1, showscale=(k == 0),
+                                 colorbar=dict(title="ROC-AUC", lenmode="pixels", len=max(min(panel, 260), 120),
+                                               yanchor="top", y=1),
+                                 hovertemplate="%{customdata}<extra></extra>", hoverongaps=False), row=r + 1, col=c + 1)
+        fig.update_yaxes(autorange="reversed", row=r + 1, col=c + 1, showticklabels=(c == 0), ticks="")
+        fig.update_xaxes(tickvals=x, ticktext=ticktext, row=r + 1, col=c + 1)
+    fig.update_xaxes(tickangle=-35)
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=40, b=10))
+    return fig
+
+
+def long_cells(grid: dv.Grid) -> pd.DataFrame:
+    """The grid in long form for download: one row per backbone, action, detector."""
+    frame = grid.cells.merge(grid.actions[["backbone", "action", "success_rate", "labeled_steps"]],
+                             on=["backbone", "action"], how="left")
+    frame["success_rate"] = (100 * frame["success_rate"]).round(1)
+    return frame[["backbone", "action", "success_rate", "labeled_steps", "detector", "auc_mean", "auc_std",
+                  "n_seeds", "n_defined", "n_pos", "n_neg", "reason"]].round({"auc_mean": 4, "auc_std": 4}).rename(
+        columns={"success_rate": "success rate %", "auc_mean": "ROC-AUC mean", "auc_std": "ROC-AUC std",
+                 "n_seeds": "sets", "n_defined": "sets defined", "n_pos": "positives per set",
+                 "n_neg": "negatives per set", "reason": "undefined because"})
+
+
+# ----------------------------------------------------------------------------- overall comparison
+
+def overall_chart(per_detector: pd.DataFrame, metric: str = "auc") -> go.Figure:
+    """Mean ± std over seeds of one metric per detector, grouped by supervision, coloured by
+    family; the random baseline as a dashed line."""
+    frame = per_detector[np.isfinite(per_detector[f"{metric}_mean"].astype(float))]
+    fig = go.Figure()
+    palette = ["#4c78a8", "#f58518", "#54a24b", "#b279a2", "#e45756", "#72b7b2", "#eeca3b", "#9d755d"]
+    families = sorted(frame["family"].astype(str).unique())
+    for i, family in enumerate(families):
+        g = frame[frame["family"].astype(str) == family]
+        fig.add_trace(go.Bar(
+            x=[[safe(s) for s in g["supervision"]], [safe(_short_detector(d, 34)) for d in g["detector"]]],
+            y=g[f"{metric}_mean"],
+            error_y=dict(type="data", array=g[f"{metric}_std"].fillna(0), visible=True),
+            name=safe(family), marker_color="#9e9e9e" if family == "random" else palette[i % len(palette)],
+            customdata=[safe(f"{d}: {dv.fmt_mean_std(m, s)} over {n} set(s)") for d, m, s, n
+                        in zip(g["detector"], g[f"{metric}_mean"], g[f"{metric}_std"], g[f"{metric}_n"])],
+            hovertemplate="%{customdata}<extra></extra>",
+        ))
+    rnd = frame[frame["is_random"]]
+    if len(rnd):
+        fig.add_hline(y=float(rnd[f"{metric}_mean"].iloc[0]), line_dash="dash", line_color="#555",
+                      annotation_text="random", annotation_position="top left")
+    fig.update_layout(barmode="group", height=440, yaxis_title=dv.METRIC_LABELS[metric], yaxis_range=[0, 1.05],
+                      margin=dict(l=10, r=10, t=30, b=10), legend=dict(title="family", orientation="h", y=1.08, x=0))
+    return fig
+
+
+def overall_frame(per_detector: pd.DataFrame) -> pd.DataFrame:
+    """The comparison as a table: mean ± std of each metric, the test vs random, the counts."""
+    out = per_detector[["supervision", "family", "detector"]].copy()
+    text = {m: [dv.fmt_mean_std(a, b) for a, b in zip(per_detector[f"{m}_mean"], per_detector[f"{m}_std"])]
+            for m in dv.METRICS}
+    out["ROC-AUC"] = text["auc"]
+    out["p vs random (one-tailed)"] = per_detector["vs_random_p"].map(lambda p: "" if not np.isfinite(p) else f"{p:.3g}")
+    out["test"] = np.where(per_detector["vs_random_test"] != "", per_detector["vs_random_test"], per_detector["vs_random_note"])
+    for m in dv.METRICS[1:]:
+        out[dv.METRIC_LABELS[m]] = text[m]
+    out["test steps"] = per_detector["test_steps"]
+    out["anomalies"] = per_detector["positives"]
+    out["silent / loud anomalies"] = per_detector["silent_anomalies"] + " / " + per_detector["loud_anomalies"]
+    out["test runs"] = per_detector["test_runs"]
+    out["threshold"] = per_detector["threshold"]
+    out["sets"] = per_detector["n_sets"]
+    out["seeds"] = per_detector["seeds"]
+    out["origin"] = per_detector["origin"]
+    out["test note"] = per_detector["vs_random_note"]
+    out["ROC-AUC mean"] = per_detector["auc_mean"].round(4)
+    return out
+
+
+def silent_loud_chart(per_detector: pd.DataFrame) -> go.Figure:
+    """Recall on silent anomalies (their scope still succeeded) beside recall on loud ones."""
+    fig = go.Figure()
+    names = [safe(_short_detector(d, 34)) for d in per_detector["detector"]]
+    for metric, label, color in (("silent_recall", "silent (scope succeeded)", "#b279a2"),
+                                 ("loud_recall", "loud (scope failed)", "#4c78a8")):
+        fig.add_trace(go.Bar(
+            x=names, y=per_detector[f"{metric}_mean"], name=label, marker_color=color,
+            error_y=dict(type="data", array=per_detector[f"{metric}_std"].fillna(0), visible=True),
+            customdata=[safe(f"{d}: {dv.fmt_mean_std(m, s) or 'undefined (no such anomalies)'}") for d, m, s
+                        in zip(per_detector["detector"], per_detector[f"{metric}_mean"], per_detector[f"{metric}_std"])],
+            hovertemplate="%{customdata}<extra></extra>"))
+    fig.update_layout(barmode="group", height=360, yaxis_title="recall at the threshold", yaxis_range=[0, 1.05],
+                      margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h", y=1.1, x=0))
+    return fig
+
+
+def per_set_frame(per_set: pd.DataFrame) -> pd.DataFrame:
+    cols = ["detector", "set_id", "seed", "origin", "n_steps", "n_runs", "n_pos", "n_neg", "auc", "f1", "accuracy",
+            "balanced_accuracy", "tp", "fp", "tn", "fn", "silent_pos", "silent_tp", "silent_recall", "loud_pos",
+            "loud_tp", "loud_recall", "unknown_scope_pos", "threshold_used"]
+    return per_set[cols].round(4)
+
+
+# ----------------------------------------------------------------------------- cost
+
+def cost_chart(cost: pd.DataFrame) -> go.Figure:
+    """ROC-AUC against fit + score time, and against peak memory, for detectors that record
+    them (log x: costs span orders of magnitude)."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=["fit + score time (s)", "peak memory (MB)"],
+                        horizontal_spacing=0.08, shared_yaxes=True)
+    for col, x in ((1, "seconds_mean"), (2, "peak_memory_mb_mean")):
+        g = cost[np.isfinite(cost[x].astype(float)) & np.isfinite(cost["auc_mean"].astype(float))]
+        fig.add_trace(go.Scatter(
+            x=g[x], y=g["auc_mean"], mode="markers+text", text=[safe(_short_detector(d, 24)) for d in g["detector"]],
+            textposition="middle right", marker=dict(size=11, color="#4c78a8"), showlegend=False, cliponaxis=False,
+            error_y=dict(type="data", array=g["auc_std"].fillna(0), visible=True),
+            customdata=[safe(f"{d}: ROC-AUC {dv.fmt_mean_std(a, s)}, {v:.3g}") for d, a, s, v
+                        in zip(g["detector"], g["auc_mean"], g["auc_std"], g[x])],
+            hovertemplate="%{customdata}<extra></extra>",
+        ), row=1, col=col)
+        if len(g) and (g[x] > 0).all():
+            # Log x (costs span orders of magnitude), padded so the end labels stay inside.
+            lo, hi = np.log10(g[x].min()), np.log10(g[x].max())
+            pad = max(0.25 * (hi - lo), 0.15)
+            fig.update_xaxes(type="log", range=[lo - pad, hi + pad], row=1, col=col)
+        elif len(g):
+            # A recorded 0 (a job that did not grow) has no place on a log axis: linear here.
+            lo, hi = float(g[x].min()), float(g[x].max())
+            pad = max(0.15 * (hi - lo), 0.05 * max(abs(hi), 1.0))
+            fig.update_xaxes(range=[lo - pad, hi + pad], row=1, col=col)
+    fig.update_yaxes(title_text="ROC-AUC (mean over seeds)", row=1, col=1)
+    fig.update_layout(height=420, margin=dict(l=10, r=10, t=40, b=10))
+    return fig
+
+
+def cost_frame(cost: pd.DataFrame) -> pd.DataFrame:
+    out = cost.copy()
+    out["ROC-AUC"] = [dv.fmt_mean_std(a, s) for a, s in zip(cost["auc_mean"], cost["auc_std"])]
+    out = out.rename(columns={"seconds_mean": "fit + score s", "fit_seconds_mean": "fit s", "score_seconds_mean": "score s",
+                              "peak_memory_mb_mean": "peak memory MB", "sets_with_provenance": "sets with provenance",
+                              "n_sets": "sets", "reason": "blank because"})
+    return out[["detector", "family", "supervision", "origin", "ROC-AUC", "blank because", "fit + score s", "fit s",
+                "score s", "peak memory MB", "sets with provenance", "sets"]].round(3)
+
+
+def sets_frame(sets: pd.DataFrame) -> pd.DataFrame:
+    out = sets[["set_id", "detector", "granularity", "origin", "family", "supervision", "seed", "n_predictions",
+                "n_test_predictions", "n_test_unscored", "source_file", "created_at", "shown", "not_shown"]].copy()
+    out["shown"] = np.where(out["shown"], "yes", "no: " + out["not_shown"])
+    return out.drop(columns="not_shown")

@@ -1,0 +1,45 @@
+""""Export this view": the page's current link written as one offline HTML file (auditatlas.export).
+
+The file is built only when the reader clicks (a callable ``data``), through the same cached
+queries the page just ran, and kept per store version and link, so a second click (or
+another reader's, on the same view) does not build it again.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from urllib.parse import urlencode
+
+import streamlit as st
+
+from auditatlas.export import export_view, not_covered
+from auditatlas.export.link import parse_link
+from auditatlas.figures.tables import file_name
+from auditatlas.views import PageState
+from auditatlas.views.fields import names_in, values_of
+from components import cached
+
+
+def current_link(page: PageState) -> str:
+    """The page's link as the URL holds it now (slice and choices), e.g. ``/boards?tab=POST``."""
+    items = [(name, value) for name in names_in(st.query_params) for value in values_of(st.query_params, name)]
+    return page.path + ("?" + urlencode(items) if items else "")
+
+
+@lru_cache(maxsize=16)
+def _file(link: str, root: str, stamp: int) -> bytes:
+    return export_view(cached.query, root, link).html.encode("utf-8")
+
+
+def draw(page: PageState) -> None:
+    """The button, or one sentence saying why this view does not export yet."""
+    link = current_link(page)
+    reason = not_covered(parse_link(link))
+    if reason:
+        st.caption(reason)
+        return
+    root, stamp = str(cached.store_root()), cached.store_stamp()
+    st.download_button("Export this view", data=lambda: _file(link, root, stamp),
+                       file_name=file_name(f"auditatlas-{page.title}").removesuffix(".csv") + ".html",
+                       mime="text/html", on_click="ignore", key=f"export-{page.path}",
+                       help="One self-contained HTML file of this view (tables with their CSV, interactive charts, "
+                            "the trace graph) that opens offline from disk.")

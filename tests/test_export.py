@@ -1,0 +1,143 @@
+"""Export a view as one offline HTML file (auditatlas.export, `auditatlas export`).
+
+Unit tests read the file as text (values, link, store version, escaping); one browser test
+opens an exported Boards and an exported Explorer from file:// with every request refused.
+"""
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+
+import queries
+from auditatlas.export import ExportError, export_view
+from stores import shared_store
+
+URL = re.compile(r"https?://")
+
+
+def _export(root: Path, link: str, **kwargs) -> str:
+    return export_view(queries.runner(root), root, link, **kwargs).html
+
+
+def _sources(root: Path) -> list[str]:
+    manifest = json.loads((root / "MANIFEST.json").read_text())
+    return [Path(entry["dir"]).name for entry in manifest["sources"].values()]
+
+
+def test_overview_file_holds_the_slice_numbers_the_link_and_the_store_version():
+    root = shared_store("demo-300-s0")
+    backbone = queries.run("slice_options", root=root).query("column_name == 'backbone'")["value"].iloc[0]
+    page = _export(root, f"http://localhost:8501/?backbone={backbone}")
+    counts = queries.run("slice_summary", {"slice": {"backbone": [backbone]}}, root=root)
+    assert f"{int(counts['runs'].sum()):,} runs, {int(counts['steps'].sum()):,} steps" in page
+    assert html.escape(f"/?backbone={backbone}".replace(" ", "+")) in page or f"backbone={backbone}" in page
+    for source in _sources(root):
+        assert source in page
+    assert "Simulated data" in page and "made</dt>" in page
+    assert page.count('id="lib-plotly"') == 1  # two heatmaps, one plotly.js
+    assert page.count('data-figure="figure-') == 2
+    assert page.count("data:text/csv;charset=utf-8,") == page.count("<table ")
+    # The only URL in the file is the link it came from (the libraries travel compressed).
+    assert URL.findall(page.replace("http://localhost:8501/", "")) == []
+
+
+def test_boards_file_holds_every_entrant_and_the_published_values(app_store):
+    from auditatlas.analyses.board_published import reconcile
+    from auditatlas.analyses.board_registry import run_board
+
+    page = _export(app_store, "/boards?tab=PRE")  # the PRE board has published cells to set beside
+    query = queries.runner(app_store)
+    result = run_board("pre", query, None)
+    cells = reconcile(result, query)
+    assert result.rows and cells
+    for row in result.rows:
+        if not row.seed_group:
+            assert f"<td>{html.escape(row.entrant)}</td>" in page
+    for cell in cells:
+        if cell.published is not None:
+            assert re.search(rf"<td[^>]*>{cell.published:.3f}</td>", page), cell
+    assert "Published vs recomputed" in page and "background-color: #d8f3dc" in page
+    assert "/boards?tab=PRE" in page
+
+
+def test_explorer_payloads_stay_text(tmp_path):
+    from test_untrusted_browser import SCRIPT, SET_ID, build_payload_store
+
+    root = tmp_path / "store"
+    run_id = build_payload_store(root, tmp_path / "release")
+    page = _export(root, "/explorer?" + urlencode({"run": run_id, "step": 0, "set": SET_ID}))
+    assert SCRIPT not in page  # nowhere as markup
+    assert html.escape(SCRIPT) in page  # shown as text in the tables and the run's facts
+    # Every <script> element the file opens is one it closes itself: no data ends one early.
+    assert page.count("<script") == page.count("</script>")
+    assert page.count('data-graph="graph-1"') == 1 and page.count('id="lib-vis"') == 1
+    assert "onerror=" not in re.sub(r"&lt;img[^<]*", "", page.split('<script type="application/json"')[0])
+
+
+def test_a_link_the_page_cannot_use_is_one_sentence(capsys, tmp_path):
+    from auditatlas import cli
+
+    root = shared_store("demo-300-s0")
+    with pytest.raises(ExportError, match=r"^The link's tab 'NOPE' is not one of PRE, LIVE, POST; using PRE\.$"):
+        _export(root, "/boards?tab=NOPE", strict=True)
+    assert "The link&#x27;s tab &#x27;NOPE&#x27;" in _export(root, "/boards?tab=NOPE")  # the app's export: a warning
+    out = tmp_path / "x.html"
+    assert cli.main(["--store", str(root), "export", "/rescore", "--out", str(out)]) == 1
+    assert capsys.readouterr().err.strip() == ("error: The Re-score page (/rescore) is not covered by export yet; "
+                                               "exportable pages: /, /boards, /explorer, /detectors, /propagation.")
+    assert not out.exists()
+    assert cli.main(["--store", str(root), "export", "/nowhere?x=1", "--out", str(out)]) == 1
+    assert "'/nowhere' is not a page of the app" in capsys.readouterr().err
+    assert cli.main(["--store", str(root), "export", "/?backbone=NOPE", "--out", str(out)]) == 0
+    assert "backbone NOPE is not in this store" in capsys.readouterr().err
+    assert "backbone NOPE is not in this store" in out.read_text()
+
+
+@pytest.mark.browser
+def test_exported_boards_and_explorer_open_offline(app_store, browser, tmp_path):
+    from browser_support import graph_frame, require_chromium
+
+    require_chromium()
+    run_id = _a_run(app_store)
+    files = {"boards": tmp_path / "boards.html", "explorer": tmp_path / "explorer.html"}
+    files["boards"].write_text(_export(app_store, "/boards?tab=LIVE"), encoding="utf-8")
+    files["explorer"].write_text(_export(app_store, "/explorer?" + urlencode(
+        {"run": run_id, "step": 1})), encoding="utf-8")
+    refused: list[str] = []
+    errors: list[str] = []
+    page = browser.new_page(viewport={"width": 1300, "height": 1200})
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+
+    def gate(route):
+        if route.request.url.startswith(("file://", "data:", "about:")):
+            return route.continue_()
+        refused.append(route.request.url)
+        return route.abort()
+
+    page.route("**/*", gate)
+    try:
+        page.goto(files["boards"].as_uri())
+        page.wait_for_selector("body[data-ready='1']", timeout=60_000)
+        page.wait_for_selector("div[data-figure] svg.main-svg", timeout=60_000)
+        assert page.locator("table.sortable").count() >= 1
+        page.goto(files["explorer"].as_uri())
+        page.wait_for_selector("body[data-ready='1']", timeout=60_000)
+        frame = graph_frame(page)
+        assert frame.evaluate("() => document.querySelector('#trace-graph canvas') !== null")
+        assert frame.evaluate("() => window.traceNetwork.body.data.nodes.length") > 0
+    finally:
+        page.close()
+    assert refused == [] and errors == []
+
+
+def _a_run(root: Path) -> str:
+    con = queries.connect(root)
+    try:
+        return con.execute("SELECT run_id FROM runs WHERE n_steps >= 4 ORDER BY run_id LIMIT 1").fetchone()[0]
+    finally:
+        con.close()
