@@ -110,7 +110,8 @@ def test_exported_boards_and_explorer_open_offline(app_store, browser, tmp_path)
         {"run": run_id, "step": 1})), encoding="utf-8")
     refused: list[str] = []
     errors: list[str] = []
-    page = browser.new_page(viewport={"width": 1300, "height": 1200})
+    page = browser.new_page()
+    page.set_viewport_size({"width": 1300, "height": 1200})
     page.on("pageerror", lambda exc: errors.append(str(exc)))
 
     def gate(route):

@@ -39,7 +39,13 @@ def test_clicking_a_cell_lists_its_chains(app_server, browser):
     page.locator(".js-plotly-plot").first.wait_for(timeout=120_000)
     page.wait_for_function("""() => { const el = document.querySelector('.js-plotly-plot');
                                       return el && !el.closest('[inert]'); }""", timeout=180_000, polling=500)
-    xy = page.evaluate(CELL_XY, ["GPT-4.1", "SOLVE_CLUE", "APPLY_DELTA"])
+    # Plotly may draw the figure again after the page's text settles: wait for the cell itself.
+    cell = ["GPT-4.1", "SOLVE_CLUE", "APPLY_DELTA"]
+    try:
+        page.wait_for_function(f"() => ({CELL_XY})({cell!r}) !== null", timeout=60_000, polling=250)
+    except Exception:  # noqa: BLE001 - the assertion below says what is missing
+        pass
+    xy = page.evaluate(CELL_XY, cell)
     assert xy, "no clickable GPT-4.1 SOLVE_CLUE -> APPLY_DELTA cell in the heatmap"
     page.mouse.move(*xy)
     page.mouse.click(*xy)
