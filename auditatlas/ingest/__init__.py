@@ -70,6 +70,10 @@ ADAPTERS: dict[str, Adapter] = {
     "taubench": Adapter("auditatlas.ingest.taubench"),
     "catchbench": Adapter("auditatlas.ingest.catchbench", needs_path=False),  # default: the installed package
     "otlp": Adapter("auditatlas.ingest.otlp", options=(_CORPUS, Option("group", _group, _GROUP_HELP))),
+    "atif": Adapter("auditatlas.ingest.atif", options=(_CORPUS,)),
+    "messages": Adapter("auditatlas.ingest.messages", options=(_CORPUS,)),
+    "claude-code": Adapter("auditatlas.ingest.claude_code", options=(_CORPUS,)),
+    "traces": Adapter("auditatlas.ingest.traces", options=(_CORPUS,)),  # detected per file: one of the three
     "labels": Adapter("auditatlas.ingest.labels", options=(_CORPUS,)),
     "predictions": Adapter("auditatlas.ingest.predictions", options=(
         Option("method", str, "the method name (default: from the file or folder)"),

@@ -32,14 +32,14 @@ from typing import Callable
 
 from ..errors import AtlasError, IngestFailed, InputError
 from . import Batch, Context
+from .kit.traces import (CHILD, HANDOFF, LABEL_PROCESS_NONE, LINK, OBSERVED, TOOL_CALL, UNLABELED, check_source_name,
+                         edge_row, extra_json)
 from .otlp_mapping import TOOL_KIND, StepFacts, backbone, facts, session_of
 from .otlp_spans import Span, looks_like_otlp, read_spans
 
 FORMAT = "otlp"
 GROUPS = ("trace", "session")
 ANNOTATION_SOURCE = "span_annotation"  # steps.label_source of a label read from annotation.* attributes
-UNLABELED = "unlabeled"
-LABEL_PROCESS_NONE = "none (unlabeled traces)"
 LABEL_PROCESS_ANNOTATIONS = "span annotations (annotation.* attributes)"
 # Sources that are this format's, so `--corpus NAME` may replace them (the labels adapter
 # rewrites an OTLP source with its labels; see auditatlas/ingest/labels.py).
@@ -109,19 +109,7 @@ def map_spans(spans: list[Span], corpus: str, origin: str, group: str = "trace")
 def check_corpus_name(store: Path, corpus: str, verb: str) -> list[str]:
     """Refuse a corpus name that is no store source name or belongs to another import; the notes
     a replacement calls for (labels a previous labels ingest put on this corpus)."""
-    from ..store import _SOURCE_NAME, read_manifest, source_corpora
-
-    if not _SOURCE_NAME.match(corpus):
-        raise AtlasError(f"--corpus '{corpus}' must be lower-case letters, digits, '.', '_' or '-' "
-                         "(it names the store source too).")
-    manifest = read_manifest(store)
-    entry = manifest["sources"].get(corpus)
-    if entry is not None and entry.get("format") not in OWN_FORMATS:
-        raise AtlasError(f"source '{corpus}' holds the {entry.get('format', 'unknown')} import; choose another "
-                         "--corpus name (an OTLP corpus is a source of its own).")
-    for source, corpora in source_corpora(store, manifest).items():
-        if source != corpus and corpus in corpora:
-            raise AtlasError(f"corpus '{corpus}' is already held by source '{source}'; choose another --corpus name.")
+    entry = check_source_name(store, corpus, OWN_FORMATS, "an OTLP corpus")
     if verb == "otlp" and entry is not None and entry.get("format") == "labels":
         return [f"corpus '{corpus}' held the labels of {entry.get('origin')}; they are replaced by these traces' "
                 f"own (run `auditatlas ingest labels {entry.get('origin')} --corpus {corpus}` again to keep them)."]
@@ -351,26 +339,25 @@ def _step_row(run: _Run, corpus: str, i: int, span: Span, f: StepFacts, agent: s
         "duration_s": _duration(span), "is_tool": f.kind == TOOL_KIND, "error_code": f.error_code,
         "failure_mode": annotation.get("failure_mode") if label is not None else None,
         "label": label, "label_source": ANNOTATION_SOURCE if label is not None else UNLABELED,
-        "extra": json.dumps({k: v for k, v in extra.items() if v is not None}, ensure_ascii=False),
+        "extra": extra_json(extra),
     }
 
 
 def _edge_kind(dst: StepFacts, src_agent: str | None, dst_agent: str | None, default: str) -> str:
     if dst.kind == TOOL_KIND:
-        return "tool_call"
+        return TOOL_CALL
     if src_agent != dst_agent:
-        return "handoff"
+        return HANDOFF
     return default
 
 
 def _edge_rows(run: _Run, corpus: str, ordered: list[Span], step_facts: list[StepFacts], agents: list,
                index: dict) -> tuple[list[dict], list[Span]]:
-    base = {"run_id": run.run_id, "corpus": corpus, "provenance": "observed"}
     edges: dict[tuple[int, int], str] = {}
     forward: list[Span] = []
     for dst, span in enumerate(ordered):
         if span.parent_id is not None and (src := index.get((span.trace_id, span.parent_id))) is not None:
-            edges.setdefault((src, dst), _edge_kind(step_facts[dst], agents[src], agents[dst], "child"))
+            edges.setdefault((src, dst), _edge_kind(step_facts[dst], agents[src], agents[dst], CHILD))
         for link in span.links:
             src = index.get((link.get("trace_id"), link.get("span_id")))
             if src is None or src == dst:
@@ -378,8 +365,8 @@ def _edge_rows(run: _Run, corpus: str, ordered: list[Span], step_facts: list[Ste
             if src > dst:
                 forward.append(span)
                 continue
-            edges.setdefault((src, dst), _edge_kind(step_facts[dst], agents[src], agents[dst], "link"))
-    return [{**base, "src_idx": s, "dst_idx": d, "kind": k} for (s, d), k in sorted(edges.items())], forward
+            edges.setdefault((src, dst), _edge_kind(step_facts[dst], agents[src], agents[dst], LINK))
+    return [edge_row(run.run_id, corpus, s, d, k, OBSERVED) for (s, d), k in sorted(edges.items())], forward
 
 
 def _run_row(run: _Run, corpus: str, ordered: list[Span], step_facts: list[StepFacts], outcome: str,
@@ -395,7 +382,7 @@ def _run_row(run: _Run, corpus: str, ordered: list[Span], step_facts: list[StepF
         "backbone": backbone(models), "domain": None, "difficulty": None, "temperature": None,
         "task_id": run.session or run.traces[0].trace_id, "outcome": outcome, "n_steps": len(ordered),
         "label_process": LABEL_PROCESS_ANNOTATIONS if labeled else LABEL_PROCESS_NONE,
-        "extra": json.dumps({k: v for k, v in extra.items() if v not in (None, [], {})}, ensure_ascii=False),
+        "extra": extra_json(extra, drop_empty=True),
     }
 
 

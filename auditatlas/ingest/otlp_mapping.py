@@ -193,17 +193,19 @@ def _annotation(a: dict, used: set[str]) -> dict[str, Any] | None:
     for key in sorted(group, key=lambda k: (k.count("."), k)):
         leaf = key.rsplit(".", 1)[-1]
         if leaf in ("label", "score"):
-            label = _label_value(group[key])
+            label = label_value(group[key])
             if label is not None:
                 break
     pick = {leaf: v for k, v in group.items() if (leaf := k.rsplit(".", 1)[-1]) in ("decisive", "failure_mode", "note",
                                                                                         "explanation")}
-    return {"label": label, "decisive": _label_value(pick.get("decisive")) == 1,
+    return {"label": label, "decisive": label_value(pick.get("decisive")) == 1,
             "failure_mode": pick.get("failure_mode"), "note": pick.get("note", pick.get("explanation")),
             "attributes": group}
 
 
-def _label_value(value: Any) -> int | None:
+def label_value(value: Any) -> int | None:
+    """A label as 1 (anomaly) / 0 (normal): a boolean, 1/0, or a word of :data:`ANOMALY_WORDS` /
+    :data:`NORMAL_WORDS`; None for anything else (a reason, a score, a category)."""
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, (int, float)) and value in (0, 1):

@@ -1,0 +1,204 @@
+"""Your own trajectories through agentpile's readers: ATIF, OpenAI message lists, Claude Code sessions.
+
+``auditatlas ingest atif|messages|claude-code PATH --corpus NAME`` reads every file under PATH
+with that agentpile reader; ``ingest traces`` asks every agentpile reader whether it recognizes
+each file, as ``agentpile.load`` does, and refuses a file no reader or several readers claim
+instead of guessing. agentpile turns each record into its run record (an ATIF v1.7 trajectory
+with its labels and dependency entries under ``extra["agentpile"]``); :mod:`.trajectory_mapping`
+maps that record onto the store (table in ``data/README.md``, "Trajectories through agentpile").
+
+What this module adds to agentpile's readers is what a store import needs: one sentence per
+problem naming the file and its line or record (a file that is not the format, an empty file,
+a line that is not JSON, which agentpile's Claude Code reader only counts, a record without
+steps, an ATIF version agentpile was not tested with), whole folders, and all-or-nothing: any
+problem leaves the store as it was.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import AtlasError, IngestFailed, InputError
+from . import Batch, Context
+from .kit import check_value, first_line
+from .kit.traces import check_source_name
+from .trajectory_mapping import map_runs
+
+# Our format name -> agentpile's reader, what the file is called in a sentence, what it must hold.
+READERS = {"atif": "atif", "messages": "openai-messages", "claude-code": "claude-code-jsonl"}
+WHAT = {"atif": "an ATIF trajectory", "messages": "an OpenAI message list", "claude-code": "a Claude Code session"}
+NEEDS = {
+    "atif": 'a JSON object (or one per line) with "schema_version" "ATIF-v1.7" and "steps"',
+    "messages": 'a JSON list of {"role", "content"} messages, or {"messages": [...]} documents (JSON or one per line)',
+    "claude-code": "a .jsonl file of typed records carrying sessionId, uuid and version",
+}
+# Every import of these formats may replace the others' source of the same name (one family).
+OWN_FORMATS = ("atif", "messages", "claude-code", "traces")
+SUFFIXES = (".json", ".jsonl", ".ndjson")
+JSONL_SUFFIXES = (".jsonl", ".ndjson")
+
+
+@dataclass
+class Record:
+    """One agentpile run record and where it was read."""
+
+    file: str  # relative to the ingested path
+    number: int  # 1-based position in its file
+    format: str  # our format name
+    run: Any  # agentpile.Run
+
+
+def can_read(path: Path, fmt: str) -> bool:
+    files = trajectory_files(Path(path))
+    return bool(files) and READERS[fmt] in recognized(files[0][0])
+
+
+def read_format(path: Path | None, context: Context, corpus: str | None, fmt: str | None) -> Batch:
+    """Every file under ``path`` read as ``fmt`` (None: detected per file) into corpus ``corpus``."""
+    verb = fmt or "traces"
+    if path is None or corpus is None:
+        raise AtlasError(f"ingest {verb} needs a PATH and --corpus NAME.")
+    check_source_name(context.store, corpus, OWN_FORMATS, "a corpus of your own traces")
+    path = Path(path)
+    problems: list[InputError] = []
+    files = trajectory_files(path)
+    if not files:
+        raise IngestFailed([InputError(path, None, f"holds no {', '.join(SUFFIXES)} files (gzip allowed).")])
+    records: list[Record] = []
+    for file, rel in files:
+        if not _check_text(file, rel, fmt, problems):
+            continue
+        chosen = fmt or _detected(file, rel, problems)
+        if chosen is not None:
+            records.extend(_read_file(file, rel, chosen, fmt is not None, problems))
+    if problems:
+        raise IngestFailed(problems)
+    mapped = map_runs(records, corpus, str(path))
+    if mapped.problems:
+        raise IngestFailed(mapped.problems)
+    tables = mapped.tables
+    formats = sorted({r.format for r in records})
+    notes = [f"{len(tables['runs'])} runs ({', '.join(formats)}), {len(tables['steps'])} steps, "
+             f"{len(tables['edges'])} edges, {mapped.n_labeled} labeled steps.", *mapped.notes]
+    return Batch(source=corpus, tables=tables, notes=notes, meta={"files": len(files), "formats": formats})
+
+
+def trajectory_files(path: Path) -> list[tuple[Path, str]]:
+    """``(file, path under the root)`` of every JSON / JSONL file (gzip allowed) under ``path``.
+
+    In a folder, files under a ``subagents`` folder are left out: agentpile's Claude Code reader
+    reads them with the session file that starts them.
+    """
+    if path.is_file():
+        return [(path, path.name)]
+    if not path.is_dir():
+        return []
+    found = []
+    for file in sorted(path.rglob("*")):
+        rel = file.relative_to(path)
+        if file.is_file() and _suffix(file) in SUFFIXES and "subagents" not in rel.parts[:-1]:
+            found.append((file, rel.as_posix()))
+    return found
+
+
+def recognized(file: Path) -> list[str]:
+    """The agentpile readers that recognize ``file``, asked as ``agentpile.load`` asks them
+    (a reader that fails to load or to sniff counts as not recognizing it)."""
+    import agentpile
+
+    names = []
+    for name in agentpile.readers.names():
+        try:
+            ok = bool(agentpile.readers.get(name).sniff(file))
+        except Exception:  # noqa: BLE001 - agentpile's own rule: a broken reader never blocks the others
+            ok = False
+        if ok:
+            names.append(name)
+    return names
+
+
+# --------------------------------------------------------------------------- one file
+
+
+def _suffix(file: Path) -> str:
+    suffixes = [s for s in file.suffixes if s != ".gz"]
+    return suffixes[-1].lower() if suffixes else ""
+
+
+def _check_text(file: Path, rel: str, fmt: str | None, problems: list[InputError]) -> bool:
+    """The file is UTF-8 JSON (every non-empty line, for JSONL) and not empty; else one problem."""
+    expected = WHAT[fmt] if fmt else "a trajectory (ATIF, an OpenAI message list or a Claude Code session)"
+    try:
+        raw = file.read_bytes()
+        if file.suffix == ".gz":
+            raw = gzip.decompress(raw)
+        text = raw.decode("utf-8").removeprefix("\ufeff")
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        problems.append(InputError(rel, None, f"cannot be read ({first_line(exc)})."))
+        return False
+    except UnicodeDecodeError as exc:
+        problems.append(InputError(rel, None, f"is not UTF-8 text (byte {exc.start}); expected {expected}."))
+        return False
+    if not text.strip():
+        problems.append(InputError(rel, None, f"is empty; expected {expected}."))
+        return False
+    if _suffix(file) in JSONL_SUFFIXES:
+        chunks = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    else:
+        chunks = [(None, text)]
+    for line, chunk in chunks:
+        where = f"line {line} " if line is not None else ""
+        try:
+            value = json.loads(chunk)
+        except (ValueError, RecursionError) as exc:
+            problems.append(InputError(rel, None, f"{where}is not valid JSON ({first_line(exc)})."))
+            return False
+        if (problem := check_value(value, f"{rel}: {where}".rstrip() if where else rel)) is not None:
+            problems.append(problem)
+            return False
+    return True
+
+
+def _detected(file: Path, rel: str, problems: list[InputError]) -> str | None:
+    """The one format agentpile recognizes ``file`` as, or None after its sentence."""
+    names = recognized(file)
+    ours = {reader: fmt for fmt, reader in READERS.items()}
+    if len(names) == 1 and names[0] in ours:
+        return ours[names[0]]
+    if not names:
+        problems.append(InputError(rel, None, "is not a trajectory agentpile recognizes (ATIF, an OpenAI message "
+                                              "list or a Claude Code session); name its format with "
+                                              "`auditatlas ingest atif|messages|claude-code` to see what it lacks."))
+    elif len(names) > 1:
+        problems.append(InputError(rel, None, f"is recognized by several agentpile readers ({', '.join(names)}); "
+                                              "name its format with `auditatlas ingest atif|messages|claude-code`."))
+    elif names[0] == "otlp-json":
+        problems.append(InputError(rel, None, "holds OpenTelemetry spans; read it with `auditatlas ingest otlp`."))
+    else:
+        problems.append(InputError(rel, None, f"is an agentpile '{names[0]}' record, which has no steps to audit."))
+    return None
+
+
+def _read_file(file: Path, rel: str, fmt: str, named: bool, problems: list[InputError]) -> list[Record]:
+    """The run records of one file; a file the reader does not recognize is one sentence."""
+    import agentpile
+
+    if named and READERS[fmt] not in recognized(file):
+        problems.append(InputError(rel, None, f"is not {WHAT[fmt]}; expected {NEEDS[fmt]}."))
+        return []
+    records: list[Record] = []
+    try:
+        for run in agentpile.readers.get(READERS[fmt]).read(file):
+            records.append(Record(rel, len(records) + 1, fmt, run))
+    except agentpile.UnsupportedVersion as exc:
+        problems.append(InputError(rel, None, f"record {len(records) + 1}: {first_line(exc)}."))
+    except KeyError as exc:  # a later document without the member the first one had
+        problems.append(InputError(rel, None, f"record {len(records) + 1} has no {exc.args[0]!r}; it is not "
+                                              f"{WHAT[fmt]}."))
+    except (TypeError, ValueError, AttributeError, IndexError) as exc:
+        problems.append(InputError(rel, None, f"record {len(records) + 1} cannot be read as {WHAT[fmt]} "
+                                              f"({first_line(exc)})."))
+    return records
