@@ -48,6 +48,9 @@ class Adapter:
     needs_path: bool = True  # False: ``read(None, ...)`` reads a default release (e.g. package data)
     options: tuple[Option, ...] = ()
     streams: bool = False  # the module has ``plan``: chunked, on worker processes when large
+    # The module adds rows to its source itself (``append(path, context, wait=, notify=)``, under
+    # the store lock) instead of returning a batch that replaces the source: reviewers' verdicts.
+    appends: bool = False
 
     @property
     def option_names(self) -> tuple[str, ...]:
@@ -75,6 +78,7 @@ ADAPTERS: dict[str, Adapter] = {
         Option("method", str, "the method name (default: from the file or folder)"),
         Option("seed", int, "the seed (default: from a seed_<n> folder)"),
     )),
+    "reviews": Adapter("auditatlas.ingest.reviews", appends=True),  # verdicts, added to the reviews source
 }
 
 
@@ -188,6 +192,8 @@ def ingest(
                            wait=wait, notify=notify)
         notes = outcome.notes + after_write_notes(store, plan.source)
         return Batch(source=plan.source, tables={}, notes=notes, meta=plan.meta), outcome.entry
+    if ADAPTERS[fmt].appends and not (scheduler or workers):
+        return module.append(Path(path), context, wait=wait, notify=notify)
     if scheduler or workers:  # 0 workers is "this process only", which a one-pass read always is
         streaming = ", ".join(formats_with(lambda spec: spec.streams))
         raise AtlasError(f"format '{fmt}' is read in one pass; --scheduler and --workers apply to {streaming}.")
