@@ -48,8 +48,8 @@ class Adapter:
     needs_path: bool = True  # False: ``read(None, ...)`` reads a default release (e.g. package data)
     options: tuple[Option, ...] = ()
     streams: bool = False  # the module has ``plan``: chunked, on worker processes when large
-    # The module adds rows to its source itself (``append(path, context, wait=, notify=)``, under
-    # the store lock) instead of returning a batch that replaces the source: reviewers' verdicts.
+    # The batch ``read`` returns is added to its source by the module's ``append(batch, store,
+    # wait=, notify=)``, under the store lock, instead of replacing the source: reviewers' verdicts.
     appends: bool = False
 
     @property
@@ -193,7 +193,8 @@ def ingest(
         notes = outcome.notes + after_write_notes(store, plan.source)
         return Batch(source=plan.source, tables={}, notes=notes, meta=plan.meta), outcome.entry
     if ADAPTERS[fmt].appends and not (scheduler or workers):
-        return module.append(Path(path), context, wait=wait, notify=notify)
+        batch = module.read(Path(path), context, **options)
+        return batch, module.append(batch, Path(store), wait=wait, notify=notify)
     if scheduler or workers:  # 0 workers is "this process only", which a one-pass read always is
         streaming = ", ".join(formats_with(lambda spec: spec.streams))
         raise AtlasError(f"format '{fmt}' is read in one pass; --scheduler and --workers apply to {streaming}.")

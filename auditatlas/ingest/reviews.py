@@ -14,6 +14,7 @@ sentence per bad row, and one sentence naming every unknown step.
 from __future__ import annotations
 
 import math
+import uuid
 from pathlib import Path
 from typing import Any, Callable
 
@@ -34,12 +35,14 @@ def can_read(path: Path) -> bool:
     return path.is_file() and path.suffix.lower() in SUFFIXES
 
 
-def append(path: Path, context: Context, *, wait: bool = True,
-           notify: Callable[[str], None] | None = None) -> tuple[Batch, dict]:
-    """Check every row of ``path``, then add its verdicts to the store (all or nothing)."""
+def read(path: Path, context: Context) -> Batch:
+    """The verdicts of ``path``, every row checked against the file's rules and the store's
+    steps (raises IngestFailed listing the problems). Not written by the caller: ``append``
+    adds them (the registry line says ``appends``)."""
     rows = _rows(path)
     if not rows:
-        return Batch(source=reviews.REVIEWS_SOURCE, tables={}, notes=["the file holds no verdicts; nothing was written."]), {"rows": {}}
+        return Batch(source=reviews.REVIEWS_SOURCE, tables={"verdicts": reviews.table([])},
+                     notes=["the file holds no verdicts; nothing was written."])
     # The corpus may be left out (it is the step's): checked once the steps are looked up.
     needed = [k for k in reviews.REQUIRED if k != "corpus"]
     bad = reviews.problems(rows, [f"line {i + 2}" for i in range(len(rows))], needed)
@@ -52,13 +55,21 @@ def append(path: Path, context: Context, *, wait: bool = True,
                                                    f"{shown}.")])
     for row in rows:
         row["reviewed_at"] = reviews.normalise_time(row["reviewed_at"]) if row.get("reviewed_at") else reviews.now_utc()
-        row.setdefault("queue", None)
-        row["queue"] = row["queue"] or f"file {path.name}"
-        row["verdict_id"] = row.get("verdict_id") or reviews.verdict("", "", 0, "unsure", "")["verdict_id"]
-    entry = reviews.append_verdicts(context.store, rows, wait=wait, notify=notify)
+        row["queue"] = row.get("queue") or f"file {path.name}"
+        row["verdict_id"] = row.get("verdict_id") or uuid.uuid4().hex
+    return Batch(source=reviews.REVIEWS_SOURCE, tables={"verdicts": reviews.table(rows)})
+
+
+def append(batch: Batch, store: Path, *, wait: bool = True, notify: Callable[[str], None] | None = None) -> dict:
+    """Add the verdicts ``read`` returned to the store (under the lock; ids held already are skipped)."""
+    rows = batch.tables["verdicts"].to_pylist()
+    if not rows:
+        return {"rows": {}}
+    entry = reviews.append_verdicts(store, rows, wait=wait, notify=notify)
     added = int(entry.get("added", 0))
-    notes = [f"{len(rows) - added} verdict(s) of the file were held already and were skipped."] if added < len(rows) else []
-    return Batch(source=reviews.REVIEWS_SOURCE, tables={}, notes=notes, meta={"added": added}), entry
+    if added < len(rows):
+        batch.notes.append(f"{len(rows) - added} verdict(s) of the file were held already and were skipped.")
+    return entry
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
