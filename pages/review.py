@@ -23,6 +23,8 @@ from components.safe import md
 
 CONTEXT_STEPS = 5  # steps before the reviewed one shown as its run context
 CONTEXT_CHARS = 160  # characters of each context step's output
+# One key per verdict (Streamlit ignores them while a text field has the focus; C and R are its own).
+KEYS = {"anomaly": "A", "normal": "N", "unsure": "U"}
 
 slice_ = st.session_state.get("slice", {})
 # No widget is bound to the URL: the callbacks below write it, so it is the one truth.
@@ -78,8 +80,9 @@ st.subheader(f"Step {position + 1:,} of {len(queue):,}")
 st.markdown(f"Run **{md(run_id)}**, step **{step_idx}**")
 review_item.signal(item, order.name)
 nav = st.columns([1, 1, 2])
-nav[0].button("Previous", disabled=position == 0, on_click=_go, kwargs={"position": position - 1}, key="review_prev")
-nav[1].button("Skip", on_click=_go, kwargs={"position": position + 1}, key="review_skip")
+nav[0].button("Previous", disabled=position == 0, on_click=_go, kwargs={"position": position - 1}, key="review_prev",
+              shortcut="Left")
+nav[1].button("Skip", on_click=_go, kwargs={"position": position + 1}, key="review_skip", shortcut="Right")
 nav[2].link_button("Open in the Explorer", explorer_url(run_id, step_idx, slice=slice_))
 review_item.label_line(step, run)
 review_item.history(cached.query("step_verdicts", {"run": run_id, "step": step_idx}))
@@ -88,9 +91,10 @@ with st.form("review_verdict", clear_on_submit=True, border=True):
     st.markdown("**Your verdict**")
     failure_mode = st.text_input("Failure mode (optional)", key="review_failure_mode")
     note = st.text_area("Note (optional)", key="review_note", height=68)
+    st.caption("Keys (outside a text field): A anomaly, N normal, U unsure; ← previous, → skip.")
     buttons = st.columns(3)
     given = [v for v, column in zip(reviews.VERDICTS, buttons)
-             if column.form_submit_button(v.capitalize(), key=f"review_{v}", width="stretch")]
+             if column.form_submit_button(v.capitalize(), key=f"review_{v}", width="stretch", shortcut=KEYS[v])]
 if given:
     reviewer = values["reviewer"].strip()
     if not reviewer:

@@ -252,3 +252,19 @@ def test_random_order_is_a_seeded_shuffle_of_the_labeled_steps(built):
     assert _keys(review_queue.queue(query, "random", {}, 3)) == expected  # the same seed, the same order
     assert _keys(review_queue.queue(query, "random", {}, 4)) != expected
     assert set(_keys(review_queue.queue(query, "random", {"backbone": ["Y"]}, 3))) == {("r:b", i) for i in range(4)}
+
+
+def test_a_verdict_does_not_change_the_derived_tables_key(root):
+    """No derived table reads verdicts: a verdict written must not rebuild them (seconds to
+    minutes at scale), while any other write does."""
+    from queries import derived, template, views
+
+    def key() -> str:
+        return derived.cache_key(views.manifest_bytes(store.read_manifest(root)), template.text)
+
+    before = key()
+    reviews.append_verdicts(root, [_verdict("anomaly")])
+    reviews.append_verdicts(root, [_verdict("normal")])  # the first reviews folder is now retired
+    assert key() == before
+    store.remove_source(root, "sets")
+    assert key() != before
