@@ -20,7 +20,7 @@ import math
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -113,7 +113,7 @@ def table(rows: Iterable[Mapping[str, Any]]) -> pa.Table:
 
 
 def append_verdicts(root: str | Path, rows: Sequence[Mapping[str, Any]], *, wait: bool = True,
-                    notify=None, compact_at: int = COMPACT_AT) -> dict:
+                    notify: Callable[[str], None] | None = None, compact_at: int = COMPACT_AT) -> dict:
     """Add ``rows`` (see :func:`verdict`) to the store's verdicts, atomically; returns the
     reviews source's manifest entry. Rows whose ``verdict_id`` is held already are skipped (an
     export ingested twice adds nothing). Raises BadVerdict (nothing written) on a bad row."""
@@ -122,9 +122,9 @@ def append_verdicts(root: str | Path, rows: Sequence[Mapping[str, Any]], *, wait
     bad = problems(rows)
     if bad:
         raise BadVerdict(" ".join(bad))
-    # One stored form of the time, so the latest verdict is the one that sorts last.
-    rows = [{**r, "reviewed_at": normalise_time(str(r["reviewed_at"])) if not _blank(r.get("reviewed_at")) else now_utc()}
-            for r in rows]
+    # One stored form of the time, so the latest verdict is the one that sorts last; every row an id.
+    rows = [{**r, "reviewed_at": normalise_time(str(r["reviewed_at"])) if not _blank(r.get("reviewed_at")) else now_utc(),
+             "verdict_id": r.get("verdict_id") or uuid.uuid4().hex} for r in rows]
     with SourceWriter(root, REVIEWS_SOURCE, wait=wait, notify=notify) as writer:
         held = _held_parts(writer)
         if len(held) >= compact_at:
@@ -132,7 +132,11 @@ def append_verdicts(root: str | Path, rows: Sequence[Mapping[str, Any]], *, wait
         else:
             writer.carry(skip=tuple(t for t in TABLES if t != "verdicts"))
         known = {i for p in held for i in _read(p, ["verdict_id"]).column("verdict_id").to_pylist()}
-        new = [dict(r) for r in rows if r.get("verdict_id") not in known]
+        new = []
+        for row in rows:  # an id given twice in one write is one verdict too
+            if row["verdict_id"] not in known:
+                known.add(row["verdict_id"])
+                new.append(row)
         if new:
             writer.append({"verdicts": table(new)})
         return writer.commit({"format": "reviews", "origin": "verdicts", "added": len(new)})

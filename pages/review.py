@@ -96,7 +96,8 @@ with st.form("review_verdict", clear_on_submit=True, border=True):
     given = [v for v, column in zip(reviews.VERDICTS, buttons)
              if column.form_submit_button(v.capitalize(), key=f"review_{v}", width="stretch", shortcut=KEYS[v])]
 if given:
-    reviewer = values["reviewer"].strip()
+    # The field's own value: the freshest, even when its change has not reached the URL yet.
+    reviewer = str(st.session_state.get("review_reviewer", values["reviewer"]) or "").strip()
     if not reviewer:
         st.warning("Give your name under Reviewer first: every verdict carries its reviewer.")
     else:

@@ -86,6 +86,8 @@ def test_a_verdict_id_held_already_is_not_added_again(root):
     reviews.append_verdicts(root, [row])
     entry = reviews.append_verdicts(root, [row, _verdict("normal", step=0)])
     assert entry["added"] == 1 and len(_history(root)) == 2
+    twice = _verdict("unsure", step=2)
+    assert reviews.append_verdicts(root, [twice, twice])["added"] == 1 and len(_history(root)) == 3
 
 
 def test_a_bad_verdict_writes_nothing(root):
