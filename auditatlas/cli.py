@@ -61,6 +61,11 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("url", metavar="URL", help="the app's link, e.g. '/boards?tab=POST' or http://localhost:8501/explorer?run=...")
     export.add_argument("--out", required=True, metavar="FILE.html", help="the file to write")
 
+    reviews = sub.add_parser("reviews", help="reviewers' verdicts (add them with `ingest reviews FILE`)")
+    reviews_sub = reviews.add_subparsers(dest="reviews_command", required=True, metavar="ACTION")
+    reviews_export = reviews_sub.add_parser("export", help="write every verdict ever given (history included)")
+    reviews_export.add_argument("--out", required=True, metavar="FILE", help="FILE.csv or FILE.parquet")
+
     from .detectors import cli as detectors_cli  # score, cross-backbone, detectors
 
     detectors_cli.add_parsers(sub)
@@ -121,9 +126,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     root = store_dir(args.store)
     code = _command(args, root)
-    if code == 0 and args.command in WRITES:
+    if code == 0 and args.command in WRITES and not _adds_verdicts(args):
         _after_write(root)
     return code
+
+
+def _adds_verdicts(args: argparse.Namespace) -> bool:
+    """An ingest that only adds verdicts: no derived table reads them (queries/views.py), so
+    there is nothing to build after it."""
+    from .ingest import ADAPTERS
+
+    return args.command == "ingest" and ADAPTERS[args.format].appends
 
 
 # Commands that write the store: the derived tables of the new version are built before the
@@ -187,6 +200,8 @@ def _command(args: argparse.Namespace, root: Path) -> int:
             return _board(root, args.name, args.corpus, args.json)
         if args.command == "export":
             return _export(root, args.url, args.out)
+        if args.command == "reviews":
+            return _reviews_export(root, args.out)
         if args.command in detectors_cli.COMMANDS:
             return detectors_cli.run(args, root)
     except IngestFailed as exc:
@@ -414,6 +429,48 @@ def _export(root: Path, url: str, out: str) -> int:
         tmp.unlink(missing_ok=True)
         raise AtlasError(f"{out} cannot be written ({exc.strerror or exc}).") from exc
     print(f"wrote {path} ({len(done.html.encode('utf-8')) / 1e6:.2f} MB): {done.title}, {done.link.app_link}")
+    return 0
+
+
+def _reviews_export(root: Path, out: str) -> int:
+    """Every verdict, oldest first, as CSV or Parquet (written whole, then renamed into place)."""
+    import os
+    import tempfile
+
+    import pyarrow as pa
+
+    import queries
+
+    target = Path(out)
+    kind = target.suffix.lower()
+    if kind not in (".csv", ".parquet"):
+        print(f"error: {out}: the file must end in .csv or .parquet.", file=sys.stderr)
+        return 2
+    from .schema import TABLES
+
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        print(f"error: {out}: the folder {folder} does not exist.", file=sys.stderr)
+        return 1
+    history = pa.Table.from_pandas(queries.run("review_history", root=root), preserve_index=False)
+    # pandas turns a whole-number column with gaps into floats: back to the store's types.
+    history = history.cast(pa.schema([TABLES["verdicts"].field(c) for c in history.column_names]))
+    fd, tmp = tempfile.mkstemp(prefix=".reviews-", suffix=kind, dir=folder)
+    os.close(fd)
+    try:
+        if kind == ".csv":
+            import pyarrow.csv as pcsv
+
+            pcsv.write_csv(history, tmp)
+        else:
+            import pyarrow.parquet as pq
+
+            pq.write_table(history, tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    print(f"wrote {history.num_rows} verdict(s) to {target}")
     return 0
 
 

@@ -163,9 +163,30 @@ TABLES: dict[str, pa.Schema] = {
         ("metric", STR),
         ("value", FLOAT),
     ]),
+    # A reviewer's verdicts on steps (auditatlas/reviews.py): append-only, one row per verdict
+    # given, never updated; the latest per step counts (queries/sql/reviewed_labels.sql). Only
+    # the ``reviews`` source holds rows. Keyed by (run_id, step_idx) and not joined on write:
+    # a verdict outlives a re-ingest that drops its step (it is then reported as orphaned).
+    "verdicts": pa.schema([
+        ("verdict_id", STR),  # unique per verdict given (an ingest skips ids already held)
+        ("corpus", STR),
+        ("run_id", STR),
+        ("step_idx", INT),
+        ("verdict", STR),  # anomaly | normal | unsure
+        ("failure_mode", STR),
+        ("note", STR),
+        ("reviewer", STR),
+        ("reviewed_at", STR),  # UTC, ISO 8601 with microseconds (sorts as time does)
+        ("queue", STR),  # the review order it was given from (random | doubt | flagged | ...), or the file it came in
+        ("seed", INT),  # that order's seed, where it has one
+    ]),
 }
 
 TABLE_NAMES: tuple[str, ...] = tuple(TABLES)
+
+# Tables added after format 5: a source written before has no folder for them and reads as
+# holding none of their rows (no rebuild of the store needed for a table only new writers fill).
+LATER_TABLES: frozenset[str] = frozenset({"verdicts"})
 
 # Run columns the store writer copies onto each step (the shared slice, minus corpus which
 # every table carries anyway).

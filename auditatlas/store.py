@@ -55,7 +55,7 @@ import pyarrow.parquet as pq
 
 from . import leases
 from .errors import StoreBusy, StoreError
-from .schema import SORT_KEYS, TABLES, empty_table
+from .schema import LATER_TABLES, SORT_KEYS, TABLES, empty_table
 from .store_batches import TableLike, conform, prepare  # noqa: F401 - re-exported
 from .store_parts import ROW_GROUP_ROWS, key_lt, part_key, part_label, resort, write_part, write_prepared  # noqa: F401
 from .validate import check_staged
@@ -218,6 +218,8 @@ def source_problem(root: Path, name: str, entry: Mapping[str, Any], deep: bool =
             if (folder / table).is_dir() and not os.access(folder / table, os.R_OK | os.X_OK):
                 raise PermissionError(13, "permission denied")
             parts = sorted((folder / table).glob("part-*.parquet"))
+            if not parts and table in LATER_TABLES and not (folder / table).exists():
+                continue  # written before the table existed: it holds none of its rows
             if not parts:
                 return (f"source '{name}' has no Parquet file for table '{table}' ({folder / table}); "
                         f"re-ingest it or remove it with `auditatlas remove {name}`.")

@@ -8,6 +8,7 @@ analysis's result.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any, Mapping
@@ -39,6 +40,31 @@ def query(name: str, params: Mapping[str, Any] | None = None) -> pd.DataFrame:
     """Named query ``name`` with bound ``params`` (JSON-serialisable), cached per store version."""
     params_json = json.dumps(params or {}, sort_keys=True, default=str)
     return _run(name, params_json, str(store_root()), store_stamp()).copy()
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _run_unreviewed(name: str, params_json: str, root: str, data_stamp: str) -> pd.DataFrame:
+    return queries.run(name, json.loads(params_json), root=root)
+
+
+def data_stamp() -> str:
+    """The store version as every table but the verdicts sees it (the manifest without the
+    reviews source, as the derived tables' key reads it: ``queries.views.manifest_bytes``)."""
+    from auditatlas.errors import StoreError
+    from auditatlas.store import read_manifest
+    from queries.views import manifest_bytes
+
+    try:
+        return hashlib.sha256(manifest_bytes(read_manifest(store_root()))).hexdigest()
+    except StoreError:
+        return "unreadable"  # the app's own check says why, before any page runs
+
+
+def query_unreviewed(name: str, params: Mapping[str, Any] | None = None) -> pd.DataFrame:
+    """Like ``query``, for a query that reads no verdicts: kept while only verdicts are written,
+    so the review page's next step does not wait for its queue (seconds at 1,500 rooms) again."""
+    params_json = json.dumps(params or {}, sort_keys=True, default=str)
+    return _run_unreviewed(name, params_json, str(store_root()), data_stamp()).copy()
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from auditatlas import leases
 from auditatlas.schema import TABLES
+from auditatlas.reviews import REVIEWS_SOURCE
 from auditatlas.store import table_files
 
 from . import derived
@@ -64,7 +65,14 @@ def bind_live(con: duckdb.DuckDBPyConnection, root: Path, manifest: dict) -> Non
 
 def manifest_bytes(manifest: Mapping[str, Any]) -> bytes:
     """The manifest as the store writes it (``store._write_manifest``): the derived key hashes
-    these bytes, so a build keyed by another process reading the same file is found."""
+    these bytes, so a build keyed by another process reading the same file is found.
+
+    The reviews source is left out: no derived table reads verdicts, and every verdict given
+    replaces that source, so keying on it would rebuild the Detectors tables after each one.
+    """
+    if REVIEWS_SOURCE in manifest.get("sources", {}):
+        manifest = {**manifest, "sources": {k: v for k, v in manifest["sources"].items() if k != REVIEWS_SOURCE},
+                    "retired": [r for r in manifest.get("retired", []) if r.get("source") != REVIEWS_SOURCE]}
     return json.dumps(manifest, indent=2, sort_keys=True).encode()
 
 

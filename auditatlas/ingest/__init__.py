@@ -48,6 +48,9 @@ class Adapter:
     needs_path: bool = True  # False: ``read(None, ...)`` reads a default release (e.g. package data)
     options: tuple[Option, ...] = ()
     streams: bool = False  # the module has ``plan``: chunked, on worker processes when large
+    # The batch ``read`` returns is added to its source by the module's ``append(batch, store,
+    # wait=, notify=)``, under the store lock, instead of replacing the source: reviewers' verdicts.
+    appends: bool = False
 
     @property
     def option_names(self) -> tuple[str, ...]:
@@ -79,6 +82,7 @@ ADAPTERS: dict[str, Adapter] = {
         Option("method", str, "the method name (default: from the file or folder)"),
         Option("seed", int, "the seed (default: from a seed_<n> folder)"),
     )),
+    "reviews": Adapter("auditatlas.ingest.reviews", appends=True),  # verdicts, added to the reviews source
 }
 
 
@@ -192,6 +196,9 @@ def ingest(
                            wait=wait, notify=notify)
         notes = outcome.notes + after_write_notes(store, plan.source)
         return Batch(source=plan.source, tables={}, notes=notes, meta=plan.meta), outcome.entry
+    if ADAPTERS[fmt].appends and not (scheduler or workers):
+        batch = module.read(Path(path), context, **options)
+        return batch, module.append(batch, Path(store), wait=wait, notify=notify)
     if scheduler or workers:  # 0 workers is "this process only", which a one-pass read always is
         streaming = ", ".join(formats_with(lambda spec: spec.streams))
         raise AtlasError(f"format '{fmt}' is read in one pass; --scheduler and --workers apply to {streaming}.")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from ..analyses import detector_comparison as dv
 from ..analyses.board_registry import PILLARS
 from ..analyses.board_registry import registry as board_registry
+from ..analyses.review_queue import ORDERS as REVIEW_ORDERS
 from ..detectors.features import DEFAULT_FEATURE_SET, FEATURE_SETS
 from ..detectors.registry import engine_detectors
 from .explorer import EXPLORER
@@ -111,7 +112,20 @@ RESCORE = PageState(
     ),
 )
 
-PAGES: tuple[PageState, ...] = (OVERVIEW, BOARDS, EXPLORER, PROPAGATION, DETECTORS, RESCORE)
+REVIEW = PageState(
+    path="/review", title="Review",
+    what="a queue of the slice's steps ordered by label doubt, a random sample or detector flags; a verdict "
+         "(anomaly / normal / unsure) on each, stored as a label process of its own",
+    fields=(
+        Field("queue", "choice", default="doubt", choices=tuple(REVIEW_ORDERS), help="the review order"),
+        Field("seed", "int", default=0, low=0, help="the random order's seed"),
+        Field("position", "int", default=0, low=0, help="the open step's place in the queue (0 = first)",
+              expects="a place in the queue (0, 1, 2, …)", fallback="opening the first step"),
+        Field("reviewer", "str", default="", help="the reviewer's name, given with every verdict"),
+    ),
+)
+
+PAGES: tuple[PageState, ...] = (OVERVIEW, BOARDS, EXPLORER, PROPAGATION, DETECTORS, RESCORE, REVIEW)
 
 
 def page(path: str) -> PageState:

@@ -1,0 +1,138 @@
+"""Verdicts from a file: ``auditatlas ingest reviews FILE`` (CSV or Parquet).
+
+The columns are those ``auditatlas reviews export`` writes (``data/README.md``, "verdicts"):
+``run_id``, ``step_idx``, ``verdict`` (anomaly | normal | unsure) and ``reviewer`` are needed;
+``corpus`` (default: the step's), ``reviewed_at`` (ISO 8601; no zone means UTC; default: now),
+``failure_mode``, ``note``, ``queue``, ``seed`` and ``verdict_id`` (default: a new one) may be
+given. Unlike the other formats the file does not replace a source: its verdicts are added to
+the reviews source (``auditatlas.reviews``), and ids already held are skipped, so an export
+ingested twice adds nothing.
+
+A file with any bad row, or a row naming a step the store does not hold, changes nothing: one
+sentence per bad row, and one sentence naming every unknown step.
+"""
+from __future__ import annotations
+
+import math
+import uuid
+from pathlib import Path
+from typing import Any, Callable
+
+import pyarrow as pa
+
+from .. import reviews
+from ..errors import IngestFailed, InputError
+from . import Batch, Context
+
+FORMAT = "reviews"
+SUFFIXES = (".csv", ".parquet")
+_SHOWN = 10  # unknown steps named before "and N more"
+_KNOWN_SQL = """SELECT run_id, step_idx, corpus FROM steps
+                WHERE list_contains(?, run_id)"""
+
+
+def can_read(path: Path) -> bool:
+    return path.is_file() and path.suffix.lower() in SUFFIXES
+
+
+def read(path: Path, context: Context) -> Batch:
+    """The verdicts of ``path``, every row checked against the file's rules and the store's
+    steps (raises IngestFailed listing the problems). Not written by the caller: ``append``
+    adds them (the registry line says ``appends``)."""
+    rows = _rows(path)
+    if not rows:
+        return Batch(source=reviews.REVIEWS_SOURCE, tables={"verdicts": reviews.table([])},
+                     notes=["the file holds no verdicts; nothing was written."])
+    # The corpus may be left out (it is the step's): checked once the steps are looked up.
+    needed = [k for k in reviews.REQUIRED if k != "corpus"]
+    bad = reviews.problems(rows, [f"line {i + 2}" for i in range(len(rows))], needed)
+    if bad:
+        raise IngestFailed([InputError(path, None, b) for b in bad])
+    unknown = _fill_from_steps(rows, context)
+    if unknown:
+        shown = ", ".join(unknown[:_SHOWN]) + (f" and {len(unknown) - _SHOWN} more" if len(unknown) > _SHOWN else "")
+        raise IngestFailed([InputError(path, None, f"{len(unknown)} row(s) name a step the store does not hold: "
+                                                   f"{shown}.")])
+    for row in rows:
+        row["reviewed_at"] = reviews.normalise_time(row["reviewed_at"]) if row.get("reviewed_at") else reviews.now_utc()
+        row["queue"] = row.get("queue") or f"file {path.name}"
+        row["verdict_id"] = row.get("verdict_id") or uuid.uuid4().hex
+    return Batch(source=reviews.REVIEWS_SOURCE, tables={"verdicts": reviews.table(rows)})
+
+
+def append(batch: Batch, store: Path, *, wait: bool = True, notify: Callable[[str], None] | None = None) -> dict:
+    """Add the verdicts ``read`` returned to the store (under the lock; ids held already are skipped)."""
+    rows = batch.tables["verdicts"].to_pylist()
+    if not rows:
+        return {"rows": {}}
+    entry = reviews.append_verdicts(store, rows, wait=wait, notify=notify)
+    added = int(entry.get("added", 0))
+    if added < len(rows):
+        batch.notes.append(f"{len(rows) - added} verdict(s) of the file were held already and were skipped.")
+    return entry
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    """The file's rows as dicts of Python values (step_idx and seed made whole numbers where they are)."""
+    try:
+        if path.suffix.lower() == ".parquet":
+            import pyarrow.parquet as pq
+
+            data = pq.read_table(path)
+        else:
+            import pyarrow.csv as pcsv
+
+            # Every column as text: a note "1" stays a note, a step_idx "x" is reported, not guessed.
+            parse = pcsv.ParseOptions(newlines_in_values=True)  # a note may hold line breaks
+            names = pcsv.read_csv(path, parse_options=parse).column_names
+            data = pcsv.read_csv(path, parse_options=parse, convert_options=pcsv.ConvertOptions(
+                column_types={n: pa.string() for n in names}, strings_can_be_null=True))
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise IngestFailed([InputError(path, None, f"cannot be read as {path.suffix.lstrip('.') or 'CSV'} "
+                                                   f"({str(exc).strip().splitlines()[0]}).")]) from None
+    missing = [c for c in ("run_id", "step_idx", "verdict", "reviewer") if c not in data.column_names]
+    if missing:
+        raise IngestFailed([InputError(path, None, f"has no column {', '.join(missing)} "
+                                                   "(a reviews file has the columns `auditatlas reviews export` writes).")])
+    rows = data.to_pylist()
+    for row in rows:
+        for key in ("step_idx", "seed"):
+            row[key] = _whole(row.get(key))
+        for key, value in list(row.items()):
+            if isinstance(value, str):
+                row[key] = value.strip() or None
+    return rows
+
+
+def _whole(value: Any) -> Any:
+    """A whole number from text or a number; anything else as it was (reported by the checks)."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, float):
+        return int(value) if math.isfinite(value) and value.is_integer() else value
+    if isinstance(value, str):
+        text = value.strip()
+        if text == "":
+            return None
+        try:
+            return int(text)
+        except ValueError:
+            return text
+    return value
+
+
+def _fill_from_steps(rows: list[dict[str, Any]], context: Context) -> list[str]:
+    """Give each row its step's corpus where it names none; the rows naming no stored step."""
+    runs = sorted({str(r["run_id"]) for r in rows})
+    held = context.lookup(_KNOWN_SQL, [runs])
+    if not isinstance(held, pa.Table):
+        held = pa.Table.from_pandas(held, preserve_index=False)
+    corpus_of = {(r["run_id"], r["step_idx"]): r["corpus"] for r in held.to_pylist()}
+    unknown = []
+    for i, row in enumerate(rows):
+        key = (str(row["run_id"]), row["step_idx"])
+        if key not in corpus_of:
+            unknown.append(f"run {key[0]} step {key[1]} (line {i + 2})")
+        elif not row.get("corpus"):
+            row["corpus"] = corpus_of[key]
+    return unknown

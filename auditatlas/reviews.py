@@ -1,0 +1,158 @@
+"""Reviewers' verdicts on steps: a label process of its own, kept as an append-only table.
+
+Where they live: the store source ``reviews``, whose ``verdicts`` table gets one new Parquet
+part per write. A write takes the store lock, carries the parts the source holds now (hard
+links: a committed part never changes), adds its own part and switches the source in with the
+manifest, exactly as any source is written (``store.SourceWriter``). So the manifest switch is
+the commit: a reader sees every verdict of a write or none, a failed write leaves the store as
+it was, and two reviewers writing at once each carry the other's verdicts (the lock orders
+them), so nothing is lost. Why not a folder of its own outside the manifest: every reader of
+the store (the query layer's versions, the app's cache) keys on the manifest, so a verdict
+written elsewhere would not be seen until some other write.
+
+Nothing is ever updated: revising a verdict appends a new row, and the latest per step counts
+(``queries/sql/reviewed_labels.sql``); the history stays. When the source holds many small
+parts a write merges them into one (same rows), so the views never list thousands of files.
+"""
+from __future__ import annotations
+
+import math
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import pyarrow as pa
+
+from .errors import AtlasError
+from .schema import TABLES
+
+
+
+class BadVerdict(AtlasError):
+    """A verdict that cannot be stored (one sentence per row); nothing was written."""
+
+
+REVIEWS_SOURCE = "reviews"
+VERDICTS: tuple[str, ...] = ("anomaly", "normal", "unsure")
+# The label each verdict gives a step (unsure leaves it undecided).
+VERDICT_LABEL: dict[str, int | None] = {"anomaly": 1, "normal": 0, "unsure": None}
+COMPACT_AT = 64  # parts held before a write merges them into one
+REQUIRED = ("corpus", "run_id", "step_idx", "verdict", "reviewer")
+TEXT_LIMIT = 10_000  # characters of a note or failure mode kept (a verdict is not a document)
+
+
+def now_utc() -> str:
+    """The time a verdict is given: UTC, ISO 8601 with microseconds (fixed width, so it sorts)."""
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+
+
+def verdict(corpus: str, run_id: str, step_idx: int, value: str, reviewer: str, *,
+            failure_mode: str | None = None, note: str | None = None, queue: str | None = None,
+            seed: int | None = None, reviewed_at: str | None = None) -> dict[str, Any]:
+    """One verdict row, given now (unless ``reviewed_at``), with a new id."""
+    return {"verdict_id": uuid.uuid4().hex, "corpus": corpus, "run_id": run_id, "step_idx": step_idx,
+            "verdict": value, "failure_mode": failure_mode or None, "note": note or None,
+            "reviewer": reviewer, "reviewed_at": reviewed_at or now_utc(), "queue": queue, "seed": seed}
+
+
+def problems(rows: Sequence[Mapping[str, Any]], where: Sequence[str] | None = None,
+             required: Sequence[str] = REQUIRED) -> list[str]:
+    """One sentence per row that cannot be stored (``where[i]`` names row i, e.g. its line)."""
+    found = []
+    for i, row in enumerate(rows):
+        name = where[i] if where else f"verdict {i + 1}"
+        missing = [k for k in required if _blank(row.get(k))]
+        if missing:
+            found.append(f"{name}: no {', '.join(missing)}.")
+            continue
+        if row["verdict"] not in VERDICTS:
+            found.append(f"{name}: verdict '{row['verdict']}' is not one of {', '.join(VERDICTS)}.")
+        step = row["step_idx"]
+        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+            found.append(f"{name}: step_idx '{step}' is not a step number (0, 1, 2, …).")
+        at = row.get("reviewed_at")
+        if not _blank(at) and _utc(str(at)) is None:
+            found.append(f"{name}: reviewed_at '{at}' is not a time (ISO 8601, e.g. 2026-01-31T12:00:00Z).")
+    return found
+
+
+def normalise_time(text: str) -> str:
+    """``text`` (an ISO 8601 time; no zone means UTC) in the stored form."""
+    moment = _utc(text)
+    if moment is None:
+        raise BadVerdict(f"'{text}' is not a time (ISO 8601).")
+    return moment.isoformat(timespec="microseconds")
+
+
+def _utc(text: str) -> datetime | None:
+    try:
+        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc)
+
+
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value)) or str(value).strip() == ""
+
+
+def table(rows: Iterable[Mapping[str, Any]]) -> pa.Table:
+    """Verdict rows as the store's ``verdicts`` table (texts capped at TEXT_LIMIT)."""
+    schema = TABLES["verdicts"]
+    rows = list(rows)
+    columns = {}
+    for f in schema:
+        values = [row.get(f.name) for row in rows]
+        if f.name in ("note", "failure_mode"):
+            values = [None if _blank(v) else str(v)[:TEXT_LIMIT] for v in values]
+        columns[f.name] = pa.array(values, type=f.type)
+    return pa.table(columns, schema=schema)
+
+
+def append_verdicts(root: str | Path, rows: Sequence[Mapping[str, Any]], *, wait: bool = True,
+                    notify: Callable[[str], None] | None = None, compact_at: int = COMPACT_AT) -> dict:
+    """Add ``rows`` (see :func:`verdict`) to the store's verdicts, atomically; returns the
+    reviews source's manifest entry. Rows whose ``verdict_id`` is held already are skipped (an
+    export ingested twice adds nothing). Raises BadVerdict (nothing written) on a bad row."""
+    from .store import SourceWriter
+
+    bad = problems(rows)
+    if bad:
+        raise BadVerdict(" ".join(bad))
+    # One stored form of the time, so the latest verdict is the one that sorts last; every row an id.
+    rows = [{**r, "reviewed_at": normalise_time(str(r["reviewed_at"])) if not _blank(r.get("reviewed_at")) else now_utc(),
+             "verdict_id": r.get("verdict_id") or uuid.uuid4().hex} for r in rows]
+    with SourceWriter(root, REVIEWS_SOURCE, wait=wait, notify=notify) as writer:
+        held = _held_parts(writer)
+        if len(held) >= compact_at:
+            writer.append({"verdicts": pa.concat_tables(_read(p) for p in held)})
+        else:
+            writer.carry(skip=tuple(t for t in TABLES if t != "verdicts"))
+        known = {i for p in held for i in _read(p, ["verdict_id"]).column("verdict_id").to_pylist()}
+        new = []
+        for row in rows:  # an id given twice in one write is one verdict too
+            if row["verdict_id"] not in known:
+                known.add(row["verdict_id"])
+                new.append(row)
+        if new:
+            writer.append({"verdicts": table(new)})
+        return writer.commit({"format": "reviews", "origin": "verdicts", "added": len(new)})
+
+
+def _held_parts(writer) -> list[Path]:
+    from .store import read_manifest
+
+    entry = read_manifest(writer.root)["sources"].get(REVIEWS_SOURCE)
+    if entry is None:
+        return []
+    return sorted((writer.root / str(entry["dir"]) / "verdicts").glob("part-*.parquet"))
+
+
+def _read(part: Path, columns: list[str] | None = None) -> pa.Table:
+    import pyarrow.parquet as pq
+
+    data = pq.read_table(part, columns=columns)
+    return data if columns else data.cast(TABLES["verdicts"])

@@ -1,0 +1,62 @@
+"""One step of a review queue: why it is in the queue, its run context, its label and history.
+
+Every value from the trace or a reviewer (texts, names, notes) is shown as text:
+``st.dataframe`` cells, ``st.code`` blocks, and sentences through ``components.safe.md``.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import pandas as pd
+import streamlit as st
+
+from components.safe import md
+
+LABEL_WORDS = {1: "anomaly", 0: "normal"}
+
+
+def label_word(label: Any) -> str:
+    """A stored label (1, 0 or null) in words."""
+    if label is None or pd.isna(label):
+        return "unlabeled"
+    return LABEL_WORDS.get(int(label), str(label))
+
+
+def signal(item: Mapping[str, Any], order: str) -> None:
+    """Why this step is in the queue, in the order's own terms."""
+    if order == "random":
+        st.caption("In the queue by the seeded shuffle of the slice's labeled steps.")
+        return
+    n_sets, n_top = int(item["n_sets"]), int(item["n_top"])
+    if order == "doubt":
+        st.caption(f"{int(item['contradicting'])} of the {n_sets} label-free prediction set(s) scoring this step "
+                   f"contradict its label ({n_top} rank it in their top decile).")
+    else:
+        st.caption(f"{n_top} of the {n_sets} step-level prediction set(s) scoring this step rank it in their top decile.")
+
+
+def label_line(step: Mapping[str, Any], run: Mapping[str, Any]) -> None:
+    """The released label of the step and the label process it comes from."""
+    st.markdown(f"**Released label:** {md(label_word(step.get('label')))} · label source "
+                f"{md(step.get('label_source') or '—')} · label process of the run: "
+                f"{md(run.get('label_process') or '—')}")
+
+
+def context(before: pd.DataFrame, step_idx: int) -> None:
+    """The steps of the run before this one, briefly (their first characters of output)."""
+    if before.empty:
+        st.caption(f"Step {step_idx} opens its run: no step before it.")
+        return
+    shown = before.assign(label=before["label"].map(label_word))
+    shown = shown.rename(columns={"text_out_start": "output (start)", "text_out_chars": "output chars"})
+    st.caption(f"The {len(before)} step(s) of the run before step {step_idx}.")
+    st.dataframe(shown, hide_index=True, width="stretch", key="review-context")
+
+
+def history(verdicts: pd.DataFrame) -> None:
+    """Every verdict already given on this step, newest first (the newest counts)."""
+    if verdicts.empty:
+        st.caption("No verdict on this step yet.")
+        return
+    st.caption(f"{len(verdicts)} verdict(s) on this step, newest first; the newest counts.")
+    st.dataframe(verdicts, hide_index=True, width="stretch", key="review-history")

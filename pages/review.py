@@ -1,0 +1,117 @@
+"""Review: the slice's steps in a chosen order, one at a time, a verdict on each (stored at once).
+
+The URL holds the queue, its seed, the position and the reviewer's name: a link reopens the
+same step of the same queue. Giving a verdict writes it to the store (auditatlas.reviews) and
+opens the next step.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from components.shell import ensure_app_navigation
+
+ensure_app_navigation()
+
+from auditatlas import reviews
+from auditatlas.analyses import review_queue
+from auditatlas.errors import AtlasError
+from auditatlas.views import explorer_url
+from auditatlas.views.pages import REVIEW
+from components import cached, export_button, review_item, step_detail, view_state
+from components.filters import describe
+from components.safe import md
+
+CONTEXT_STEPS = 5  # steps before the reviewed one shown as its run context
+CONTEXT_CHARS = 160  # characters of each context step's output
+# One key per verdict (Streamlit ignores them while a text field has the focus; C and R are its own).
+KEYS = {"anomaly": "A", "normal": "N", "unsure": "U"}
+
+slice_ = st.session_state.get("slice", {})
+# No widget is bound to the URL: the callbacks below write it, so it is the one truth.
+values = dict(view_state.read(REVIEW, bound=False).values)
+
+
+def _go(**changes) -> None:
+    values.update(changes)
+    view_state.write(REVIEW, values)
+
+
+def _from_widget(key: str, name: str, **also) -> None:
+    _go(**{name: st.session_state[key]}, **also)
+
+
+st.title("Review")
+export_button.draw(REVIEW)
+st.caption(f"Steps of the slice ({md(describe(slice_))}), one at a time. A verdict is stored at once as a label "
+           "process of its own (the newest verdict on a step counts; every earlier one is kept).")
+
+orders = list(review_queue.ORDERS)
+left, middle, right = st.columns([2, 1, 2])
+left.selectbox("Order", orders, index=orders.index(values["queue"]), key="review_queue",
+               format_func=lambda name: review_queue.ORDERS[name].title,
+               on_change=_from_widget, args=("review_queue", "queue"), kwargs={"position": 0})
+order = review_queue.ORDERS[values["queue"]]
+if order.seeded:
+    middle.number_input("Seed", min_value=0, value=int(values["seed"]), step=1, key="review_seed",
+                        on_change=_from_widget, args=("review_seed", "seed"), kwargs={"position": 0})
+right.text_input("Reviewer", value=values["reviewer"], key="review_reviewer", placeholder="your name",
+                 on_change=_from_widget, args=("review_reviewer", "reviewer"))
+st.info(md(order.explains))
+
+# Everything but the verdicts is read through query_unreviewed: a verdict written does not make the
+# queue (seconds at 1,500 rooms) or the step be read again.
+queue = review_queue.queue(cached.query_unreviewed, order.name, slice_, int(values["seed"]))
+if queue.empty:
+    st.warning(f"No step of this slice is in the {order.title.lower()} order (its definition is above).")
+    st.stop()
+position = int(values["position"])
+if position >= len(queue):
+    st.success(f"End of the queue: all {len(queue):,} step(s) of this order have been shown.")
+    st.button("Back to the first step", on_click=_go, kwargs={"position": 0}, key="review_restart")
+    st.stop()
+
+item = queue.iloc[position]
+run_id, step_idx = str(item["run_id"]), int(item["step_idx"])
+step_rows = cached.query_unreviewed("explorer_step", {"run": run_id, "step": step_idx})
+run_rows = cached.query_unreviewed("explorer_run", {"run": run_id})
+step, run = step_rows.iloc[0].to_dict(), run_rows.iloc[0].to_dict()
+
+st.subheader(f"Step {position + 1:,} of {len(queue):,}")
+st.markdown(f"Run **{md(run_id)}**, step **{step_idx}**")
+review_item.signal(item, order.name)
+nav = st.columns([1, 1, 2])
+nav[0].button("Previous", disabled=position == 0, on_click=_go, kwargs={"position": position - 1}, key="review_prev",
+              shortcut="Left")
+nav[1].button("Skip", on_click=_go, kwargs={"position": position + 1}, key="review_skip", shortcut="Right")
+nav[2].link_button("Open in the Explorer", explorer_url(run_id, step_idx, slice=slice_))
+review_item.label_line(step, run)
+review_item.history(cached.query("step_verdicts", {"run": run_id, "step": step_idx}))
+
+with st.form("review_verdict", clear_on_submit=True, border=True):
+    st.markdown("**Your verdict**")
+    failure_mode = st.text_input("Failure mode (optional)", key="review_failure_mode")
+    note = st.text_area("Note (optional)", key="review_note", height=68)
+    st.caption("Keys (outside a text field): A anomaly, N normal, U unsure; ← previous, → skip.")
+    buttons = st.columns(3)
+    given = [v for v, column in zip(reviews.VERDICTS, buttons)
+             if column.form_submit_button(v.capitalize(), key=f"review_{v}", width="stretch", shortcut=KEYS[v])]
+if given:
+    # The field's own value: the freshest, even when its change has not reached the URL yet.
+    reviewer = str(st.session_state.get("review_reviewer", values["reviewer"]) or "").strip()
+    if not reviewer:
+        st.warning("Give your name under Reviewer first: every verdict carries its reviewer.")
+    else:
+        row = reviews.verdict(str(item["corpus"]), run_id, step_idx, given[0], reviewer, failure_mode=failure_mode,
+                              note=note, queue=order.name, seed=int(values["seed"]) if order.seeded else None)
+        try:
+            reviews.append_verdicts(cached.store_root(), [row])
+        except AtlasError as exc:
+            st.error(md(str(exc)))
+        else:
+            _go(position=position + 1)
+            st.rerun()
+
+st.markdown("**Run context**")
+review_item.context(cached.query_unreviewed("review_context", {"run": run_id, "step": step_idx, "before": CONTEXT_STEPS,
+                                                    "chars": CONTEXT_CHARS}), step_idx)
+step_detail.draw(step, cached.query_unreviewed("explorer_step_scores", {"run": run_id, "step": step_idx}), key="review-step")

@@ -1,0 +1,54 @@
+"""The review page (AppTest on the hand-made store of review_store.py): the queue the link
+asks for, a verdict given with the button, stored, and the next step opened."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import queries
+import review_store
+from app_support import open_page, page_texts
+
+
+@pytest.fixture()
+def root(tmp_path, monkeypatch) -> Path:
+    # AppTest makes Streamlit's page manager anew on every run, so the guard of
+    # components.shell reruns every script once, and a button's click is lost on that rerun
+    # (a real server flips the flag once per process). The app's own navigation is in charge
+    # here anyway (open_page runs app.py).
+    monkeypatch.setattr("components.shell.ensure_app_navigation", lambda: None)
+    return review_store.build(tmp_path / "store")
+
+
+def _plain(text: str) -> str:
+    return text.replace("\\", "").replace("\u2060", "").replace("**", "")
+
+
+def test_a_verdict_is_stored_and_the_next_step_opens(root, monkeypatch):
+    at = open_page(root, monkeypatch, "pages/review.py", queue="doubt", reviewer="ann <b>x</b>")
+    texts = _plain(page_texts(at))
+    # The doubt order's first step (review_store.DOUBT_ORDER), and how the order is defined.
+    assert "Step 1 of 5" in texts and "Run r:b, step 3" in texts
+    assert "4 of the 4 label-free prediction set(s) scoring this step contradict its label" in texts
+    assert "top decile" in texts and "Released label: anomaly" in texts
+    at.text_input(key="review_failure_mode").input("wrong <i>tool</i>")
+    at.text_area(key="review_note").input("*not* a failure")
+    at.button(key="review_normal").click().run()
+    assert not at.exception, at.exception
+    history = queries.run("review_history", root=root)
+    assert history[["run_id", "step_idx", "verdict", "reviewer", "failure_mode", "note", "queue"]].values.tolist() == [
+        ["r:b", 3, "normal", "ann <b>x</b>", "wrong <i>tool</i>", "*not* a failure", "doubt"]]
+    texts = _plain(page_texts(at))
+    assert "Step 2 of 5" in texts and "Run r:a, step 1" in texts  # the next step, at once
+    assert at.query_params["position"] == "1"
+
+
+def test_the_random_order_says_it_alone_estimates_an_error_rate(root, monkeypatch):
+    at = open_page(root, monkeypatch, "pages/review.py", queue="random", seed="3", position="7")
+    texts = _plain(page_texts(at))
+    assert "the only order from which an error rate of the released labels may be estimated" in texts
+    assert "Step 8 of 8" in texts
+    at.button(key="review_anomaly").click().run()  # no reviewer name yet: nothing written
+    assert "Give your name under Reviewer first" in _plain(page_texts(at))
+    assert queries.run("review_history", root=root).empty

@@ -1,0 +1,272 @@
+"""Reviewers' verdicts: the append-only table in the store, its CLI round trip, the review orders.
+
+The store is the small hand-made one of ``review_store.py`` (its expected orders are worked out
+there by hand).
+"""
+from __future__ import annotations
+
+import multiprocessing
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pcsv
+import pytest
+
+import queries
+import review_store
+from auditatlas import reviews, store
+from auditatlas.analyses import review_queue
+from cli_support import run_cli
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    """Read-only: the order tests read it as it is."""
+    return review_store.build(tmp_path_factory.mktemp("review") / "store")
+
+
+@pytest.fixture()
+def root(built, tmp_path) -> Path:
+    """A private copy for a test that writes (a copy costs milliseconds, a build about 2 s)."""
+    return Path(shutil.copytree(built, tmp_path / "store"))
+
+
+def _verdict(value: str, reviewer: str = "ann", step: int = 1, at: str | None = None, **kw) -> dict:
+    return reviews.verdict("r", "r:a", step, value, reviewer, reviewed_at=at, **kw)
+
+
+def _history(root: Path):
+    return queries.run("review_history", root=root)
+
+
+def _latest(root: Path):
+    return queries.run("reviewed_labels", root=root).set_index(["run_id", "step_idx"])
+
+
+# ------------------------------------------------------------------------------------ the store
+
+
+def test_latest_verdict_counts_and_history_is_kept(root):
+    reviews.append_verdicts(root, [_verdict("anomaly", "ann", at="2026-01-01T10:00:00+00:00")])
+    reviews.append_verdicts(root, [_verdict("normal", "bob", at="2026-01-01T11:00:00+00:00", note="looked again")])
+    reviews.append_verdicts(root, [_verdict("unsure", "ann", step=2, at="2026-01-01T09:00:00+00:00")])
+    history = _history(root)
+    assert list(history["verdict"]) == ["unsure", "anomaly", "normal"]  # oldest first
+    latest = _latest(root)
+    assert len(latest) == 2
+    a1 = latest.loc[("r:a", 1)]
+    assert (a1["verdict"], a1["label"], a1["reviewer"], a1["note"]) == ("normal", 0, "bob", "looked again")
+    assert (a1["n_verdicts"], a1["n_reviewers"], a1["released_label"], bool(a1["orphaned"])) == (2, 2, 0, False)
+    a2 = latest.loc[("r:a", 2)]
+    assert a2["verdict"] == "unsure" and pd.isna(a2["label"]) and a2["released_label"] == 1
+
+
+def test_an_older_verdict_given_later_does_not_win(root):
+    """Latest means latest reviewed_at, not last written (an imported history may come late)."""
+    reviews.append_verdicts(root, [_verdict("anomaly", at="2026-01-02T00:00:00Z")])
+    reviews.append_verdicts(root, [_verdict("normal", at="2026-01-01T00:00:00Z")])
+    assert _latest(root).loc[("r:a", 1), "verdict"] == "anomaly"
+
+
+def test_parts_are_appended_then_merged_with_every_row_kept(root):
+    for i in range(5):
+        reviews.append_verdicts(root, [_verdict("anomaly", step=i % 4)], compact_at=3)
+    entry = store.read_manifest(root)["sources"][reviews.REVIEWS_SOURCE]
+    parts = sorted((root / entry["dir"] / "verdicts").glob("part-*.parquet"))
+    # writes 1-3 add a part each; write 4 finds 3 and merges them (plus its own): 2; write 5: 3
+    assert len(parts) == 3
+    assert len(_history(root)) == 5 and store.health(root, deep=True) == []
+
+
+def test_a_verdict_id_held_already_is_not_added_again(root):
+    row = _verdict("anomaly")
+    reviews.append_verdicts(root, [row])
+    entry = reviews.append_verdicts(root, [row, _verdict("normal", step=0)])
+    assert entry["added"] == 1 and len(_history(root)) == 2
+    twice = _verdict("unsure", step=2)
+    assert reviews.append_verdicts(root, [twice, twice])["added"] == 1 and len(_history(root)) == 3
+
+
+def test_a_bad_verdict_writes_nothing(root):
+    before = (root / store.MANIFEST).read_bytes()
+    with pytest.raises(reviews.BadVerdict, match="verdict 2: verdict 'maybe' is not one of anomaly, normal, unsure"):
+        reviews.append_verdicts(root, [_verdict("anomaly"), _verdict("maybe")])
+    assert (root / store.MANIFEST).read_bytes() == before
+
+
+def test_a_write_failing_midway_leaves_the_store_unchanged(root, monkeypatch):
+    reviews.append_verdicts(root, [_verdict("anomaly")])
+    before = (root / store.MANIFEST).read_bytes()
+
+    def broken(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(store, "_write_manifest", broken)  # the last step of a write: the commit
+    with pytest.raises(OSError):
+        reviews.append_verdicts(root, [_verdict("normal")])
+    monkeypatch.undo()
+    assert (root / store.MANIFEST).read_bytes() == before
+    assert list(_history(root)["verdict"]) == ["anomaly"]
+    store.recover(root)  # the folder renamed in before the failed switch is a leftover, removed
+    assert list(_history(root)["verdict"]) == ["anomaly"] and store.health(root, deep=True) == []
+
+
+def _reviewer(root: str, name: str, count: int, start) -> None:
+    start.wait()
+    for i in range(count):
+        reviews.append_verdicts(root, [reviews.verdict("r", "r:b", i % 4, "anomaly", name)])
+
+
+def test_two_reviewers_writing_at_once_lose_nothing(root):
+    """Two processes (forked: no new interpreter) append at the same moment, under the store lock."""
+    context = multiprocessing.get_context("fork")
+    start = context.Event()
+    workers = [context.Process(target=_reviewer, args=(str(root), name, 3, start)) for name in ("ann", "bob")]
+    for w in workers:
+        w.start()
+    start.set()
+    for w in workers:
+        w.join(60)
+    assert [w.exitcode for w in workers] == [0, 0]
+    history = _history(root)
+    assert sorted(history["reviewer"].value_counts().items()) == [("ann", 3), ("bob", 3)]
+    assert history["verdict_id"].is_unique
+
+
+def test_a_verdict_on_a_step_a_reingest_dropped_is_kept_as_orphaned(root):
+    reviews.append_verdicts(root, [_verdict("anomaly", step=3)])
+    runs = [{"run_id": "r:a", "corpus": "r", "backbone": "X", "outcome": "failure", "n_steps": 3}]
+    steps = [{"run_id": "r:a", "corpus": "r", "step_idx": i, "label": 0} for i in range(3)]
+    store.write_source(root, "traces", {"runs": runs, "steps": steps})
+    latest = _latest(root)
+    assert bool(latest.loc[("r:a", 3), "orphaned"]) is True
+
+
+def test_a_store_written_before_the_verdicts_table_reads_as_holding_none(root):
+    """Sources written before the table existed have no folder for it: healthy, no verdicts."""
+    entry = store.read_manifest(root)["sources"]["traces"]
+    shutil.rmtree(root / entry["dir"] / "verdicts")
+    assert store.health(root, deep=True) == []
+    assert _history(root).empty
+
+
+# ------------------------------------------------------------------------------------ the CLI
+
+
+def test_export_then_ingest_round_trip(root, built, tmp_path):
+    reviews.append_verdicts(root, [_verdict("anomaly", note='says "x", then\na line', failure_mode="wrong tool",
+                                            at="2026-01-01T10:00:00Z", queue="doubt")])
+    reviews.append_verdicts(root, [_verdict("normal", "bob", step=0, at="2026-01-01T11:00:00Z", queue="random",
+                                            seed=7)])
+    other = Path(shutil.copytree(built, tmp_path / "other"))
+    for name in ("verdicts.csv", "verdicts.parquet"):
+        out = tmp_path / name
+        done = run_cli("--store", str(root), "reviews", "export", "--out", str(out))
+        assert done.returncode == 0 and "wrote 2 verdict(s)" in done.stdout
+        done = run_cli("--store", str(other), "ingest", "reviews", str(out))
+        assert done.returncode == 0, done.stderr
+    exported, imported = _history(root), _history(other)
+    assert len(imported) == 2  # the second file's verdicts were held already (same ids)
+    columns = ["verdict_id", "run_id", "step_idx", "verdict", "failure_mode", "note", "reviewer", "reviewed_at",
+               "queue", "seed"]
+    assert imported[columns].astype(str).values.tolist() == exported[columns].astype(str).values.tolist()
+
+
+def test_export_refuses_another_file_kind(root, tmp_path):
+    done = run_cli("--store", str(root), "reviews", "export", "--out", str(tmp_path / "v.xlsx"))
+    assert done.returncode == 2 and "must end in .csv or .parquet" in done.stderr
+
+
+def _csv(path: Path, rows: list[dict]) -> Path:
+    pcsv.write_csv(pa.Table.from_pylist(rows), path)
+    return path
+
+
+def test_ingest_names_every_unknown_step_in_one_sentence_and_writes_nothing(root, tmp_path):
+    before = (root / store.MANIFEST).read_bytes()
+    path = _csv(tmp_path / "v.csv", [
+        {"run_id": "r:a", "step_idx": "1", "verdict": "anomaly", "reviewer": "ann"},
+        {"run_id": "r:a", "step_idx": "9", "verdict": "normal", "reviewer": "ann"},
+        {"run_id": "r:zz", "step_idx": "0", "verdict": "normal", "reviewer": "ann"},
+    ])
+    done = run_cli("--store", str(root), "ingest", "reviews", str(path))
+    assert done.returncode == 1
+    assert (f"error: {path}: 2 row(s) name a step the store does not hold: run r:a step 9 (line 3), "
+            f"run r:zz step 0 (line 4).") in done.stderr
+    assert (root / store.MANIFEST).read_bytes() == before
+
+
+def test_ingest_names_each_bad_row_and_writes_nothing(root, tmp_path):
+    before = (root / store.MANIFEST).read_bytes()
+    path = _csv(tmp_path / "v.csv", [
+        {"run_id": "r:a", "step_idx": "1", "verdict": "anomaly", "reviewer": "ann", "reviewed_at": ""},
+        {"run_id": "r:a", "step_idx": "x", "verdict": "wrong", "reviewer": "ann", "reviewed_at": ""},
+        {"run_id": "r:a", "step_idx": "2", "verdict": "normal", "reviewer": "", "reviewed_at": "yesterday"},
+    ])
+    done = run_cli("--store", str(root), "ingest", "reviews", str(path))
+    assert done.returncode == 1
+    assert f"error: {path}: line 3: verdict 'wrong' is not one of anomaly, normal, unsure." in done.stderr
+    assert f"error: {path}: line 3: step_idx 'x' is not a step number (0, 1, 2, …)." in done.stderr
+    assert f"error: {path}: line 4: no reviewer." in done.stderr
+    assert "line 2" not in done.stderr
+    assert (root / store.MANIFEST).read_bytes() == before
+
+
+# ------------------------------------------------------------------------------------ the orders
+
+
+def _keys(frame) -> list[tuple[str, int]]:
+    return [(r, int(s)) for r, s in zip(frame["run_id"], frame["step_idx"])]
+
+
+def test_doubt_order_is_the_hand_worked_one(built):
+    doubt = review_queue.queue(queries.runner(built), "doubt", {}, 0)
+    assert _keys(doubt) == review_store.DOUBT_ORDER
+    assert list(doubt["contradicting"]) == [4, 3, 3, 3, 3]
+    assert list(doubt["share"]) == [1.0, 1.0, 1.0, 1.0, 0.75]
+
+
+def test_flagged_order_is_the_hand_worked_one(built):
+    flagged = review_queue.queue(queries.runner(built), "flagged", {}, 0)
+    assert _keys(flagged) == review_store.FLAGGED_ORDER
+    assert list(flagged["n_top"]) == [3, 2]
+
+
+def test_doubt_order_follows_the_slice(built):
+    """On backbone Y only (run r:b, 4 steps: top decile = rank 1): U1 and U3 flag b2, U2 gives
+    all four 0.1 (all tied at rank 1: it flags every step), S1 is left out. b1 and b3 are
+    anomalies U2 flags: not in the queue; b0 normal: U2 only of 3, not most; b2 normal: U1 U2
+    U3 Z1, 4 of 4."""
+    doubt = review_queue.queue(queries.runner(built), "doubt", {"backbone": ["Y"]}, 0)
+    assert _keys(doubt) == [("r:b", 2)]
+    assert list(doubt["contradicting"]) == [4]
+
+
+def test_random_order_is_a_seeded_shuffle_of_the_labeled_steps(built):
+    query = queries.runner(built)
+    # The definition: the slice's labeled steps in (run, step) order, permuted by numpy's seeded generator.
+    by_key = sorted(review_store.R_STEPS)
+    expected = [by_key[i] for i in np.random.default_rng(3).permutation(len(by_key))]
+    assert _keys(review_queue.queue(query, "random", {}, 3)) == expected
+    assert _keys(review_queue.queue(query, "random", {}, 3)) == expected  # the same seed, the same order
+    assert _keys(review_queue.queue(query, "random", {}, 4)) != expected
+    assert set(_keys(review_queue.queue(query, "random", {"backbone": ["Y"]}, 3))) == {("r:b", i) for i in range(4)}
+
+
+def test_a_verdict_does_not_change_the_derived_tables_key(root):
+    """No derived table reads verdicts: a verdict written must not rebuild them (seconds to
+    minutes at scale), while any other write does."""
+    from queries import derived, template, views
+
+    def key() -> str:
+        return derived.cache_key(views.manifest_bytes(store.read_manifest(root)), template.text)
+
+    before = key()
+    reviews.append_verdicts(root, [_verdict("anomaly")])
+    reviews.append_verdicts(root, [_verdict("normal")])  # the first reviews folder is now retired
+    assert key() == before
+    store.remove_source(root, "sets")
+    assert key() != before
