@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from auditatlas.figures.boards import (  # noqa: F401 - rows_frame re-exported
-    STATUS_COLOR, contrasts_frame, fmt as _fmt, live_figure, published_frame, rows_frame, t2d as _t2d)
+    STATUS_COLOR, contrasts_frame, fmt as _fmt, live_figure, published_frame, rows_frame, shown_rows)
 from components.safe import md
 from components.tables import csv_safe, file_name, table
 
@@ -23,11 +23,7 @@ def draw(result, cells, key: str, per_seed: bool = False) -> None:
     floor = next((r for r in result.rows if r.entrant == result.floor), None)
     if floor:
         st.caption("Floor " + ", ".join(f"{md(m)} {md(_fmt(floor.metrics.get(m)))}" for m in result.metrics))
-    frame, download = rows_frame(result, per_seed)
-    if "t2d" in frame:
-        frame["t2d"] = frame["t2d"].map(_t2d)
-    numeric = frame.select_dtypes("number").columns
-    frame[numeric] = frame[numeric].round(3)
+    frame, download = shown_rows(result, per_seed)
     if any(r.seed_group for r in result.rows) and not per_seed:
         st.caption(f"A re-scored detector's seeds are one entrant: mean ± {SD_WORDS}, and their min–max; its "
                    "contrasts say in how many seeds the seed's own contrast separates (4/5). Released prediction sets "

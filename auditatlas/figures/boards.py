@@ -81,6 +81,17 @@ def published_frame(cells) -> pd.DataFrame:
     return frame.assign(_o=order).sort_values(["_o", "entrant", "metric"]).drop(columns="_o")
 
 
+def shown_rows(result, per_seed: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``rows_frame`` as the page and the export show it: time-to-detect as text, numbers to
+    three places (the download keeps them whole)."""
+    frame, download = rows_frame(result, per_seed)
+    if "t2d" in frame:
+        frame["t2d"] = frame["t2d"].map(t2d)
+    numeric = frame.select_dtypes("number").columns
+    frame[numeric] = frame[numeric].round(3)
+    return frame, download
+
+
 def fmt(v, blank: str = "—") -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return blank

@@ -8,7 +8,7 @@ from ...analyses.board_published import missing_blocks, reconcile
 from ...analyses.board_registry import registry, run_board
 from ...analyses.board_seeds import SD_WORDS, coverage_line
 from ...errors import AtlasError
-from ...figures.boards import STATUS_COLOR, contrasts_frame, fmt, live_figure, published_frame, rows_frame, t2d
+from ...figures.boards import STATUS_COLOR, contrasts_frame, fmt, live_figure, published_frame, shown_rows
 from ...views import not_held
 from ...views.pages import board_corpus_key
 from ..document import Document
@@ -67,11 +67,7 @@ def draw(doc: Document, result, cells, key: str, per_seed: bool) -> None:
     floor = next((r for r in result.rows if r.entrant == result.floor), None)
     if floor:
         doc.text("Floor " + ", ".join(f"{m} {fmt(floor.metrics.get(m))}" for m in result.metrics), "note")
-    frame, download = rows_frame(result, per_seed)
-    if "t2d" in frame:
-        frame["t2d"] = frame["t2d"].map(t2d)
-    numeric = frame.select_dtypes("number").columns
-    frame[numeric] = frame[numeric].round(3)
+    frame, download = shown_rows(result, per_seed)
     if any(r.seed_group for r in result.rows) and not per_seed:
         doc.text(f"A re-scored detector's seeds are one entrant: mean ± {SD_WORDS}, and their min–max; its contrasts "
                  "say in how many seeds the seed's own contrast separates (4/5). Released prediction sets keep their "
