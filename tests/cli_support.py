@@ -27,17 +27,22 @@ class Done:
 
 @contextlib.contextmanager
 def _within(cwd: Path | None, env: Mapping[str, str] | None) -> Iterator[None]:
-    old_cwd, old_env = os.getcwd(), dict(os.environ)
+    # Only the variables given are set and put back: other threads of this process (a Dask
+    # client, an AppTest script) keep reading the environment meanwhile.
+    old_cwd = os.getcwd()
+    before = {name: os.environ.get(name) for name in (env or {})}
     try:
         if cwd is not None:
             os.chdir(cwd)
-        if env:
-            os.environ.update(env)
+        os.environ.update(env or {})
         yield
     finally:
         os.chdir(old_cwd)
-        os.environ.clear()
-        os.environ.update(old_env)
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def run_cli(*argv: str, cwd: Path | None = None, env: Mapping[str, str] | None = None) -> Done:

@@ -22,6 +22,9 @@ def pytest_configure(config) -> None:
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         config._auditatlas_stores = tempfile.mkdtemp(prefix="auditatlas-test-stores-")
         os.environ[STORES_ENV] = config._auditatlas_stores
+        # A test that reaches the app or the CLI without naming a store gets a scratch one, never
+        # the checkout's data/store (a CI run once left a full default store there).
+        os.environ["AUDITATLAS_STORE"] = os.path.join(config._auditatlas_stores, "unnamed-store")
 
 
 def pytest_unconfigure(config) -> None:
