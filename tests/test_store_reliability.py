@@ -6,7 +6,6 @@ by hand. Each test would fail on the store before the lock, retirement and recov
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import signal
 import subprocess
@@ -23,39 +22,21 @@ from auditatlas.errors import StoreBusy, StoreError
 
 from conftest import REPO
 
-def _write(root: str, source: str, n: int) -> None:
-    """One writer process: a source of one run with ``n`` steps."""
-    run = f"{source}:r"
-    store.write_source(root, source, {
-        "runs": [{"run_id": run, "corpus": source, "outcome": "failure", "n_steps": n}],
-        "steps": [{"run_id": run, "corpus": source, "step_idx": i, "action": "A", "label": 0} for i in range(n)],
-    })
+WRITER = """
+import sys
+from auditatlas.store import write_source
+root, source, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+run = f"{source}:r"
+write_source(root, source, {
+    "runs": [{"run_id": run, "corpus": source, "outcome": "failure", "n_steps": n}],
+    "steps": [{"run_id": run, "corpus": source, "step_idx": i, "action": "A", "label": 0} for i in range(n)],
+})
+"""
 
 
-# Writers are real processes forked from a server that imported the store once: a new
-# interpreter per writer spent 1 to 1.5 CPU-seconds on imports, 30 writers per run of this module.
-# The fork server holds no DuckDB connection or thread, so its children start clean.
-_WRITERS = multiprocessing.get_context("forkserver")
-_WRITERS.set_forkserver_preload(["auditatlas.store", "auditatlas.duck", "duckdb", "pandas"])
-
-
-class _Writer:
-    """A running writer process, waited on like a ``subprocess.Popen``."""
-
-    def __init__(self, root: str, source: str, n: str) -> None:
-        self._process = _WRITERS.Process(target=_write, args=(root, source, int(n)))
-        self._process.start()
-
-    def wait(self, timeout: float) -> int:
-        self._process.join(timeout)
-        if self._process.exitcode is None:
-            self._process.kill()
-            raise TimeoutError(f"a writer was still running after {timeout} s")
-        return self._process.exitcode
-
-
-def _spawn(root: str, source: str, n: str) -> _Writer:
-    return _Writer(root, source, n)
+def _spawn(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", WRITER, *args], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def _steps_per_source(root: Path) -> dict[str, int]:
@@ -68,8 +49,8 @@ def test_two_writers_of_different_sources_both_land(tmp_path):
     for trial in range(10):
         root = tmp_path / f"s{trial}"
         a, b = _spawn(str(root), "alpha", "2"), _spawn(str(root), "beta", "3")
-        assert a.wait(60) == 0, "writer alpha failed (its traceback is in the captured stderr)"
-        assert b.wait(60) == 0, "writer beta failed (its traceback is in the captured stderr)"
+        assert a.wait(60) == 0, a.stderr.read().decode()
+        assert b.wait(60) == 0, b.stderr.read().decode()
         assert _steps_per_source(root) == {"alpha": 2, "beta": 3}, f"trial {trial} lost a source"
 
 
