@@ -153,9 +153,12 @@ def _copod(seed: int):
 
 
 def _hbos(seed: int):
-    from pyod.models.hbos import HBOS
+    import pyod.models.hbos as hbos
 
-    return HBOS(n_bins=10, contamination=CONTAMINATION)
+    from .compiled import cache_kernels
+
+    cache_kernels(hbos, "_calculate_outlier_scores", "_calculate_outlier_scores_auto")
+    return hbos.HBOS(n_bins=10, contamination=CONTAMINATION)
 
 
 def _ocsvm(seed: int):
