@@ -138,3 +138,16 @@ def test_one_action_table():
             assert entry["agent"] == actions.BY_CODE[code].agent
             seen.add(code)
     assert seen == {a.code for a in actions.ACTIONS}
+
+
+def test_shipped_calibration_is_this_models_solution():
+    """The solution shipped in the package is what solving now gives, and it is current: a
+    change to the model, the tables or the actions must be followed by `python -m
+    auditatlas.simulator` (else every process would solve again, silently slower)."""
+    from auditatlas.simulator import model
+
+    shipped = json.loads(model.CALIBRATION_FILE.read_text())
+    assert shipped["key"] == model.solution_key(), "run `python -m auditatlas.simulator` to re-solve"
+    assert sorted(shipped["solutions"]) == sorted(bb.model for bb in model.BACKBONES)
+    for name, stored in shipped["solutions"].items():
+        assert model.solve_calibration(name) == pytest.approx(stored, rel=1e-7, abs=1e-9)

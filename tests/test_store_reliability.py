@@ -22,21 +22,62 @@ from auditatlas.errors import StoreBusy, StoreError
 
 from conftest import REPO
 
+# A writer process: it imports the store once, then for each line "ROOT SOURCE N" on stdin
+# writes that source and answers "ok" (or the error). Two of them are given the same trial's
+# line at the same moment, so each trial is a race between two processes already past their
+# imports: a tighter race than two interpreters starting (and 2 interpreter starts per test
+# instead of one pair per trial).
 WRITER = """
 import sys
 from auditatlas.store import write_source
-root, source, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-run = f"{source}:r"
-write_source(root, source, {
-    "runs": [{"run_id": run, "corpus": source, "outcome": "failure", "n_steps": n}],
-    "steps": [{"run_id": run, "corpus": source, "step_idx": i, "action": "A", "label": 0} for i in range(n)],
-})
+print("ready", flush=True)
+for line in sys.stdin:
+    root, source, n = line.split()
+    n = int(n)
+    run = f"{source}:r"
+    try:
+        write_source(root, source, {
+            "runs": [{"run_id": run, "corpus": source, "outcome": "failure", "n_steps": n}],
+            "steps": [{"run_id": run, "corpus": source, "step_idx": i, "action": "A", "label": 0} for i in range(n)],
+        })
+    except Exception as exc:
+        print("error", repr(exc), flush=True)
+    else:
+        print("ok", flush=True)
 """
 
 
-def _spawn(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", WRITER, *args], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+class _Writers:
+    """Two writer processes; ``race`` hands each its write at once and waits for both."""
+
+    def __init__(self) -> None:
+        self.procs = [subprocess.Popen([sys.executable, "-c", WRITER], cwd=REPO, stdin=subprocess.PIPE,
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                      for _ in range(2)]
+        for proc in self.procs:
+            assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
+
+    def race(self, *writes: tuple[Path, str, int]) -> None:
+        for proc, (root, source, n) in zip(self.procs, writes):
+            proc.stdin.write(f"{root} {source} {n}\n")
+        for proc in self.procs:
+            proc.stdin.flush()
+        answers = [proc.stdout.readline().strip() for proc in self.procs]
+        assert answers == ["ok", "ok"], answers
+
+    def close(self) -> None:
+        for proc in self.procs:
+            proc.stdin.close()
+            proc.wait(60)
+
+
+@pytest.fixture
+def writers():
+    pair = _Writers()
+    try:
+        yield pair
+    finally:
+        pair.close()
 
 
 def _steps_per_source(root: Path) -> dict[str, int]:
@@ -44,21 +85,18 @@ def _steps_per_source(root: Path) -> dict[str, int]:
     return {name: entry["rows"]["steps"] for name, entry in manifest["sources"].items()}
 
 
-def test_two_writers_of_different_sources_both_land(tmp_path):
+def test_two_writers_of_different_sources_both_land(tmp_path, writers):
     """Before the lock, one of two racing sources vanished in about a quarter of the trials."""
     for trial in range(10):
         root = tmp_path / f"s{trial}"
-        a, b = _spawn(str(root), "alpha", "2"), _spawn(str(root), "beta", "3")
-        assert a.wait(60) == 0, a.stderr.read().decode()
-        assert b.wait(60) == 0, b.stderr.read().decode()
+        writers.race((root, "alpha", 2), (root, "beta", 3))
         assert _steps_per_source(root) == {"alpha": 2, "beta": 3}, f"trial {trial} lost a source"
 
 
-def test_two_writers_of_one_source_the_later_wins_whole(tmp_path):
+def test_two_writers_of_one_source_the_later_wins_whole(tmp_path, writers):
     root = tmp_path / "s"
     for _ in range(5):
-        a, b = _spawn(str(root), "alpha", "2"), _spawn(str(root), "alpha", "7")
-        assert a.wait(60) == 0 and b.wait(60) == 0
+        writers.race((root, "alpha", 2), (root, "alpha", 7))
         rows = _steps_per_source(root)["alpha"]
         assert rows in (2, 7)
         con = queries.connect(root)

@@ -91,9 +91,13 @@ def test_a_bad_file_in_the_last_chunk_lands_nothing(room_files, tmp_path):
     assert not [p for p in root.iterdir() if p.name.startswith(".staging-")]
 
 
-def test_layout_one_run_is_one_or_two_row_groups(tmp_path):
-    """Sorted by run, small row groups, the sort in the Parquet metadata, parts in run order."""
-    run_plan(simulated.plan(3000, 2, chunk_rooms=700), tmp_path, workers=0)
+def test_layout_one_run_is_one_or_two_row_groups(tmp_path, monkeypatch):
+    """Sorted by run, small row groups, the sort in the Parquet metadata, parts in run order.
+
+    Row groups of 512 steps (8,192 in the product) give each part many groups from 400 rooms,
+    as 3,000 rooms do at the product's size."""
+    monkeypatch.setitem(store_parts.ROW_GROUP_ROWS, "steps", 512)
+    run_plan(simulated.plan(400, 2, chunk_rooms=100), tmp_path, workers=0)
     parts = store.table_files(tmp_path, "steps")
     previous_last = None
     groups_of_run: dict[str, set] = {}
@@ -116,7 +120,8 @@ def test_layout_one_run_is_one_or_two_row_groups(tmp_path):
             for run_id in set(table.column("run_id").slice(offset, n).to_pylist()):
                 groups_of_run.setdefault(run_id, set()).add((part, g))
             offset += n
-    assert len(groups_of_run) == 3000
+    assert len(groups_of_run) == 400
+    assert sum(pq.ParquetFile(p).metadata.num_row_groups for p in parts) >= 6  # runs do cross group edges
     assert max(len(g) for g in groups_of_run.values()) <= 2
     # The slice keys sit on every step and agree with the step's run.
     con = queries.connect(tmp_path)
@@ -182,12 +187,12 @@ def test_out_of_order_chunks_are_merged_one_bucket_at_a_time(tmp_path, monkeypat
             seen.append(data.num_rows)
         return real_write(folder, table, label, data)
 
-    monkeypatch.setattr(store_parts, "MERGED_PART_ROWS", 2_000)
+    monkeypatch.setattr(store_parts, "MERGED_PART_ROWS", 600)
     monkeypatch.setattr(store_parts, "write_part", spy)
-    outcome = run_plan(simulated.plan(1200, 4, chunk_rooms=300), tmp_path, workers=0)
+    outcome = run_plan(simulated.plan(400, 4, chunk_rooms=100), tmp_path, workers=0)
     steps = outcome.counters["steps"]
     assert sum(seen) == steps
-    assert len(seen) >= steps // 4_000  # many merged parts, each about one or a few run folders
+    assert len(seen) >= steps // 1_200  # many merged parts, each about one or a few run folders
     assert max(seen) < steps / 2
 
 

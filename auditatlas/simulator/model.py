@@ -7,9 +7,13 @@ rules and why they are what they are).
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import os
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import Callable, Sequence
 
 from scipy.optimize import least_squares
@@ -300,6 +304,33 @@ def expected_profile(cal: Calibration) -> Profile:
 def calibration(model: str) -> Calibration:
     """Parameters whose expected profile lands on Tables 3, 2 and 4 for ``model``. Solved, not tuned.
 
+    The solution shipped in ``calibration.json`` is used when it was solved from this very
+    model and these tables (its key hashes their source); otherwise it is solved here
+    (:func:`solve_calibration`, about a second per backbone, paid by every process that
+    simulates rooms: the app's first launch, each Dask worker, each test process).
+    """
+    stored = _stored_solutions().get(model)
+    return _unpack(model, stored if stored is not None else solve_calibration(model))
+
+
+def _free_actions(model: str) -> list[str]:
+    """The actions the paper saw fail for ``model``: the ones with an unknown of their own."""
+    return [a for a in SHORTS if TABLE3[model][a] < 100.0]
+
+
+def _unpack(model: str, x: Sequence[float]) -> Calibration:
+    free = _free_actions(model)
+    base = dict.fromkeys(SHORTS, 0.0)
+    for a, v in zip(free, x):
+        base[a] = 1.0 / (1.0 + math.exp(-v))
+    shifts = [float(s) for s in x[len(free):len(free) + 3]]
+    shifts.append(-sum(shifts))
+    return Calibration(model, base, dict(zip(DIFFICULTIES, shifts)), 1.0 / (1.0 + math.exp(-x[-1])))
+
+
+def solve_calibration(model: str) -> list[float]:
+    """The unknowns (log-odds) solved for ``model``.
+
     Unknowns: each action's own failure probability (an action the paper never saw fail
     stays at 0), three free difficulty shifts (the fourth makes them sum to 0) and the carry
     probability. Equations: the seven Table 3 rates, the four Table 2 cells and the Table 4
@@ -310,20 +341,12 @@ def calibration(model: str) -> Calibration:
     tied; the published numbers nearly satisfy that tie, and the solver spreads what is left.
     """
     t3, t2, t4 = TABLE3[model], TABLE2[model], TABLE4[model]
-    free = [a for a in SHORTS if t3[a] < 100.0]
+    free = _free_actions(model)
     cell_rooms = MAADBENCH_ROOMS // (len(BACKBONES) * len(DIFFICULTIES))
     t2_tol = {d: table2_tolerance(t2[d], cell_rooms) for d in DIFFICULTIES}
 
-    def unpack(x) -> Calibration:
-        base = dict.fromkeys(SHORTS, 0.0)
-        for a, v in zip(free, x):
-            base[a] = 1.0 / (1.0 + math.exp(-v))
-        shifts = [float(s) for s in x[len(free):len(free) + 3]]
-        shifts.append(-sum(shifts))
-        return Calibration(model, base, dict(zip(DIFFICULTIES, shifts)), 1.0 / (1.0 + math.exp(-x[-1])))
-
     def residuals(x) -> list[float]:
-        prof = expected_profile(unpack(x))
+        prof = expected_profile(_unpack(model, x))
         out = [(prof.action_success[a] - t3[a]) / TABLE3_TOLERANCE for a in free]
         out += [(prof.room_success[d] - t2[d]) / t2_tol[d] for d in DIFFICULTIES]
         out.append((prof.silent_failure - t4) / TABLE4_TOLERANCE)
@@ -331,7 +354,42 @@ def calibration(model: str) -> Calibration:
 
     x0 = [math.log((100.0 - t3[a]) / t3[a]) for a in free] + [0.0, 0.0, 0.0, 0.0]
     solution = least_squares(residuals, x0, method="lm", xtol=1e-12, ftol=1e-12)
-    return unpack([float(v) for v in solution.x])
+    return [float(v) for v in solution.x]
+
+
+# The solutions, solved once and shipped: `python -m auditatlas.simulator` rewrites the
+# file after a change to the model, the published tables or the action vocabulary.
+CALIBRATION_FILE = Path(__file__).with_name("calibration.json")
+
+
+def solution_key() -> str:
+    """What a shipped solution was solved from: the source of the model, tables and actions."""
+    from . import published
+
+    digest = hashlib.sha256()
+    for source in (Path(__file__), Path(published.__file__), Path(actions.__file__)):
+        digest.update(source.read_bytes())
+    return digest.hexdigest()
+
+
+@lru_cache(maxsize=1)
+def _stored_solutions() -> dict[str, list[float]]:
+    try:
+        shipped = json.loads(CALIBRATION_FILE.read_text())
+    except (OSError, ValueError):
+        return {}
+    return shipped.get("solutions", {}) if shipped.get("key") == solution_key() else {}
+
+
+def write_calibration_file() -> Path:
+    """Solve every backbone and write the shipped file (atomically)."""
+    doc = {"key": solution_key(), "solutions": {bb.model: solve_calibration(bb.model) for bb in BACKBONES}}
+    scratch = CALIBRATION_FILE.with_suffix(".tmp")
+    scratch.write_text(json.dumps(doc, indent=1) + "\n")
+    os.replace(scratch, CALIBRATION_FILE)
+    _stored_solutions.cache_clear()
+    calibration.cache_clear()
+    return CALIBRATION_FILE
 
 
 def calibration_table() -> dict[str, dict]:
