@@ -526,9 +526,11 @@ def dask_cluster():
 
 
 def test_cli_score_on_a_separately_started_cluster(toy, dask_cluster):
-    cmd = [str(VENV_BIN / "auditatlas"), "--store", str(toy), "score", "--detector", "logreg", "--detector", "hbos",
-           "--slice", "backbone=A", "--slice", "backbone=B", "--seeds", "2", "--scheduler", dask_cluster]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=REPO)
+    # The command runs in this process (tests/cli_support.py); the scheduler and its worker are
+    # processes of their own, as on a real cluster.
+    done = run_cli("--store", str(toy), "score", "--detector", "logreg", "--detector", "hbos",
+                   "--slice", "backbone=A", "--slice", "backbone=B", "--seeds", "2", "--scheduler", dask_cluster,
+                   cwd=REPO)
     assert done.returncode == 0, done.stderr
     lines = [line for line in done.stdout.splitlines() if line.startswith("rescore-")]
     assert len(lines) == 4 and all("test ROC-AUC" in line for line in lines)
