@@ -111,7 +111,10 @@ def failure_clusters(vectors: StepVectors, query: Query, slice_: Mapping[str, An
     members = vectors.keys(rows)
     members.insert(0, "cluster", assign)
     members["distance"] = distance
-    clusters = [_describe(vectors, query, members, rows, number) for number in range(1, n_clusters + 1)]
+    # KMeans leaves a cluster empty when the steps have fewer distinct places than clusters
+    # (templated text): the empty ones, numbered last by size, are left out.
+    clusters = [_describe(vectors, query, members, rows, number) for number in range(1, n_clusters + 1)
+                if (assign == number).any()]
     examples = pd.concat([c.examples for c in clusters], ignore_index=True)
     report(1.0, "clusters ready")
     return FailureClusters(source, seed, clusters, members.drop(columns="distance"), step_scores(query, examples))
