@@ -144,3 +144,41 @@ def test_text_keeps_words_not_ids():
                                                minlength=text.N_FEATURES), 3))
     norms = np.sqrt(np.asarray(weighted.multiply(weighted).sum(axis=1)).ravel())
     assert np.allclose(norms, 1.0)
+
+
+def test_the_page_lists_neighbours_and_opens_a_cluster(root, monkeypatch):
+    from app_support import open_page, page_texts
+
+    at = open_page(root, monkeypatch, "pages/patterns.py", run="p:1", step="4", k="3", cluster="1")
+    texts = page_texts(at)
+    assert "0 of the 3 nearest are labeled anomalies; 2 from A" in texts
+    neighbours = at.dataframe[0].value
+    assert list(zip(neighbours["run_id"], neighbours["step_idx"]))[:2] == [ps.DUPLICATE, ps.B_DUPLICATE]
+    assert "score S1" in neighbours.columns and neighbours["explorer"].iloc[0].startswith("/explorer?run=p%3A2&step=4")
+    assert "Its 6 steps" in texts
+
+
+def test_the_page_says_an_unknown_run_in_one_sentence(root, monkeypatch):
+    from app_support import open_page
+
+    from components.safe import md
+
+    at = open_page(root, monkeypatch, "pages/patterns.py", run="p:99")
+    assert [w.value for w in at.warning] == [md("The store holds no run 'p:99'.")]
+
+
+def test_the_export_writes_the_page(root, query):
+    from auditatlas.export import export_view
+
+    done = export_view(query, root, "/patterns?run=p:1&step=4&k=3&cluster=1")
+    assert "similar-steps" in done.html and "cluster-steps" in done.html
+    assert "0 of the 3 nearest are labeled anomalies; 2 from A" in done.html
+
+
+def test_the_explorer_links_to_steps_like_this_one():
+    from auditatlas.views.pages import PATTERNS, patterns_url
+
+    url = patterns_url("p:1", 4, slice={"backbone": ["A"]})
+    assert url == "/patterns?backbone=A&run=p%3A1&step=4"
+    values, problems = PATTERNS.parse({"run": ["p:1"], "step": ["4"], "cluster": ["0"]})
+    assert values["run"] == "p:1" and values["step"] == 4 and values["cluster"] is None and len(problems) == 1
