@@ -26,9 +26,12 @@ def _extra(step: Mapping[str, Any]) -> Any | None:
         return raw
 
 
-def draw(step: Mapping[str, Any], scores: pd.DataFrame, key: str) -> None:
-    """The detail panel of ``step`` (a row of ``explorer_step``) and its ``explorer_step_scores``."""
+def draw(step: Mapping[str, Any], scores: pd.DataFrame, key: str, similar_url: str | None = None) -> None:
+    """The detail panel of ``step`` (a row of ``explorer_step``) and its ``explorer_step_scores``;
+    ``similar_url`` (the Patterns page on this step) adds a "steps like this one" link."""
     st.markdown(f"**Step {int(step['step_idx'])}** · {md(step.get('action'))} · agent {md(step.get('agent'))}")
+    if similar_url:
+        st.link_button("Steps like this one", similar_url, key=f"{key}-similar")
     left, right = st.columns([2, 3])
     with left:
         st.dataframe(fields_frame(step), hide_index=True, key=f"{key}-fields", width="stretch", height=38 + 35 * 13)

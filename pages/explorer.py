@@ -15,6 +15,7 @@ from auditatlas.figures.step import steps_frame
 from components import export_button
 from components import cached, judges_strip, step_detail, trace_graph
 from auditatlas.views import EXPLORER
+from auditatlas.views.pages import patterns_url
 from components import explorer_links as links
 from components import explorer_lists as lists
 from components import view_state
@@ -269,7 +270,8 @@ def run_view(run: pd.Series) -> None:
     else:
         step_row = cached.query("explorer_step", {"run": run_id, "step": selected})
         step_scores = cached.query("explorer_step_scores", {"run": run_id, "step": selected})
-        step_detail.draw(step_row.iloc[0].to_dict(), step_scores, key=f"detail-{selected}")
+        step_detail.draw(step_row.iloc[0].to_dict(), step_scores, key=f"detail-{selected}",
+                         similar_url=patterns_url(run_id, selected, slice=slice_))
 
     decisive = next((n_ for n_, d in g.nodes(data=True) if d.get("decisive")), None)
     judges = cached.query("explorer_judges", {"run": run_id, "run_key": run.get("run_key"),

@@ -88,6 +88,9 @@ BUILD_MEMORY = "512MB"
 STALE_AFTER_S = 60.0
 FRESH_KEEP = 2
 SCRATCH_PREFIX = ".tmp-"
+# Other caches kept under STORE/derived with their own builds and sweeps (the step vectors of
+# auditatlas/patterns/build.py): not derived-table builds, never removed here.
+OTHER_CACHES: frozenset[str] = frozenset({"patterns"})
 # Bump when the layout of the files changes in a way the query texts do not show.
 LAYOUT = "2"
 
@@ -218,7 +221,7 @@ def remove_stale(home: Path, keep: str | None) -> list[str]:
     except OSError:
         return removed
     for path in entries:
-        if path.name == keep or not path.is_dir():
+        if path.name == keep or path.name in OTHER_CACHES or not path.is_dir():
             continue
         if path.name.startswith(SCRATCH_PREFIX):
             if leases.remove_if_free(path):

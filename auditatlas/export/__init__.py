@@ -12,6 +12,7 @@ Pages not covered yet say so in one sentence (``ExportError``).
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass
@@ -23,13 +24,15 @@ from ..store import read_manifest
 from ..views.fields import describe_slice
 from .document import Document
 from .link import ExportError, Link, Query, check_slice, parse_link
-from .views import boards, detectors, explorer, overview, propagation
+from .views import boards, detectors, explorer, overview, patterns, propagation
 
 # Page path -> the builder writing its view into a document.
 BUILDERS: dict[str, Callable[[Document, Query, Link], None]] = {
     "/": overview.build, "/boards": boards.build, "/explorer": explorer.build,
-    "/detectors": detectors.build, "/propagation": propagation.build,
+    "/detectors": detectors.build, "/propagation": propagation.build, "/patterns": patterns.build,
 }
+# Builders that read the store's own files beside the query (the step vectors): given its root.
+WITH_ROOT = frozenset({"/patterns"})
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,8 @@ def export_view(query: Query, root: str | Path, given: str, made_at: datetime | 
     if reason:
         raise ExportError(reason)
     build = BUILDERS[link.page.path]
+    if link.page.path in WITH_ROOT:
+        build = functools.partial(build, root=root)
     check_slice(link, query)
     doc = Document()
     for problem in link.problems:

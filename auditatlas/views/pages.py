@@ -8,6 +8,8 @@ own pred_label, ``top_pct``: its top share).
 """
 from __future__ import annotations
 
+from typing import Any, Iterable, Mapping
+
 from ..analyses import detector_comparison as dv
 from ..analyses.board_registry import PILLARS
 from ..analyses.board_registry import registry as board_registry
@@ -125,7 +127,28 @@ REVIEW = PageState(
     ),
 )
 
-PAGES: tuple[PageState, ...] = (OVERVIEW, BOARDS, EXPLORER, PROPAGATION, DETECTORS, RESCORE, REVIEW)
+PATTERNS = PageState(
+    path="/patterns", title="Patterns",
+    what="steps like this one (the k most similar steps of the slice, with their labels and scores) and failure "
+         "clusters of the slice's anomalous steps",
+    fields=(
+        Field("run", "str", help="the run of the step whose neighbours are shown (its id)"),
+        Field("step", "int", low=0, help="the step whose neighbours are shown (its index in the run)",
+              expects="a step number (0, 1, 2, …)", fallback="no step is chosen"),
+        Field("k", "int", default=20, low=1, high=200, help="how many similar steps are listed"),
+        Field("cluster", "int", low=1, help="the open failure cluster (1 = the largest)",
+              expects="a cluster number (1, 2, …)", fallback="no cluster is open"),
+        Field("seed", "int", default=0, low=0, help="the clustering's seed"),
+    ),
+)
+
+PAGES: tuple[PageState, ...] = (OVERVIEW, BOARDS, EXPLORER, PROPAGATION, DETECTORS, RESCORE, REVIEW, PATTERNS)
+
+
+def patterns_url(run_id: str | None, step_idx: int | None = None, slice: Mapping[str, Iterable[Any]] | None = None,
+                 base: str | None = None, **values: Any) -> str:
+    """The Patterns page on the steps like step ``step_idx`` of ``run_id``, inside ``slice``."""
+    return PATTERNS.url(slice, {"run": run_id, "step": None if step_idx is None else int(step_idx), **values}, base)
 
 
 def page(path: str) -> PageState:

@@ -1,0 +1,200 @@
+"""Failure clusters: the slice's anomalous steps grouped by MiniBatchKMeans (package docstring).
+
+Which steps: the slice's labeled anomalies; when no step of the slice is labeled, the steps
+most step-level prediction sets flag (the Review page's "flagged" order,
+``analyses/review_queue.py``), so an unlabeled corpus gets clusters too.
+
+The space: a step's L2-normalised text vector times sqrt(0.6), its action and agent one-hots
+times sqrt(0.2) and sqrt(0.1), and its position times sqrt(0.05): the squared distance of two
+steps is then about 2 - 2 x the neighbours' similarity (``similar.WEIGHTS``), so a cluster is
+a group of steps that are "like each other" in the same sense as on the neighbours' list.
+
+Deterministic for a seed: the same steps in the same order, ``random_state=seed`` and one
+thread's arithmetic give the same partition. Clusters are numbered by size (1 = largest; ties
+by their first step in the store's order), never by KMeans's own label numbers.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+from ..analyses import Query
+from ..analyses.review_queue import queue as review_queue
+from ..errors import AtlasError
+from . import text as text_mod
+from .similar import WEIGHTS, step_scores
+from .vectors import StepVectors
+
+DEFAULT_CLUSTERS = 8
+TOP_TERMS = 6
+EXAMPLES = 3
+TERM_SAMPLE = 100  # a cluster's steps nearest its centre whose text names its top terms
+CACHE = "clusters"  # under the vectors' build folder: one file per slice, seed and count
+
+Progress = Callable[[float, str], None]
+
+
+@dataclass
+class Cluster:
+    number: int
+    size: int
+    top_terms: list[str]
+    backbones: list[tuple[str, float]]  # (backbone, share of the cluster's steps), largest first
+    actions: list[tuple[str, float]]
+    examples: pd.DataFrame  # run_id, step_idx, backbone, action, label, text_out
+
+
+@dataclass
+class FailureClusters:
+    source: str  # "labeled anomalies" or "flagged steps"
+    seed: int
+    clusters: list[Cluster]
+    members: pd.DataFrame  # cluster, run_id, step_idx, corpus, backbone, action, agent, label
+    scores: pd.DataFrame = field(default_factory=pd.DataFrame)  # the examples' set scores
+
+    def steps_of(self, number: int) -> pd.DataFrame:
+        return self.members[self.members["cluster"] == number].reset_index(drop=True)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"source": self.source, "seed": self.seed, "steps": int(len(self.members)), "clusters": [
+            {"cluster": c.number, "size": c.size, "top_terms": c.top_terms,
+             "backbones": [{"backbone": b, "share": round(s, 4)} for b, s in c.backbones],
+             "actions": [{"action": a, "share": round(s, 4)} for a, s in c.actions],
+             "examples": [{"run_id": e["run_id"], "step_idx": int(e["step_idx"]), "backbone": e["backbone"],
+                           "action": e["action"], "label": None if pd.isna(e["label"]) else int(e["label"])}
+                          for e in c.examples.to_dict("records")],
+             "steps": [{"run_id": r, "step_idx": int(s)} for r, s in
+                       self.steps_of(c.number)[["run_id", "step_idx"]].itertuples(index=False)]}
+            for c in self.clusters]}
+
+
+def anomalous_rows(vectors: StepVectors, query: Query, slice_: Mapping[str, Any] | None) -> tuple[np.ndarray, str]:
+    """The rows to cluster and what they are; one sentence when the slice has none."""
+    mask = vectors.slice_mask(slice_)
+    if not mask.any():
+        raise AtlasError("This slice holds no steps; widen the filters in the sidebar.")
+    label = np.asarray(vectors.step["label"])
+    if (label[mask] >= 0).any():
+        rows = np.flatnonzero(mask & (label == 1))
+        if not len(rows):
+            raise AtlasError("This slice has no labeled anomalies to cluster.")
+        return rows, "labeled anomalies"
+    flagged = review_queue(query, "flagged", slice_)
+    rows = np.sort(vectors.rows_of(zip(flagged["run_id"], flagged["step_idx"])))
+    if not len(rows):
+        raise AtlasError("This slice has no labels, and no step of it is flagged by most prediction sets: "
+                         "nothing to cluster.")
+    return rows, "flagged steps"
+
+
+def failure_clusters(vectors: StepVectors, query: Query, slice_: Mapping[str, Any] | None = None, seed: int = 0,
+                     n_clusters: int = DEFAULT_CLUSTERS, progress: Progress | None = None) -> FailureClusters:
+    """The clusters of the slice's anomalous steps (cached per store version, slice, seed, count)."""
+    report = progress or (lambda fraction, message: None)
+    if n_clusters < 2:
+        raise AtlasError(f"Ask for at least 2 clusters, not {n_clusters}.")
+    rows, source = anomalous_rows(vectors, query, slice_)
+    if len(rows) < n_clusters:
+        raise AtlasError(f"This slice has {len(rows):,} {source}, fewer than the {n_clusters} clusters asked for; "
+                         "widen the slice or ask for fewer clusters.")
+    report(0.1, f"clustering {len(rows):,} {source}")
+    assign, distance = _cached_fit(vectors, rows, slice_, seed, n_clusters, report)
+    report(0.8, "naming the clusters")
+    members = vectors.keys(rows)
+    members.insert(0, "cluster", assign)
+    members["distance"] = distance
+    # KMeans leaves a cluster empty when the steps have fewer distinct places than clusters
+    # (templated text): the empty ones, numbered last by size, are left out.
+    clusters = [_describe(vectors, query, members, rows, number) for number in range(1, n_clusters + 1)
+                if (assign == number).any()]
+    examples = pd.concat([c.examples for c in clusters], ignore_index=True)
+    report(1.0, "clusters ready")
+    return FailureClusters(source, seed, clusters, members.drop(columns="distance"), step_scores(query, examples))
+
+
+def _cached_fit(vectors: StepVectors, rows: np.ndarray, slice_, seed: int, n_clusters: int,
+                report: Progress) -> tuple[np.ndarray, np.ndarray]:
+    """Cluster numbers (1 = largest) and distances to the centre, from the cache when there."""
+    key = json.dumps({"slice": {k: sorted(map(str, v)) for k, v in (slice_ or {}).items() if v}, "seed": seed,
+                      "n": n_clusters}, sort_keys=True)
+    folder = vectors.folder / CACHE
+    path = folder / f"{hashlib.sha256(key.encode()).hexdigest()[:20]}.npz"
+    if path.is_file():
+        cached = np.load(path)
+        if np.array_equal(cached["rows"], rows):
+            return cached["assign"], cached["distance"]
+    assign, distance = fit(space(vectors, rows), seed, n_clusters, rows)
+    report(0.7, "clusters found")
+    folder.mkdir(exist_ok=True)
+    scratch = folder / f".tmp-{uuid.uuid4().hex}.npz"
+    np.savez(scratch, rows=rows, assign=assign, distance=distance)
+    os.replace(scratch, path)  # atomic: a reader finds the whole file or none
+    return assign, distance
+
+
+def space(vectors: StepVectors, rows: np.ndarray) -> sp.csr_matrix:
+    """The clustered steps in the space of the module docstring (text columns compacted)."""
+    text = vectors.text_rows(rows)
+    used, compact = np.unique(text.indices, return_inverse=True)
+    text = sp.csr_matrix((text.data * np.sqrt(WEIGHTS["text"]), compact.ravel(), text.indptr),
+                         shape=(len(rows), len(used)))
+    blocks = [text]
+    for name, vocab in (("action", vectors.actions), ("agent", vectors.agents)):
+        codes = np.asarray(vectors.step[name][rows]).astype(np.int64)
+        have = codes >= 0
+        blocks.append(sp.csr_matrix((np.full(have.sum(), np.sqrt(WEIGHTS[name]), np.float32),
+                                     (np.flatnonzero(have), codes[have])), shape=(len(rows), max(len(vocab), 1))))
+    position = np.asarray(vectors.step["position"][rows]).astype(np.float32) * np.sqrt(WEIGHTS["position"])
+    blocks.append(sp.csr_matrix(position.reshape(-1, 1)))
+    return sp.hstack(blocks, format="csr", dtype=np.float64)
+
+
+def fit(matrix: sp.csr_matrix, seed: int, n_clusters: int, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """MiniBatchKMeans on ``matrix``; clusters renumbered 1.. by size (ties: first row)."""
+    from sklearn.cluster import MiniBatchKMeans
+
+    model = MiniBatchKMeans(n_clusters=n_clusters, random_state=seed, n_init=3, batch_size=4096,
+                            max_iter=100, reassignment_ratio=0.01)
+    labels = model.fit_predict(matrix)
+    distance = model.transform(matrix)[np.arange(len(labels)), labels]
+    sizes = np.bincount(labels, minlength=n_clusters)
+    first = np.array([rows[labels == c].min() if sizes[c] else np.iinfo(np.int64).max for c in range(n_clusters)])
+    order = np.lexsort((first, -sizes))
+    number = np.empty(n_clusters, dtype=np.int64)
+    number[order] = np.arange(1, n_clusters + 1)
+    return number[labels], distance.astype(np.float64)
+
+
+def _describe(vectors: StepVectors, query: Query, members: pd.DataFrame, rows: np.ndarray, number: int) -> Cluster:
+    inside = members["cluster"].to_numpy() == number
+    steps = members[inside].sort_values(["distance", "run_id", "step_idx"])
+    nearest = steps.head(TERM_SAMPLE)
+    texts = query("pattern_step_texts", {"runs": nearest["run_id"].astype(str).tolist(),
+                                         "steps": nearest["step_idx"].astype(int).tolist(),
+                                         "run_ids": sorted(set(nearest["run_id"].astype(str)))})
+    examples = nearest.head(EXAMPLES)[["run_id", "step_idx", "backbone", "action", "label"]].merge(
+        texts[["run_id", "step_idx", "text_out"]], on=["run_id", "step_idx"], how="left")
+    return Cluster(number, int(inside.sum()), _top_terms(vectors, rows[inside], texts),
+                   _shares(steps["backbone"]), _shares(steps["action"]), examples.reset_index(drop=True))
+
+
+def _top_terms(vectors: StepVectors, rows: np.ndarray, texts: pd.DataFrame) -> list[str]:
+    """The heaviest words of the cluster's mean text vector, named from its nearest steps' text."""
+    mean = np.asarray(vectors.text_rows(rows).mean(axis=0)).ravel()
+    names = text_mod.words_of((texts["text_in"] + "\n" + texts["text_out"]).tolist())
+    heaviest = [int(c) for c in np.argsort(-mean, kind="stable")[: 10 * TOP_TERMS] if mean[c] > 0]
+    return [names[c] for c in heaviest if c in names][:TOP_TERMS]
+
+
+def _shares(values: pd.Series) -> list[tuple[str, float]]:
+    counts = values.fillna("(none)").astype(str).value_counts()
+    total = max(int(counts.sum()), 1)
+    return sorted(((str(k), int(v) / total) for k, v in counts.items()), key=lambda item: (-item[1], item[0]))

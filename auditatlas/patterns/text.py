@@ -1,0 +1,90 @@
+"""The text half of a step vector: hashed words, tf-idf weights, each step's heaviest words."""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+import scipy.sparse as sp
+
+# 2**18 columns: collisions among a templated trace vocabulary (a few thousand words) are rare.
+N_FEATURES = 2 ** 18
+# A step keeps its heaviest words only: bounds the vectors (9.3M steps x 32) and keeps the
+# postings of common words short, which is what makes a neighbour query fast.
+TERMS_PER_STEP = 32
+# Letters only: numbers and ids (room_0042, note_p1, 101) name a run, not a kind of step.
+TOKEN_PATTERN = r"(?u)\b[^\W\d_]{2,}\b"
+
+
+@lru_cache(maxsize=1)
+def hasher():
+    """The stateless vectorizer: raw word counts in N_FEATURES hashed columns."""
+    from sklearn.feature_extraction.text import HashingVectorizer
+
+    return HashingVectorizer(n_features=N_FEATURES, token_pattern=TOKEN_PATTERN, lowercase=True,
+                             alternate_sign=False, norm=None, dtype=np.float32)
+
+
+def counts(texts: list[str]) -> sp.csr_matrix:
+    """Sublinear term frequencies (1 + ln count) of ``texts``, one row each."""
+    matrix = hasher().transform(texts).tocsr()
+    matrix.sum_duplicates()
+    np.log(matrix.data, out=matrix.data)
+    matrix.data += 1.0
+    return matrix
+
+
+def idf(document_frequency: np.ndarray, n_documents: int) -> np.ndarray:
+    """ln(N / df): 0 for a word every step has, and for words no step has."""
+    df = document_frequency.astype(np.float64)
+    weights = np.zeros(len(df), dtype=np.float32)
+    seen = df > 0
+    weights[seen] = np.log(max(n_documents, 1) / df[seen])
+    return weights
+
+
+def weigh(tf: sp.csr_matrix, weights: np.ndarray) -> sp.csr_matrix:
+    """tf x idf, cut to each row's TERMS_PER_STEP heaviest columns, rows L2-normalised."""
+    out = tf.copy()
+    out.data *= weights[out.indices]
+    out.eliminate_zeros()
+    out = _heaviest(out, TERMS_PER_STEP)
+    norms = np.sqrt(np.asarray(out.multiply(out).sum(axis=1)).ravel())
+    norms[norms == 0] = 1.0
+    out.data /= np.repeat(norms, np.diff(out.indptr)).astype(np.float32)
+    return out
+
+
+def _heaviest(matrix: sp.csr_matrix, keep: int) -> sp.csr_matrix:
+    """Each row's ``keep`` largest entries (ties: the lower column), vectorised over the rows."""
+    lengths = np.diff(matrix.indptr)
+    if lengths.size == 0 or lengths.max() <= keep:
+        return matrix
+    rows = np.repeat(np.arange(matrix.shape[0]), lengths)
+    # Sort by row, then weight descending, then column: the first `keep` of each row stay.
+    order = np.lexsort((matrix.indices, -matrix.data, rows))
+    rank = np.arange(len(order)) - np.repeat(matrix.indptr[:-1], lengths)
+    kept = order[rank < keep]
+    kept.sort()  # back to row-major order, columns ascending within a row
+    new_lengths = np.minimum(lengths, keep)
+    indptr = np.concatenate(([0], np.cumsum(new_lengths)))
+    return sp.csr_matrix((matrix.data[kept], matrix.indices[kept], indptr), shape=matrix.shape)
+
+
+def words_of(texts: list[str]) -> dict[int, str]:
+    """Each hashed column the words of ``texts`` fall in, named by its most frequent word there
+    (the names of a cluster's top terms: hashing keeps no vocabulary)."""
+    analyzer = hasher().build_analyzer()
+    tally: dict[str, int] = {}
+    for text in texts:
+        for word in analyzer(text):
+            tally[word] = tally.get(word, 0) + 1
+    if not tally:
+        return {}
+    words = sorted(tally)
+    columns = hasher().transform(words).tocsr().indices
+    named: dict[int, tuple[int, str]] = {}
+    for word, column in zip(words, columns):
+        best = named.get(int(column))
+        if best is None or tally[word] > best[0]:
+            named[int(column)] = (tally[word], word)
+    return {column: word for column, (_, word) in named.items()}

@@ -1,0 +1,184 @@
+"""Steps like this one and failure clusters (auditatlas/patterns) on the hand-made store of
+tests/patterns_store.py, whose answers are worked out there by hand."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import patterns_store as ps
+import queries
+from auditatlas.errors import AtlasError
+from auditatlas.patterns import build, clusters, similar, vectors
+from cli_support import run_cli
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory) -> Path:
+    return ps.build(tmp_path_factory.mktemp("patterns") / "store")
+
+
+@pytest.fixture(scope="module")
+def query(root):
+    return queries.runner(root)
+
+
+@pytest.fixture(scope="module")
+def found(root, query):
+    return vectors.load(root, query)
+
+
+def _keys(frame) -> list[tuple[str, int]]:
+    return [(str(r), int(s)) for r, s in frame[["run_id", "step_idx"]].itertuples(index=False)]
+
+
+def test_a_planted_near_duplicate_is_the_first_neighbour(found, query):
+    result = similar.similar_steps(found, query, *ps.ANCHOR, k=5)
+    keys = _keys(result.neighbours)
+    assert keys[:2] == [ps.DUPLICATE, ps.B_DUPLICATE]
+    assert ps.ANCHOR not in keys
+    assert list(result.neighbours["rank"]) == [1, 2, 3, 4, 5]
+    # The other step 4s share the action, agent and position but no word: text cosine 0.
+    assert result.neighbours["text_similarity"].iloc[2] == 0
+    assert result.summary == "0 of the 5 nearest are labeled anomalies; 3 from B"
+
+
+def test_neighbours_stay_in_the_slice(found, query):
+    result = similar.similar_steps(found, query, *ps.ANCHOR, slice_={"backbone": ["B"]}, k=3)
+    assert _keys(result.neighbours)[0] == ps.B_DUPLICATE
+    assert set(result.neighbours["backbone"]) == {"B"}
+
+
+def test_every_neighbour_carries_its_set_scores(found, query):
+    result = similar.similar_steps(found, query, *ps.ANCHOR, k=2)
+    # S1 scores step i of every run 0.1 * i: both neighbours are step 4.
+    assert sorted(result.scores["score"].round(6)) == [0.4, 0.4]
+    row = result.to_json()["neighbours"][0]
+    assert row["scores"] == {"S1": pytest.approx(0.4)}
+    assert row["backbone"] == "A" and row["label"] == 0
+
+
+def test_bad_anchors_and_an_empty_slice_get_one_sentence(found, query):
+    with pytest.raises(AtlasError, match=r"^The store holds no run 'p:99'\.$"):
+        similar.similar_steps(found, query, "p:99", 0)
+    with pytest.raises(AtlasError, match=r"^Run 'p:1' has no step 9 \(its steps are 0 to 5\)\.$"):
+        similar.similar_steps(found, query, "p:1", 9)
+    with pytest.raises(AtlasError, match="This slice holds no other step"):
+        similar.similar_steps(found, query, *ps.ANCHOR, slice_={"backbone": ["nobody"]})
+    with pytest.raises(AtlasError, match=r"^This slice holds no steps"):
+        clusters.failure_clusters(found, query, {"backbone": ["nobody"]})
+    with pytest.raises(AtlasError, match=r"^This slice has 18 labeled anomalies, fewer than the 20 clusters"):
+        clusters.failure_clusters(found, query, n_clusters=20)
+
+
+def test_planted_groups_come_out_as_the_clusters(found, query):
+    result = clusters.failure_clusters(found, query, seed=0, n_clusters=3)
+    assert result.source == "labeled anomalies"
+    # Compare partitions, not numbers: each cluster is the steps of one planted group.
+    groups = {frozenset(_keys(result.steps_of(c.number))) for c in result.clusters}
+    planted = {frozenset((r, i) for r in ps.RUNS) for i in ps.GROUPS}
+    assert groups == planted
+    assert [c.size for c in result.clusters] == [6, 6, 6]
+    timeout = next(c for c in result.clusters if set(result.steps_of(c.number)["step_idx"]) == {1})
+    assert "timed" in timeout.top_terms or "database" in timeout.top_terms
+    assert "parse" not in timeout.top_terms
+    assert timeout.backbones == [("A", 0.5), ("B", 0.5)]
+    assert timeout.actions == [("ACT", 1.0)]
+    assert len(timeout.examples) == 3
+
+
+def test_same_seed_same_clusters(found, query, root):
+    first = clusters.failure_clusters(found, query, seed=3, n_clusters=3)
+    # A fresh fit (the cache removed) with the same seed gives the same numbered partition.
+    for path in (found.folder / clusters.CACHE).glob("*.npz"):
+        path.unlink()
+    again = clusters.failure_clusters(found, query, seed=3, n_clusters=3)
+    assert first.members[["cluster", "run_id", "step_idx"]].equals(again.members[["cluster", "run_id", "step_idx"]])
+
+
+def test_vectors_are_rebuilt_on_a_new_store_version(tmp_path):
+    root = ps.build(tmp_path / "store")
+    query = queries.runner(root)
+    before = vectors.load(root, query)
+    ps.build(root, extra_run=True)  # replaces the traces: a new manifest
+    after = vectors.load(root, query)
+    assert after.folder != before.folder and after.n_rows == before.n_rows + 6
+    # The new run's steps say the planted words again: its step 4 (same action, agent and
+    # place as the anchor) is now the first neighbour.
+    result = similar.similar_steps(after, query, *ps.ANCHOR, k=3)
+    assert _keys(result.neighbours)[0] == ("p:7", 4)
+    assert build.is_built(after.folder)
+
+
+def test_cli_json_answers_as_the_page(root, found, query):
+    done = run_cli("--store", str(root), "similar", *map(str, ps.ANCHOR), "--k", "3", "--json")
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert [(n["run_id"], n["step_idx"]) for n in answer["neighbours"]][:2] == [ps.DUPLICATE, ps.B_DUPLICATE]
+    assert answer["summary"] == similar.similar_steps(found, query, *ps.ANCHOR, k=3).summary
+    done = run_cli("--store", str(root), "clusters", "--clusters", "3", "--slice", "backbone=A", "--json")
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert [c["size"] for c in answer["clusters"]] == [3, 3, 3]
+    assert {frozenset((s["run_id"], s["step_idx"]) for s in c["steps"]) for c in answer["clusters"]} == \
+        {frozenset((r, i) for r in ps.RUNS[:3]) for i in ps.GROUPS}
+
+
+def test_cli_bad_input_is_one_sentence(root):
+    done = run_cli("--store", str(root), "similar", "p:99", "0", "--json")
+    assert done.returncode == 1
+    assert done.stderr.strip() == "error: The store holds no run 'p:99'."
+    done = run_cli("--store", str(root), "clusters", "--slice", "backbone=nobody")
+    assert done.returncode == 1 and "This slice holds no steps" in done.stderr
+
+
+def test_text_keeps_words_not_ids():
+    from auditatlas.patterns import text
+
+    names = set(text.words_of(["room_0042 note_p1 101 compass shows"]).values())
+    assert names == {"compass", "shows"}
+    weighted = text.weigh(text.counts(["a compass", "compass drawer", "thermometer drawer"]),
+                          text.idf(np.bincount(text.counts(["a compass", "compass drawer", "thermometer drawer"]).indices,
+                                               minlength=text.N_FEATURES), 3))
+    norms = np.sqrt(np.asarray(weighted.multiply(weighted).sum(axis=1)).ravel())
+    assert np.allclose(norms, 1.0)
+
+
+def test_the_page_lists_neighbours_and_opens_a_cluster(root, monkeypatch):
+    from app_support import open_page, page_texts
+
+    at = open_page(root, monkeypatch, "pages/patterns.py", run="p:1", step="4", k="3", cluster="1")
+    texts = page_texts(at)
+    assert "0 of the 3 nearest are labeled anomalies; 2 from A" in texts
+    neighbours = at.dataframe[0].value
+    assert list(zip(neighbours["run_id"], neighbours["step_idx"]))[:2] == [ps.DUPLICATE, ps.B_DUPLICATE]
+    assert "score S1" in neighbours.columns and neighbours["explorer"].iloc[0].startswith("/explorer?run=p%3A2&step=4")
+    assert "Its 6 steps" in texts
+
+
+def test_the_page_says_an_unknown_run_in_one_sentence(root, monkeypatch):
+    from app_support import open_page
+
+    from components.safe import md
+
+    at = open_page(root, monkeypatch, "pages/patterns.py", run="p:99")
+    assert [w.value for w in at.warning] == [md("The store holds no run 'p:99'.")]
+
+
+def test_the_export_writes_the_page(root, query):
+    from auditatlas.export import export_view
+
+    done = export_view(query, root, "/patterns?run=p:1&step=4&k=3&cluster=1")
+    assert "similar-steps" in done.html and "cluster-steps" in done.html
+    assert "0 of the 3 nearest are labeled anomalies; 2 from A" in done.html
+
+
+def test_the_explorer_links_to_steps_like_this_one():
+    from auditatlas.views.pages import PATTERNS, patterns_url
+
+    url = patterns_url("p:1", 4, slice={"backbone": ["A"]})
+    assert url == "/patterns?backbone=A&run=p%3A1&step=4"
+    values, problems = PATTERNS.parse({"run": ["p:1"], "step": ["4"], "cluster": ["0"]})
+    assert values["run"] == "p:1" and values["step"] == 4 and values["cluster"] is None and len(problems) == 1
