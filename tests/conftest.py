@@ -1,6 +1,6 @@
 """Shared fixtures: the stores every module reads (built once per session, tests/stores.py), one
-app server and one browser for every browser test on the app store, and the xdist grouping that
-keeps tests sharing a server on one worker."""
+app server and one browser per worker for every browser test on the app store, and the xdist
+grouping that keeps a large build's module, or a browser module, on one worker."""
 from __future__ import annotations
 
 import os
@@ -39,16 +39,17 @@ def pytest_unconfigure(config) -> None:
 ONE_WORKER_MODULES = frozenset({"test_simulator_calibration", "test_demo"})
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the markers into the node ids
 def pytest_collection_modifyitems(config, items) -> None:
-    """Which tests run on one worker (``--dist loadgroup``): tests sharing a Streamlit server (the
-    app store's, whatever their module; a browser module's own), and the modules above."""
+    """Which tests run on one worker (``--dist loadgroup``): a browser module's tests (they share
+    its page visits and, for some, its own Streamlit server) and the modules above. The session's
+    app server is per worker: browser modules on it spread over the workers, each worker
+    starting its own (a few CPU-seconds), so their waits overlap other work."""
     for item in items:
         if item.get_closest_marker("xdist_group"):
             continue
         module = item.module.__name__
-        if "app_server" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("app-server"))
-        elif item.get_closest_marker("browser") is not None or module in ONE_WORKER_MODULES:
+        if item.get_closest_marker("browser") is not None or module in ONE_WORKER_MODULES:
             item.add_marker(pytest.mark.xdist_group(module))
 
 
@@ -61,7 +62,7 @@ def app_store() -> Path:
 
 @pytest.fixture(scope="session")
 def app_server(app_store) -> Iterator[str]:
-    """One Streamlit server on the app store for every browser module of the session."""
+    """One Streamlit server on the app store for every browser module this worker runs."""
     from browser_support import streamlit_server
 
     with streamlit_server(app_store) as url:
