@@ -12,19 +12,16 @@ Every statement here runs on a connection whose current schema is the version's 
 """
 from __future__ import annotations
 
-import json
 import logging
 import shutil
 from pathlib import Path
-from typing import Any, Mapping
 
 import duckdb
 import pyarrow as pa
 
 from auditatlas import leases
 from auditatlas.schema import TABLES
-from auditatlas.reviews import REVIEWS_SOURCE
-from auditatlas.store import table_files
+from auditatlas.store import manifest_bytes, table_files  # noqa: F401 - manifest_bytes: callers read it here
 
 from . import derived
 from .template import text
@@ -61,19 +58,6 @@ def bind_live(con: duckdb.DuckDBPyConnection, root: Path, manifest: dict) -> Non
     # Derived tables start as live views; bind_derived points them at their files.
     for name in derived.TABLES:
         con.execute(f"CREATE OR REPLACE VIEW {name} AS {text(derived.QUERY.get(name, name))}")
-
-
-def manifest_bytes(manifest: Mapping[str, Any]) -> bytes:
-    """The manifest as the store writes it (``store._write_manifest``): the derived key hashes
-    these bytes, so a build keyed by another process reading the same file is found.
-
-    The reviews source is left out: no derived table reads verdicts, and every verdict given
-    replaces that source, so keying on it would rebuild the Detectors tables after each one.
-    """
-    if REVIEWS_SOURCE in manifest.get("sources", {}):
-        manifest = {**manifest, "sources": {k: v for k, v in manifest["sources"].items() if k != REVIEWS_SOURCE},
-                    "retired": [r for r in manifest.get("retired", []) if r.get("source") != REVIEWS_SOURCE]}
-    return json.dumps(manifest, indent=2, sort_keys=True).encode()
 
 
 def load_derived(root: Path, manifest: dict) -> tuple[Path | bool, leases.Lease | None]:
