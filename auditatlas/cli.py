@@ -69,6 +69,9 @@ def _parser() -> argparse.ArgumentParser:
     from .detectors import cli as detectors_cli  # score, cross-backbone, detectors
 
     detectors_cli.add_parsers(sub)
+    from .search import cli as search_cli  # search
+
+    search_cli.add_parsers(sub)
     return parser
 
 
@@ -174,7 +177,7 @@ def _warm(root: Path) -> None:
 
 # Commands that read the whole store and answer from it: on a store with a source they cannot
 # read they say which, and answer nothing (a number computed without that source is wrong).
-READS = ("board", "score", "cross-backbone", "export")
+READS = ("board", "score", "cross-backbone", "export", "search")
 
 
 def _command(args: argparse.Namespace, root: Path) -> int:
@@ -204,6 +207,10 @@ def _command(args: argparse.Namespace, root: Path) -> int:
             return _reviews_export(root, args.out)
         if args.command in detectors_cli.COMMANDS:
             return detectors_cli.run(args, root)
+        if args.command == "search":
+            from .search import cli as search_cli
+
+            return search_cli.run(args, root)
     except IngestFailed as exc:
         for problem in exc.problems:
             print(f"error: {problem}", file=sys.stderr)

@@ -40,17 +40,7 @@ NAMES: tuple[str, ...] = (
 def bind_live(con: duckdb.DuckDBPyConnection, root: Path, manifest: dict) -> None:
     """Views over the parts ``manifest`` lists, in ``con``'s current schema."""
     for table in TABLES:
-        files = table_files(root, table, manifest)
-        physical = "predictions_stored" if table == "predictions" else table
-        if files:
-            # File paths come from our own manifest, not from users; quoting guards odd folders.
-            listing = ", ".join(_quoted(f) for f in files)
-            # Every part is written in the one schema (store.conform), so no union by name:
-            # it makes DuckDB reconcile the schemas of every file on every scan.
-            select = f"SELECT * FROM read_parquet([{listing}])"
-        else:
-            select = _empty_select(table)
-        con.execute(f"CREATE OR REPLACE VIEW {physical} AS {select}")
+        bind_table(con, root, manifest, table)
     # Released rankings are resolved to per-step scores once per store version (a small table:
     # one row per judged step), not in a view every query recomputes.
     con.execute(f"CREATE OR REPLACE TABLE predictions_resolved AS {text('resolve_rankings')}")
@@ -58,6 +48,22 @@ def bind_live(con: duckdb.DuckDBPyConnection, root: Path, manifest: dict) -> Non
     # Derived tables start as live views; bind_derived points them at their files.
     for name in derived.TABLES:
         con.execute(f"CREATE OR REPLACE VIEW {name} AS {text(derived.QUERY.get(name, name))}")
+
+
+def bind_table(con: duckdb.DuckDBPyConnection, root: Path, manifest: dict, table: str) -> None:
+    """The view of one store table over the parts ``manifest`` lists (a build reading only the
+    steps, ``queries/search.py``, binds just that one)."""
+    files = table_files(root, table, manifest)
+    physical = "predictions_stored" if table == "predictions" else table
+    if files:
+        # File paths come from our own manifest, not from users; quoting guards odd folders.
+        listing = ", ".join(_quoted(f) for f in files)
+        # Every part is written in the one schema (store.conform), so no union by name:
+        # it makes DuckDB reconcile the schemas of every file on every scan.
+        select = f"SELECT * FROM read_parquet([{listing}])"
+    else:
+        select = _empty_select(table)
+    con.execute(f"CREATE OR REPLACE VIEW {physical} AS {select}")
 
 
 def load_derived(root: Path, manifest: dict) -> tuple[Path | bool, leases.Lease | None]:
