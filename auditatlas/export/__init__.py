@@ -23,13 +23,15 @@ from ..store import read_manifest
 from ..views.fields import describe_slice
 from .document import Document
 from .link import ExportError, Link, Query, check_slice, parse_link
-from .views import boards, detectors, explorer, overview, propagation
+from .views import boards, detectors, explorer, overview, propagation, search
 
 # Page path -> the builder writing its view into a document.
-BUILDERS: dict[str, Callable[[Document, Query, Link], None]] = {
+BUILDERS: dict[str, Callable[..., None]] = {
     "/": overview.build, "/boards": boards.build, "/explorer": explorer.build,
-    "/detectors": detectors.build, "/propagation": propagation.build,
+    "/detectors": detectors.build, "/propagation": propagation.build, "/search": search.build,
 }
+# Builders that also read the store folder itself (the search index beside the tables).
+READS_FOLDER: frozenset[str] = frozenset({"/search"})
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,8 @@ def not_covered(link: Link) -> str | None:
         return f"The Propagation page's {link.values['tab']} tab is not covered by export yet; its Heatmap tab is (tab=Heatmap)."
     if page.path == "/explorer" and not link.values["run"]:
         return "The link opens no run (it has no run=...); export the Explorer with a run open."
+    if page.path == "/search" and not str(link.values["q"]).strip():
+        return "The link searches for nothing (it has no q=...); export the Search page with a query."
     return None
 
 
@@ -82,7 +86,7 @@ def export_view(query: Query, root: str | Path, given: str, made_at: datetime | 
     for problem in link.problems:
         doc.warning(problem)
     simulated_mark(doc, query, link)
-    build(doc, query, link)
+    build(doc, query, link, Path(root)) if link.page.path in READS_FOLDER else build(doc, query, link)
     made = (made_at or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M:%S UTC")
     title = f"Audit Atlas · {link.page.title}"
     facts = [("view", link.page.what), ("slice", describe_slice(link.slice)),

@@ -14,6 +14,7 @@ from ..analyses.board_registry import registry as board_registry
 from ..analyses.review_queue import ORDERS as REVIEW_ORDERS
 from ..detectors.features import DEFAULT_FEATURE_SET, FEATURE_SETS
 from ..detectors.registry import engine_detectors
+from ..search.answer import LABEL_CHOICES as SEARCH_LABELS
 from .explorer import EXPLORER
 from .fields import Field, PageState
 
@@ -125,7 +126,19 @@ REVIEW = PageState(
     ),
 )
 
-PAGES: tuple[PageState, ...] = (OVERVIEW, BOARDS, EXPLORER, PROPAGATION, DETECTORS, RESCORE, REVIEW)
+SEARCH = PageState(
+    path="/search", title="Search",
+    what="ranked full-text search over every step of the slice (BM25, phrases, AND/OR/NOT, agent: and action:), "
+         "highlighted snippets, each hit opening its step in the Explorer",
+    fields=(
+        Field("q", "str", default="", help="the search query (tantivy's query language: words, \"a phrase\", "
+                                            "AND/OR/NOT, agent:NAME, action:NAME)"),
+        Field("label", "choice", default=SEARCH_LABELS[0], choices=SEARCH_LABELS, help="only steps with this label"),
+        Field("page", "int", default=1, low=1, help="page of hits", fallback="showing the first page"),
+    ),
+)
+
+PAGES: tuple[PageState, ...] = (OVERVIEW, BOARDS, EXPLORER, SEARCH, PROPAGATION, DETECTORS, RESCORE, REVIEW)
 
 
 def page(path: str) -> PageState:
