@@ -142,8 +142,9 @@ def _adds_verdicts(args: argparse.Namespace) -> bool:
     return args.command == "ingest" and ADAPTERS[args.format].appends
 
 
-# Commands that write the store: the derived tables of the new version are built before the
-# command returns, so the first Detectors view after them does not wait for the build.
+# Commands that write the store: the derived tables and the search index of the new version are
+# built before the command returns, so the first Detectors view after them does not wait for the
+# build and the first search ranks (a write that adds no step keeps the index it had).
 WRITES = ("ingest", "remove", "demo", "score", "cross-backbone")
 
 
@@ -163,6 +164,11 @@ def _after_write(root: Path) -> None:
 
 
 def _warm(root: Path) -> None:
+    _derive(root)
+    _index(root)  # its own read of the steps: built even when the derived tables could not be
+
+
+def _derive(root: Path) -> None:
     import queries
 
     try:
@@ -173,6 +179,15 @@ def _warm(root: Path) -> None:
         return
     if not built:
         _say("the Detectors page's derived tables could not be built now; it will try again on first use.")
+
+
+def _index(root: Path) -> None:
+    from queries.search import ensure_built
+
+    why = ensure_built(root)
+    if why is not None:
+        _say(f"written, but the search index could not be built now ({why}); search scans the text until a "
+             "build succeeds (the Search page starts one).")
 
 
 # Commands that read the whole store and answer from it: on a store with a source they cannot

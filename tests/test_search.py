@@ -1,18 +1,5 @@
-"""Search (auditatlas/search, queries/search.py) on a hand-made corpus with known answers.
-
-Corpus ``s``: run ``s:a`` (backbone X) and ``s:b`` (backbone Y).
-
-====  =======  ======  ============================  ======================================  =====
-step  agent    action  input                         output                                  label
-====  =======  ======  ============================  ======================================  =====
-a0    Planner  PLAN    plan the compass route        route planned                           0
-a1    Coder    CODE    write code                    timeout error timeout error timeout     1
-a2    Coder    CODE    retry                         timeout once then fine and more words   0
-b0    Planner  PLAN    north compass bearing         points north                            0
-b1    Tester   TEST    run tests                     north pole error                        1
-====  =======  ======  ============================  ======================================  =====
-
-BM25 on "timeout": a1 holds it three times in five words, a2 once in seven: a1 ranks first.
+"""Search (auditatlas/search, queries/search.py) on a hand-made corpus with known answers
+(tests/search_corpus.py: its table, and why BM25 ranks a1 first).
 """
 from __future__ import annotations
 
@@ -22,27 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from auditatlas import store
 from auditatlas.search import QueryTextError, SearchRequest, search
 from cli_support import run_cli
-
-ROWS = [
-    ("s:a", 0, "Planner", "PLAN", "plan the compass route", "route planned", 0),
-    ("s:a", 1, "Coder", "CODE", "write code", "timeout error timeout error timeout", 1),
-    ("s:a", 2, "Coder", "CODE", "retry", "timeout once then fine and more words", 0),
-    ("s:b", 0, "Planner", "PLAN", "north compass bearing", "points north", 0),
-    ("s:b", 1, "Tester", "TEST", "run tests", "north pole error", 1),
-]
-
-
-def _write(root: Path, rows=ROWS, source: str = "traces") -> None:
-    runs = sorted({r[0] for r in rows})
-    store.write_source(root, source, {
-        "corpora": [{"corpus": "s", "title": "s", "kind": "real", "label_process": "hand-made"}] if source == "traces" else [],
-        "runs": [{"run_id": r, "corpus": "s", "backbone": "X" if r == "s:a" else "Y", "outcome": "failure",
-                  "n_steps": sum(1 for x in rows if x[0] == r)} for r in runs],
-        "steps": [{"run_id": r, "corpus": "s", "step_idx": i, "agent": ag, "action": ac, "text_in": ti, "text_out": to,
-                   "label": lab} for r, i, ag, ac, ti, to, lab in rows]})
+from search_corpus import write_corpus
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +20,7 @@ def corpus(tmp_path_factory):
     from queries.search import index_for
 
     root = tmp_path_factory.mktemp("search") / "store"
-    _write(root)
+    write_corpus(root)
     choice = index_for(root, wait=True)
     assert choice.index is not None, choice.unavailable
     return root, choice.index, queries.runner(root)
@@ -141,9 +110,9 @@ def test_a_new_store_version_gets_its_own_index_and_the_scan_meanwhile(tmp_path)
     from queries.search import keeper
 
     root = tmp_path / "store"
-    _write(root)
+    write_corpus(root)
     assert keeper(root).choice(wait=True).index is not None
-    _write(root, [("s:z", 0, "Coder", "CODE", "zebra crossing", "done", 0)], source="more")
+    write_corpus(root, [("s:z", 0, "Coder", "CODE", "zebra crossing", "done", 0)], source="more")
     first = keeper(root).choice(wait=False)
     assert first.index is None and "being built" in first.unavailable
     scanned = search(SearchRequest("zebra"), None, queries.runner(root), first.unavailable)
@@ -173,3 +142,117 @@ def test_export_of_the_search_page(corpus):
     root, index, query = corpus
     html = export_view(query, root, "/search?q=pole").html
     assert "north «pole» error" in html and "/explorer?run=s%3Ab&amp;step=1" in html
+
+
+def test_every_key_of_a_step_document_is_an_index_field(corpus):
+    # tantivy drops a key that names no field without a word: a misspelt key would leave a
+    # field empty in every index, so the documents' keys are checked against the schema.
+    import tantivy
+
+    from auditatlas.duck import connect
+    from auditatlas.search import fields
+    from auditatlas.store import read_manifest
+    from queries import views
+    from queries.template import text
+
+    root, index, query = corpus
+    con = connect()
+    views.bind_table(con, root, read_manifest(root), "steps")
+    docs = [json.loads(d) for (d,) in con.execute(f"SELECT doc FROM ({text('search_steps')})").fetchall()]
+    assert len(docs) == 5
+    for doc in docs:
+        kept = tantivy.Document.from_dict(doc, fields.schema()).to_dict()
+        assert set(doc) == set(kept) == {"input", "output", "agent", "action", "attributes", "cell", "run_id", "step_idx"}
+
+
+def test_kept_attributes_are_searchable(tmp_path):
+    from auditatlas import store
+    from queries.search import index_for
+
+    root = tmp_path / "store"
+    store.write_source(root, "traces", {
+        "corpora": [{"corpus": "t", "title": "t", "kind": "real", "label_process": "hand-made"}],
+        "runs": [{"run_id": "t:1", "corpus": "t", "backbone": "X", "outcome": "failure", "n_steps": 2}],
+        "steps": [{"run_id": "t:1", "corpus": "t", "step_idx": 0, "agent": "A", "action": "CALL", "text_in": "call the tool",
+                   "text_out": "no answer", "error_code": "E_DISK_FULL", "failure_mode": "F7", "extra": '{"tool": "grepper"}'},
+                  {"run_id": "t:1", "corpus": "t", "step_idx": 1, "agent": "A", "action": "CALL", "text_in": "again",
+                   "text_out": "fine"}]})
+    index = index_for(root, wait=True).index
+    import queries
+    for word in ("e_disk_full", "F7", "grepper"):
+        hits = search(SearchRequest(word), index, queries.runner(root)).hits
+        assert [(h.run_id, h.step_idx, h.found_in) for h in hits] == [("t:1", 0, "another field")]
+
+
+def test_the_index_key_follows_the_sources_that_hold_steps():
+    from auditatlas.search.index import index_key
+
+    traces = {"dir": "sources/traces-aaa", "rows": {"steps": 5, "runs": 2}}
+    base = {"sources": {"traces": traces}}
+    rescored = {"sources": {"traces": traces, "rescore": {"dir": "sources/rescore-bbb", "rows": {"steps": 0, "predictions": 9}}}}
+    rewritten = {"sources": {"traces": {**traces, "dir": "sources/traces-ccc"}}}
+    more = {"sources": {"traces": traces, "more": {"dir": "sources/more-ddd", "rows": {"steps": 1}}}}
+    assert index_key(rescored) == index_key(base)  # a write without steps keeps the index
+    assert len({index_key(base), index_key(rewritten), index_key(more)}) == 3
+
+
+def test_one_build_per_index_across_sessions_and_processes(tmp_path, monkeypatch):
+    from auditatlas import leases
+    from auditatlas.search import index as search_index
+    from auditatlas.store import read_manifest
+    import queries.search as qs
+
+    root = tmp_path / "store"
+    write_corpus(root)
+    started = []
+
+    class Running:  # a build process that has not ended
+        returncode = None
+
+        def poll(self):
+            return None
+
+    monkeypatch.setattr(qs, "start_build", lambda r: started.append(r) or (Running(), tmp_path / "errors.log"))
+    key = search_index.index_key(read_manifest(root))
+    scratch = search_index.home(root) / f"{search_index.SCRATCH_PREFIX}{key}"
+    scratch.mkdir(parents=True)
+    other = leases.hold(scratch)  # another process is building this very index
+    keeper = qs.Keeper(root)
+    assert keeper.choice(wait=False).unavailable == qs.BEING_BUILT and started == []
+    with pytest.raises(search_index.Busy):  # and a build process started anyway gives way to it
+        qs.build_index(root)
+    other.release()
+    assert keeper.choice(wait=False).unavailable == qs.BEING_BUILT and started == [root]
+    assert keeper.choice(wait=False).unavailable == qs.BEING_BUILT and started == [root]  # its own is on the way
+
+
+def test_a_failed_build_process_is_said_and_the_scan_answers(tmp_path, monkeypatch):
+    import queries.search as qs
+
+    root = tmp_path / "store"
+    write_corpus(root)
+    errors = tmp_path / "errors.log"
+    errors.write_text("error: Out of Memory Error: could not allocate block\n")
+
+    class Failed:
+        returncode = 1
+
+        def poll(self):
+            return 1
+
+    monkeypatch.setattr(qs, "start_build", lambda r: (Failed(), errors))
+    keeper = qs.Keeper(root)
+    assert keeper.choice(wait=False).unavailable == qs.BEING_BUILT
+    again = keeper.choice(wait=False)
+    assert again.index is None and again.unavailable == (
+        "the index of this store version could not be built: Out of Memory Error: could not allocate block")
+
+
+def test_a_write_through_the_cli_builds_the_index_of_its_version(tmp_path):
+    from auditatlas.search.index import built_folder
+
+    root = tmp_path / "store"
+    fixtures = Path(__file__).resolve().parent / "fixtures" / "whowhen"
+    done = run_cli("--store", str(root), "ingest", "whowhen", str(fixtures), "--workers", "0")
+    assert done.returncode == 0, done.stderr
+    assert built_folder(root) is not None and "search index" not in done.stderr

@@ -108,28 +108,27 @@ def search(request: SearchRequest, index: StepIndex | None, query: Query, unavai
 
 def _ranked(request: SearchRequest, index: StepIndex) -> SearchAnswer:
     parsed = parse(index.index, request.text)
-    restricted = restrict(parsed, index.index.schema, request.slice, request.label)
+    kept = fields.cells_kept(index.cells, request.slice, request.label)
+    if kept == []:  # the slice and label keep no cell: no step to rank
+        return SearchAnswer(request, 0, [], ranked=True)
+    restricted = restrict(parsed, index.index.schema, kept)
     searcher = index.index.searcher()
     result = searcher.search(restricted, limit=request.page_size, count=True, offset=request.offset)
     generators = {}
     for name in ("input", "output"):
         generators[name] = tantivy.SnippetGenerator.create(searcher, parsed, index.index.schema, name)
         generators[name].set_max_num_chars(SNIPPET_CHARS)
-    hits = [_hit(searcher.doc(address), score, generators) for score, address in result.hits]
+    hits = [_hit(searcher.doc(address), score, generators, index) for score, address in result.hits]
     return SearchAnswer(request, int(result.count or 0), hits, ranked=True)
 
 
-def restrict(parsed: tantivy.Query, schema: tantivy.Schema, slice_: Mapping[str, Any], label: str) -> tantivy.Query:
-    """``parsed`` restricted to the steps of the slice (and of the label choice) inside the engine."""
-    musts = [(tantivy.Occur.Must, parsed)]
-    for column in SLICE_COLUMNS:
-        values = [fields.filter_text(column, v) for v in (slice_.get(column) or [])]
-        values = [v for v in values if v is not None]
-        if values:
-            musts.append((tantivy.Occur.Must, tantivy.Query.term_set_query(schema, column, values)))
-    if label != "any":
-        musts.append((tantivy.Occur.Must, tantivy.Query.term_query(schema, fields.LABEL, label)))
-    return tantivy.Query.boolean_query(musts) if len(musts) > 1 else parsed
+def restrict(parsed: tantivy.Query, schema: tantivy.Schema, cells: list[int] | None) -> tantivy.Query:
+    """``parsed`` restricted to the steps of ``cells`` (``fields.cells_kept``; None: every step)
+    inside the engine, before ranking and paging."""
+    if cells is None:
+        return parsed
+    return tantivy.Query.boolean_query([(tantivy.Occur.Must, parsed),
+                                        (tantivy.Occur.Must, tantivy.Query.term_set_query(schema, fields.CELL, cells))])
 
 
 def _first(doc: tantivy.Document, name: str) -> str:
@@ -137,7 +136,7 @@ def _first(doc: tantivy.Document, name: str) -> str:
     return str(values[0]) if values else ""
 
 
-def _hit(doc: tantivy.Document, score: float, generators: dict) -> Hit:
+def _hit(doc: tantivy.Document, score: float, generators: dict, index: StepIndex) -> Hit:
     found_in, snippet, ranges = "another field", _first(doc, "output")[:SNIPPET_CHARS], ()
     for name, generator in generators.items():
         piece = generator.snippet_from_doc(doc)
@@ -145,10 +144,11 @@ def _hit(doc: tantivy.Document, score: float, generators: dict) -> Hit:
         if spans:
             found_in, snippet, ranges = name, piece.fragment(), spans
             break
+    cell = index.cell(int(doc.get_first(fields.CELL)))
     return Hit(run_id=_first(doc, "run_id"), step_idx=int(doc.get_first("step_idx")), agent=_first(doc, "agent"),
-               action=_first(doc, "action"), corpus=_first(doc, "corpus"), backbone=_first(doc, "backbone"),
-               label=_first(doc, fields.LABEL), score=float(score), found_in=found_in, snippet=snippet,
-               highlights=ranges)
+               action=_first(doc, "action"), corpus=str(cell.get("corpus") or ""),
+               backbone=str(cell.get("backbone") or ""), label=str(cell.get(fields.LABEL) or ""), score=float(score),
+               found_in=found_in, snippet=snippet, highlights=ranges)
 
 
 def _scanned(request: SearchRequest, query: Query, why: str) -> SearchAnswer:

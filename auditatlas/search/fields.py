@@ -1,5 +1,5 @@
-"""What the search index holds per step: the fields a query reads, the filters a slice sets,
-and a step row turned into an index document.
+"""What the search index holds per step: the fields a query reads, the cell a slice and label
+restrict on, and the stored values a hit shows.
 
 Searchable (tantivy's default tokenizer: words, lower-cased; positions kept for phrases):
 ``input`` and ``output`` (the step's text in and out), ``agent``, ``action`` and
@@ -7,13 +7,28 @@ Searchable (tantivy's default tokenizer: words, lower-cased; positions kept for 
 failure mode and error code). A query without a field name reads input, output and
 attributes; ``agent:`` and ``action:`` name a field.
 
-Filters (the raw tokenizer: the value as stored, one term): the shared slice's columns and the
-step's label, so a hit list is restricted inside the engine, before ranking and paging.
+The cell: one number per step for its run's slice values and its label (``CELL_COLUMNS``),
+a hash the build computes in DuckDB. The build also writes the index's cell table (every cell
+with its values, a few thousand rows at a million rooms), so a search turns the sidebar slice
+and the label choice into the cells they keep and restricts the hits to those, inside the
+engine, before ranking and paging. One indexed number per step instead of seven terms: a
+fifth less indexing time (35 against 28 us of CPU a step at 1,500 rooms).
+
+Stored (read back for the page's hits only): the step's key, its cell (whose row gives corpus,
+backbone and label), agent, action, and the text in and out, which the snippets are cut from.
+Why store the text (about 70 bytes a step on disk, no measurable build time): tantivy reads
+twenty hits' documents in well under a millisecond, where fetching twenty scattered steps'
+text from the store took 45 to 800 ms at 20,000 rooms (a Parquet row group read per hit).
+
+The documents themselves are JSON objects the build's SQL writes (``queries/sql/search_steps.sql``,
+one per step, keys as the field names here), added with tantivy's ``add_json``: no Python
+object per field. A key that names no field is silently dropped by tantivy, which is why a
+test compares that query's keys with ``FIELDS``.
 """
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import tantivy
 
@@ -27,49 +42,41 @@ SEARCHABLE: tuple[str, ...] = (*TEXT_FIELDS, ATTRIBUTES)
 # Where words without a field name are looked for: agent and action are names, asked by name.
 DEFAULT_FIELDS: tuple[str, ...] = ("input", "output", ATTRIBUTES)
 LABEL = "label"
-FILTERS: tuple[str, ...] = (*SLICE_COLUMNS, LABEL)
+CELL = "cell"
+CELL_COLUMNS: tuple[str, ...] = (*SLICE_COLUMNS, LABEL)
 LABEL_TEXTS = {1: "anomaly", 0: "normal", None: "unlabeled"}
-# The step columns a build reads (queries/sql/search_steps.sql returns exactly these).
-STEP_COLUMNS: tuple[str, ...] = ("run_id", "step_idx", *SLICE_COLUMNS, *TEXT_FIELDS.values(), "label",
-                                 "failure_mode", "error_code", "extra")
+FIELDS: tuple[str, ...] = (*SEARCHABLE, CELL, "run_id", "step_idx")
 
 
 def schema() -> tantivy.Schema:
     builder = tantivy.SchemaBuilder()
-    # Stored: the hit list shows them without reading the store again (the text for snippets).
     for name in TEXT_FIELDS:
         builder.add_text_field(name, stored=True)
     builder.add_text_field(ATTRIBUTES, stored=False)
-    for name in FILTERS:
-        builder.add_text_field(name, stored=name in ("corpus", "backbone", LABEL), tokenizer_name="raw",
-                               index_option="basic")
+    builder.add_unsigned_field(CELL, stored=True, indexed=True)
+    # tantivy has no stored-only text field: the run id is one raw term, the cheapest indexing.
     builder.add_text_field("run_id", stored=True, tokenizer_name="raw", index_option="basic")
     builder.add_integer_field("step_idx", stored=True, indexed=False)
     return builder.build()
 
 
-def filter_text(column: str, value: Any) -> str | None:
-    """A slice or label value as the index holds it (None: the step has none, no term)."""
-    if column == LABEL:
-        return LABEL_TEXTS.get(None if value is None else int(value))
+def _matches(value: Any, chosen: Sequence[Any], column: str) -> bool:
+    """Whether a cell's ``value`` of ``column`` is one of the slice's ``chosen`` values, as the
+    named queries' ``column = ANY($column)`` reads it (queries/slices.py): a missing value
+    matches nothing, temperature compares as a number."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
-        return None
+        return False
     if column == "temperature":
-        return repr(float(value))
-    return str(value)
+        return float(value) in {float(v) for v in chosen}
+    return str(value) in {str(v) for v in chosen}
 
 
-def document(row: Mapping[str, Any], index_schema: tantivy.Schema) -> tantivy.Document:
-    """The index document of one step row (``STEP_COLUMNS``)."""
-    values: dict[str, Any] = {"run_id": str(row["run_id"]), "step_idx": int(row["step_idx"])}
-    for name, column in TEXT_FIELDS.items():
-        if row.get(column):
-            values[name] = str(row[column])
-    kept = " ".join(str(row[c]) for c in ("failure_mode", "error_code", "extra") if row.get(c))
-    if kept:
-        values[ATTRIBUTES] = kept
-    for column in FILTERS:
-        text = filter_text(column, row.get(column))
-        if text is not None:
-            values[column] = text
-    return tantivy.Document.from_dict(values, index_schema)
+def cells_kept(cells: Sequence[Mapping[str, Any]], slice_: Mapping[str, Any], label: str) -> list[int] | None:
+    """The ids of the cells the slice and the label choice keep; None when they keep every step
+    (no restriction to add)."""
+    filtered = {c: list(slice_.get(c) or []) for c in SLICE_COLUMNS if slice_.get(c)}
+    if not filtered and label == "any":
+        return None
+    return [int(cell[CELL]) for cell in cells
+            if all(_matches(cell.get(c), values, c) for c, values in filtered.items())
+            and (label == "any" or cell.get(LABEL) == label)]
