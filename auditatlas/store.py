@@ -123,10 +123,10 @@ def read_manifest(root: str | Path) -> dict:
 
 def manifest_bytes(manifest: Mapping[str, Any]) -> bytes:
     """The manifest as the store writes it (``_write_manifest``), less the reviews source: the
-    store version as every table but the verdicts sees it. Caches built from the store (the
-    derived tables, the search index) hash these bytes, so a build keyed by another process
-    reading the same file is found, and a verdict (which replaces the reviews source) does not
-    rebuild them: none of them reads verdicts.
+    store version as every table but the verdicts sees it. The derived tables hash these bytes,
+    so a build keyed by another process reading the same file is found, and a verdict (which
+    replaces the reviews source) does not rebuild them: none of them reads verdicts. (The search
+    index keys on less: the sources holding steps, ``auditatlas.search.index.index_key``.)
     """
     from .reviews import REVIEWS_SOURCE  # reviews imports this module lazily: no cycle
 

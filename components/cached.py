@@ -128,7 +128,7 @@ def store_problems() -> list[str]:
 
 def search_index():
     """The search index of the store's current version for this process (``queries.search``):
-    opened when built; else None and why, with its build started on a background thread."""
+    opened when built; else None and why, with its build started in a process of its own."""
     from queries.search import index_for
 
     return index_for(store_root(), wait=False)
