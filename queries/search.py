@@ -165,13 +165,13 @@ class Keeper:
 
 
 def start_build(root: Path) -> tuple[subprocess.Popen, Path]:
-    """Start ``python -m queries.search_build ROOT`` (this checkout's code first on its path);
-    the process and the file its standard error goes to."""
+    """Start ``python -m queries.search_build ROOT ERRORS`` (this checkout's code first on its
+    path); the process and the file ERRORS its standard error goes to."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [env.get("PYTHONPATH")])])
     fd, errors = tempfile.mkstemp(prefix="auditatlas-search-build-", suffix=".log")
     try:
-        process = subprocess.Popen([sys.executable, "-m", "queries.search_build", str(root)], env=env,
+        process = subprocess.Popen([sys.executable, "-m", "queries.search_build", str(root), errors], env=env,
                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=fd,
                                    start_new_session=True)  # the app's Ctrl-C does not cut it short
     finally:

@@ -1,9 +1,12 @@
-"""``python -m queries.search_build STORE``: build the search index of the store's current
-version in a process of its own (the app starts it when it finds no index: ``queries.search``).
+"""``python -m queries.search_build STORE [ERRORS]``: build the search index of the store's
+current version in a process of its own (the app starts it when it finds no index:
+``queries.search``).
 
 At low priority (``nice``): the app's sessions beside it come first. Exit 0 when the index is
 there (built here, or by the process that held its build lease), 1 with one line on standard
-error when the build failed: the app says that line instead of "being built".
+error when the build failed: the app says that line instead of "being built". ``ERRORS`` is the
+file the app sent standard error to; removed on success, so a build nobody asked about again
+leaves no file behind.
 """
 from __future__ import annotations
 
@@ -16,8 +19,8 @@ NICENESS = 10
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print("usage: python -m queries.search_build STORE", file=sys.stderr)
+    if len(args) not in (1, 2):
+        print("usage: python -m queries.search_build STORE [ERRORS]", file=sys.stderr)
         return 2
     try:
         os.nice(NICENESS)
@@ -32,10 +35,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         build_index(root, read_manifest(root))
     except search_index.Busy:
-        return 0  # another process holds the build: its index is on the way
+        pass  # another process holds the build: its index is on the way
     except BUILD_ERRORS as exc:
         print(f"error: {first_line(exc)}", file=sys.stderr)
         return 1
+    if len(args) == 2:
+        Path(args[1]).unlink(missing_ok=True)
     return 0
 
 
