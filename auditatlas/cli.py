@@ -72,6 +72,9 @@ def _parser() -> argparse.ArgumentParser:
     from .patterns import cli as patterns_cli  # similar, clusters
 
     patterns_cli.add_parsers(sub)
+    from .search import cli as search_cli  # search
+
+    search_cli.add_parsers(sub)
     return parser
 
 
@@ -142,8 +145,9 @@ def _adds_verdicts(args: argparse.Namespace) -> bool:
     return args.command == "ingest" and ADAPTERS[args.format].appends
 
 
-# Commands that write the store: the derived tables of the new version are built before the
-# command returns, so the first Detectors view after them does not wait for the build.
+# Commands that write the store: the derived tables and the search index of the new version are
+# built before the command returns, so the first Detectors view after them does not wait for the
+# build and the first search ranks (a write that adds no step keeps the index it had).
 WRITES = ("ingest", "remove", "demo", "score", "cross-backbone")
 
 
@@ -163,6 +167,11 @@ def _after_write(root: Path) -> None:
 
 
 def _warm(root: Path) -> None:
+    _derive(root)
+    _index(root)  # its own read of the steps: built even when the derived tables could not be
+
+
+def _derive(root: Path) -> None:
     import queries
 
     try:
@@ -175,9 +184,18 @@ def _warm(root: Path) -> None:
         _say("the Detectors page's derived tables could not be built now; it will try again on first use.")
 
 
+def _index(root: Path) -> None:
+    from queries.search import ensure_built
+
+    why = ensure_built(root)
+    if why is not None:
+        _say(f"written, but the search index could not be built now ({why}); search scans the text until a "
+             "build succeeds (the Search page starts one).")
+
+
 # Commands that read the whole store and answer from it: on a store with a source they cannot
 # read they say which, and answer nothing (a number computed without that source is wrong).
-READS = ("board", "score", "cross-backbone", "export", "similar", "clusters")
+READS = ("board", "score", "cross-backbone", "export", "similar", "clusters", "search")
 
 
 def _command(args: argparse.Namespace, root: Path) -> int:
@@ -211,6 +229,10 @@ def _command(args: argparse.Namespace, root: Path) -> int:
 
         if args.command in patterns_cli.COMMANDS:
             return patterns_cli.run(args, root)
+        if args.command == "search":
+            from .search import cli as search_cli
+
+            return search_cli.run(args, root)
     except IngestFailed as exc:
         for problem in exc.problems:
             print(f"error: {problem}", file=sys.stderr)

@@ -121,6 +121,21 @@ def read_manifest(root: str | Path) -> dict:
     return manifest
 
 
+def manifest_bytes(manifest: Mapping[str, Any]) -> bytes:
+    """The manifest as the store writes it (``_write_manifest``), less the reviews source: the
+    store version as every table but the verdicts sees it. The derived tables hash these bytes,
+    so a build keyed by another process reading the same file is found, and a verdict (which
+    replaces the reviews source) does not rebuild them: none of them reads verdicts. (The search
+    index keys on less: the sources holding steps, ``auditatlas.search.index.index_key``.)
+    """
+    from .reviews import REVIEWS_SOURCE  # reviews imports this module lazily: no cycle
+
+    if REVIEWS_SOURCE in manifest.get("sources", {}):
+        manifest = {**manifest, "sources": {k: v for k, v in manifest["sources"].items() if k != REVIEWS_SOURCE},
+                    "retired": [r for r in manifest.get("retired", []) if r.get("source") != REVIEWS_SOURCE]}
+    return json.dumps(manifest, indent=2, sort_keys=True).encode()
+
+
 def table_files(root: str | Path, table: str, manifest: dict | None = None) -> list[str]:
     """Parquet parts holding ``table`` across all sources, in source-name then part order.
 

@@ -124,3 +124,11 @@ def store_problems() -> list[str]:
     from auditatlas.store import health
 
     return health(store_root()) or _store_problems(str(store_root()), store_stamp())
+
+
+def search_index():
+    """The search index of the store's current version for this process (``queries.search``):
+    opened when built; else None and why, with its build started in a process of its own."""
+    from queries.search import index_for
+
+    return index_for(store_root(), wait=False)

@@ -14,6 +14,7 @@ from typing import Any, Callable
 import pandas as pd
 import streamlit as st
 
+from auditatlas.search.answer import phrase_regex  # noqa: F401 - one literal pattern for both scans
 from components import run_labels
 
 SORTS: dict[str, str] = {  # output column -> what the reader sees
@@ -35,9 +36,6 @@ def like_pattern(text: str) -> str:
     return f"%{escaped}%"
 
 
-def phrase_regex(text: str) -> str:
-    """The phrase as a case-insensitive literal RE2 pattern: every character matches itself."""
-    return "(?i)\\Q" + text.replace("\\E", "\\E\\\\E\\Q") + "\\E"
 
 
 @dataclass

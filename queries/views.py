@@ -12,19 +12,16 @@ Every statement here runs on a connection whose current schema is the version's 
 """
 from __future__ import annotations
 
-import json
 import logging
 import shutil
 from pathlib import Path
-from typing import Any, Mapping
 
 import duckdb
 import pyarrow as pa
 
 from auditatlas import leases
 from auditatlas.schema import TABLES
-from auditatlas.reviews import REVIEWS_SOURCE
-from auditatlas.store import table_files
+from auditatlas.store import manifest_bytes, table_files  # noqa: F401 - manifest_bytes: callers read it here
 
 from . import derived
 from .template import text
@@ -43,17 +40,7 @@ NAMES: tuple[str, ...] = (
 def bind_live(con: duckdb.DuckDBPyConnection, root: Path, manifest: dict) -> None:
     """Views over the parts ``manifest`` lists, in ``con``'s current schema."""
     for table in TABLES:
-        files = table_files(root, table, manifest)
-        physical = "predictions_stored" if table == "predictions" else table
-        if files:
-            # File paths come from our own manifest, not from users; quoting guards odd folders.
-            listing = ", ".join(_quoted(f) for f in files)
-            # Every part is written in the one schema (store.conform), so no union by name:
-            # it makes DuckDB reconcile the schemas of every file on every scan.
-            select = f"SELECT * FROM read_parquet([{listing}])"
-        else:
-            select = _empty_select(table)
-        con.execute(f"CREATE OR REPLACE VIEW {physical} AS {select}")
+        bind_table(con, root, manifest, table)
     # Released rankings are resolved to per-step scores once per store version (a small table:
     # one row per judged step), not in a view every query recomputes.
     con.execute(f"CREATE OR REPLACE TABLE predictions_resolved AS {text('resolve_rankings')}")
@@ -63,17 +50,20 @@ def bind_live(con: duckdb.DuckDBPyConnection, root: Path, manifest: dict) -> Non
         con.execute(f"CREATE OR REPLACE VIEW {name} AS {text(derived.QUERY.get(name, name))}")
 
 
-def manifest_bytes(manifest: Mapping[str, Any]) -> bytes:
-    """The manifest as the store writes it (``store._write_manifest``): the derived key hashes
-    these bytes, so a build keyed by another process reading the same file is found.
-
-    The reviews source is left out: no derived table reads verdicts, and every verdict given
-    replaces that source, so keying on it would rebuild the Detectors tables after each one.
-    """
-    if REVIEWS_SOURCE in manifest.get("sources", {}):
-        manifest = {**manifest, "sources": {k: v for k, v in manifest["sources"].items() if k != REVIEWS_SOURCE},
-                    "retired": [r for r in manifest.get("retired", []) if r.get("source") != REVIEWS_SOURCE]}
-    return json.dumps(manifest, indent=2, sort_keys=True).encode()
+def bind_table(con: duckdb.DuckDBPyConnection, root: Path, manifest: dict, table: str) -> None:
+    """The view of one store table over the parts ``manifest`` lists (a build reading only the
+    steps, ``queries/search.py``, binds just that one)."""
+    files = table_files(root, table, manifest)
+    physical = "predictions_stored" if table == "predictions" else table
+    if files:
+        # File paths come from our own manifest, not from users; quoting guards odd folders.
+        listing = ", ".join(_quoted(f) for f in files)
+        # Every part is written in the one schema (store.conform), so no union by name:
+        # it makes DuckDB reconcile the schemas of every file on every scan.
+        select = f"SELECT * FROM read_parquet([{listing}])"
+    else:
+        select = _empty_select(table)
+    con.execute(f"CREATE OR REPLACE VIEW {physical} AS {select}")
 
 
 def load_derived(root: Path, manifest: dict) -> tuple[Path | bool, leases.Lease | None]:

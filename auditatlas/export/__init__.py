@@ -12,7 +12,6 @@ Pages not covered yet say so in one sentence (``ExportError``).
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 from dataclasses import dataclass
@@ -24,15 +23,17 @@ from ..store import read_manifest
 from ..views.fields import describe_slice
 from .document import Document
 from .link import ExportError, Link, Query, check_slice, parse_link
-from .views import boards, detectors, explorer, overview, patterns, propagation
+from .views import boards, detectors, explorer, overview, patterns, propagation, search
 
 # Page path -> the builder writing its view into a document.
-BUILDERS: dict[str, Callable[[Document, Query, Link], None]] = {
+BUILDERS: dict[str, Callable[..., None]] = {
     "/": overview.build, "/boards": boards.build, "/explorer": explorer.build,
-    "/detectors": detectors.build, "/propagation": propagation.build, "/patterns": patterns.build,
+    "/detectors": detectors.build, "/propagation": propagation.build, "/search": search.build,
+    "/patterns": patterns.build,
 }
-# Builders that read the store's own files beside the query (the step vectors): given its root.
-WITH_ROOT = frozenset({"/patterns"})
+# Builders that also read the store folder itself (the search index, the step vectors beside
+# the tables): given its root.
+READS_FOLDER: frozenset[str] = frozenset({"/search", "/patterns"})
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,8 @@ def not_covered(link: Link) -> str | None:
         return f"The Propagation page's {link.values['tab']} tab is not covered by export yet; its Heatmap tab is (tab=Heatmap)."
     if page.path == "/explorer" and not link.values["run"]:
         return "The link opens no run (it has no run=...); export the Explorer with a run open."
+    if page.path == "/search" and not str(link.values["q"]).strip():
+        return "The link searches for nothing (it has no q=...); export the Search page with a query."
     return None
 
 
@@ -80,14 +83,12 @@ def export_view(query: Query, root: str | Path, given: str, made_at: datetime | 
     if reason:
         raise ExportError(reason)
     build = BUILDERS[link.page.path]
-    if link.page.path in WITH_ROOT:
-        build = functools.partial(build, root=root)
     check_slice(link, query)
     doc = Document()
     for problem in link.problems:
         doc.warning(problem)
     simulated_mark(doc, query, link)
-    build(doc, query, link)
+    build(doc, query, link, root=Path(root)) if link.page.path in READS_FOLDER else build(doc, query, link)
     made = (made_at or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M:%S UTC")
     title = f"Audit Atlas · {link.page.title}"
     facts = [("view", link.page.what), ("slice", describe_slice(link.slice)),

@@ -16,6 +16,7 @@ from ..analyses.board_registry import registry as board_registry
 from ..analyses.review_queue import ORDERS as REVIEW_ORDERS
 from ..detectors.features import DEFAULT_FEATURE_SET, FEATURE_SETS
 from ..detectors.registry import engine_detectors
+from ..search.answer import LABEL_CHOICES as SEARCH_LABELS
 from .explorer import EXPLORER
 from .fields import Field, PageState
 
@@ -127,6 +128,18 @@ REVIEW = PageState(
     ),
 )
 
+SEARCH = PageState(
+    path="/search", title="Search",
+    what="ranked full-text search over every step of the slice (BM25, phrases, AND/OR/NOT, agent: and action:), "
+         "highlighted snippets, each hit opening its step in the Explorer",
+    fields=(
+        Field("q", "str", default="", help="the search query (tantivy's query language: words, \"a phrase\", "
+                                            "AND/OR/NOT, agent:NAME, action:NAME)"),
+        Field("label", "choice", default=SEARCH_LABELS[0], choices=SEARCH_LABELS, help="only steps with this label"),
+        Field("page", "int", default=1, low=1, help="page of hits", fallback="showing the first page"),
+    ),
+)
+
 PATTERNS = PageState(
     path="/patterns", title="Patterns",
     what="steps like this one (the k most similar steps of the slice, with their labels and scores) and failure "
@@ -142,7 +155,7 @@ PATTERNS = PageState(
     ),
 )
 
-PAGES: tuple[PageState, ...] = (OVERVIEW, BOARDS, EXPLORER, PROPAGATION, DETECTORS, RESCORE, REVIEW, PATTERNS)
+PAGES: tuple[PageState, ...] = (OVERVIEW, BOARDS, EXPLORER, SEARCH, PATTERNS, PROPAGATION, DETECTORS, RESCORE, REVIEW)
 
 
 def patterns_url(run_id: str | None, step_idx: int | None = None, slice: Mapping[str, Iterable[Any]] | None = None,
