@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from auditatlas.search import SearchAnswer
+from components import run_labels
 
 
 def frame(answer: SearchAnswer, links: list[str]) -> pd.DataFrame:
@@ -15,14 +16,15 @@ def frame(answer: SearchAnswer, links: list[str]) -> pd.DataFrame:
     return pd.DataFrame({
         "open": links,
         "score": [None if h.score is None else round(h.score, 3) for h in answer.hits],
-        "run": [h.run_id for h in answer.hits],
+        "run": run_labels.labels(h.run_id for h in answer.hits),
         "step": [h.step_idx for h in answer.hits],
-        "backbone": [h.backbone for h in answer.hits],
-        "agent": [h.agent for h in answer.hits],
+        "snippet": [" ".join(h.marked.split()) for h in answer.hits],
         "action": [h.action for h in answer.hits],
         "label": [h.label for h in answer.hits],
+        "backbone": [h.backbone for h in answer.hits],
+        "agent": [h.agent for h in answer.hits],
         "found in": [h.found_in for h in answer.hits],
-        "snippet": [" ".join(h.marked.split()) for h in answer.hits],
+        "run_id": [h.run_id for h in answer.hits],
     })
 
 
@@ -31,6 +33,7 @@ def draw(answer: SearchAnswer, links: list[str]) -> None:
     if not answer.ranked:
         shown = shown.drop(columns=["score"])
     st.dataframe(shown, hide_index=True, width="stretch", column_config={
+        **run_labels.columns(list(shown["run"])),
         "open": st.column_config.LinkColumn("open", display_text="open ↗", width="small",
                                             help="This step in the Explorer."),
         "score": st.column_config.NumberColumn("score", help="BM25 relevance (higher: more relevant)."),

@@ -26,7 +26,7 @@ def indexed(tmp_path_factory):
 def test_hits_are_text_with_the_explorer_link_and_a_bad_query_is_one_sentence(indexed, monkeypatch):
     at = open_page(indexed, monkeypatch, "pages/search.py", q="pole OR bearing")
     table = at.dataframe[0].value
-    assert sorted((r.run, r.step, r.snippet) for r in table.itertuples()) == [
+    assert sorted((r.run_id, r.step, r.snippet) for r in table.itertuples()) == [
         ("s:b", 0, "north compass «bearing»"), ("s:b", 1, "north «pole» error")]
     links = dict(zip(table["step"], table["open"]))
     assert "/explorer?run=s%3Ab&step=1" in links[1] and "/explorer?run=s%3Ab&step=0" in links[0]
