@@ -1,0 +1,292 @@
+"""Agreement a reviewer can trust: between reviewers, between review and release, and the
+released labels' error rate from the random review order.
+
+Three figures, from the verdicts (``queries/sql/review_agreement_verdicts.sql``: every verdict,
+history included) and the released labels of the steps they are on:
+
+- **between reviewers**: Cohen's kappa (scikit-learn's ``cohen_kappa_score``) for each pair of
+  reviewers on the steps both gave a verdict on, each reviewer's latest verdict per step;
+- **review against release**, per label process (the step's ``label_source``): kappa between the
+  latest verdict per step (any reviewer) and the released label, and the confusion table
+  (released anomaly / normal x reviewed anomaly / normal / unsure);
+- **the released labels' error rate**, from verdicts given in the ``random`` review order only
+  (the verdict row records the order it was given from: ``verdicts.queue``): disagreements over
+  decided verdicts, with an exact (Clopper-Pearson) 95% interval from scipy. Every other order
+  picks the steps most likely to be wrong, so only the seeded uniform sample may estimate a rate.
+
+Why "unsure" is left out of kappa and the rate (and counted): it is no label, so it can neither
+agree nor disagree. Why kappa is sometimes undefined: when both sides gave one and the same
+class only, chance agreement is 1 and (po - pe) / (1 - pe) is 0 / 0; it is then said in one
+sentence, never shown as a number (scikit-learn would give nan, or a replacement value).
+
+"Latest" is the one rule of ``queries/sql/reviewed_labels.sql``: the latest ``reviewed_at``, ties
+broken by ``verdict_id``.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from itertools import combinations
+from typing import Any, Mapping
+
+import pandas as pd
+
+from . import Query
+
+CONFIDENCE = 0.95
+RANDOM_ORDER = "random"
+VERDICT_LABEL = {"anomaly": 1, "normal": 0}  # unsure: no label (auditatlas.reviews.VERDICT_LABEL)
+CLASS_WORDS = {1: "anomaly", 0: "normal"}
+NO_PROCESS = "(no label source)"
+STEP = ["run_id", "step_idx"]
+
+
+@dataclass(frozen=True)
+class Kappa:
+    """Cohen's kappa on ``decided`` pairs of labels; ``value`` None with ``undefined`` saying why."""
+
+    value: float | None
+    decided: int  # steps with a decision on both sides (the ones kappa counts)
+    unsure: int  # shared steps left out because one side (or both) was unsure
+    undefined: str | None = None
+
+
+@dataclass(frozen=True)
+class ReviewerPair:
+    first: str
+    second: str
+    shared: int  # steps both reviewers gave a verdict on
+    kappa: Kappa
+
+
+@dataclass(frozen=True)
+class ReleaseAgreement:
+    """Review (the latest verdict per step) against the released label, on one label process."""
+
+    label_process: str
+    reviewed: int  # labeled steps of this process with a verdict
+    kappa: Kappa
+    # released class -> reviewed verdict -> steps; released "anomaly" / "normal", reviewed
+    # "anomaly" / "normal" / "unsure".
+    confusion: dict[str, dict[str, int]]
+
+
+@dataclass(frozen=True)
+class ErrorRate:
+    """The released labels' error rate from the random order (``scope``: all, or one label process)."""
+
+    scope: str
+    decided: int
+    disagreements: int
+    unsure: int
+    rate: float | None
+    low: float | None
+    high: float | None
+
+
+@dataclass(frozen=True)
+class Agreement:
+    pairs: list[ReviewerPair]
+    release: list[ReleaseAgreement]
+    error_rates: list[ErrorRate]
+    # One sentence each: what was left out and why a figure is missing.
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"confidence": CONFIDENCE, "reviewer_pairs": [asdict(p) for p in self.pairs],
+                "review_vs_release": [asdict(r) for r in self.release],
+                "error_rate": [asdict(e) for e in self.error_rates], "notes": list(self.notes)}
+
+
+# ----------------------------------------------------------------------------------- figures
+
+
+def kappa(first: list[int], second: list[int], unsure: int, who: str) -> Kappa:
+    """Cohen's kappa of two equally long lists of 0/1 labels (``who`` names the two sides in
+    the sentence saying why it is undefined)."""
+    from sklearn.metrics import cohen_kappa_score
+
+    n = len(first)
+    if n == 0:
+        why = f"No kappa for {who}: they share no step both decided"
+        return Kappa(None, 0, unsure, why + (f" ({unsure} shared step(s) were unsure)." if unsure else "."))
+    classes = set(first) | set(second)
+    if len(classes) == 1:
+        word = CLASS_WORDS[classes.pop()]
+        return Kappa(None, n, unsure, f"Kappa is undefined for {who}: on their {n} shared decided step(s) both "
+                                      f"gave only '{word}', so agreement by chance is 1 and kappa is 0 / 0.")
+    return Kappa(float(cohen_kappa_score(first, second, labels=[0, 1])), n, unsure)
+
+
+def exact_interval(errors: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """The exact binomial (Clopper-Pearson) interval of a proportion ``errors`` / ``n``."""
+    from scipy.stats import binomtest
+
+    ci = binomtest(errors, n).proportion_ci(confidence_level=confidence, method="exact")
+    return float(ci.low), float(ci.high)
+
+
+def latest(verdicts: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """The latest verdict per ``by`` group (latest reviewed_at, ties by verdict_id)."""
+    if verdicts.empty:
+        return verdicts
+    ordered = verdicts.sort_values(["reviewed_at", "verdict_id"], kind="stable")
+    return ordered.groupby(by, sort=False).tail(1).sort_values(by, kind="stable").reset_index(drop=True)
+
+
+def reviewer_pairs(held: pd.DataFrame) -> list[ReviewerPair]:
+    """Kappa for every pair of reviewers on their shared steps (each one's latest verdict)."""
+    per_reviewer = latest(held, ["reviewer", *STEP])
+    names = sorted(per_reviewer["reviewer"].unique()) if not per_reviewer.empty else []
+    pairs = []
+    for first, second in combinations(names, 2):
+        a = per_reviewer[per_reviewer["reviewer"] == first].set_index(STEP)["verdict"]
+        b = per_reviewer[per_reviewer["reviewer"] == second].set_index(STEP)["verdict"]
+        both = pd.concat([a.rename("a"), b.rename("b")], axis=1, join="inner")
+        decided = both[both["a"].isin(VERDICT_LABEL) & both["b"].isin(VERDICT_LABEL)]
+        pairs.append(ReviewerPair(first, second, len(both),
+                                  kappa(decided["a"].map(VERDICT_LABEL).tolist(), decided["b"].map(VERDICT_LABEL).tolist(),
+                                        len(both) - len(decided), f"{first} and {second}")))
+    return pairs
+
+
+def release_agreement(held: pd.DataFrame) -> list[ReleaseAgreement]:
+    """Per label process: kappa of the latest verdict per step against the released label, and
+    the confusion table."""
+    per_step = latest(held[held["released_label"].notna()], STEP)
+    found = []
+    for process, steps in per_step.groupby(per_step["label_process"].fillna(NO_PROCESS), sort=True):
+        released = steps["released_label"].astype(int).map(CLASS_WORDS)
+        confusion = {r: {v: int(((released == r) & (steps["verdict"] == v)).sum()) for v in ("anomaly", "normal", "unsure")}
+                     for r in ("anomaly", "normal")}
+        decided = steps[steps["verdict"].isin(VERDICT_LABEL)]
+        found.append(ReleaseAgreement(str(process), len(steps), kappa(
+            decided["released_label"].astype(int).tolist(), decided["verdict"].map(VERDICT_LABEL).tolist(),
+            len(steps) - len(decided), f"review and release on {process}"), confusion))
+    return found
+
+
+def error_rates(held: pd.DataFrame) -> list[ErrorRate]:
+    """The released labels' error rate from random-order verdicts (the latest such verdict per
+    step, any reviewer): over all of them, then per label process when there are several."""
+    sampled = latest(held[(held["queue"] == RANDOM_ORDER) & held["released_label"].notna()], STEP)
+    if sampled.empty:
+        return []
+    sampled = sampled.assign(label_process=sampled["label_process"].fillna(NO_PROCESS))
+    groups = [("all label processes", sampled)]
+    if sampled["label_process"].nunique() > 1:
+        groups += [(str(p), g) for p, g in sampled.groupby("label_process", sort=True)]
+    return [_rate(scope, steps) for scope, steps in groups]
+
+
+def _rate(scope: str, steps: pd.DataFrame) -> ErrorRate:
+    decided = steps[steps["verdict"].isin(VERDICT_LABEL)]
+    n, unsure = len(decided), len(steps) - len(decided)
+    if n == 0:
+        return ErrorRate(scope, 0, 0, unsure, None, None, None)
+    errors = int((decided["verdict"].map(VERDICT_LABEL) != decided["released_label"].astype(int)).sum())
+    low, high = exact_interval(errors, n)
+    return ErrorRate(scope, n, errors, unsure, errors / n, low, high)
+
+
+def agreement(query: Query, slice_: Mapping[str, Any] | None = None) -> Agreement:
+    """The agreement figures of the verdicts on the steps of ``slice_``."""
+    verdicts = query("review_agreement_verdicts", {"slice": dict(slice_ or {})})
+    held = verdicts[verdicts["in_slice"].astype(bool)]
+    notes = _notes(verdicts, held)
+    pairs, release, rates = reviewer_pairs(held), release_agreement(held), error_rates(held)
+    if rates and rates[0].decided == 0:
+        notes.append(f"Every random-order verdict on a labeled step is unsure ({rates[0].unsure}), so there is no "
+                     "error rate of the released labels.")
+        rates = []
+    elif not rates:
+        notes.append("No verdict in this slice was given in the random order, so there is no error rate of the "
+                     "released labels: only that seeded uniform sample may estimate one (every other order picks "
+                     "the steps most likely to be wrong).")
+    return Agreement(pairs, release, rates, notes)
+
+
+def _notes(verdicts: pd.DataFrame, held: pd.DataFrame) -> list[str]:
+    notes = []
+    if held.empty:
+        notes.append("No verdict has been given on a step of this slice yet.")
+    reviewers = sorted(held["reviewer"].unique())
+    if len(reviewers) == 1:
+        notes.append(f"Only one reviewer ({reviewers[0]}) gave verdicts in this slice, so there is no kappa "
+                     "between reviewers.")
+    orphaned = int(verdicts["orphaned"].astype(bool).sum())
+    if orphaned:
+        notes.append(f"{orphaned} verdict(s) in the store are on steps it no longer holds (orphaned after a "
+                     "re-ingest); they are kept and left out of every figure here.")
+    unlabeled = latest(held[held["released_label"].isna()], STEP)
+    if len(unlabeled):
+        notes.append(f"{len(unlabeled)} reviewed step(s) have no released label, so they are not compared with "
+                     "the release.")
+    return notes
+
+
+# ------------------------------------------------------------------------------- as tables
+# A missing figure stays None in its column (object dtype), never NaN: a table shows it blank
+# beside the note saying why, and no reader takes it for a number.
+
+
+def _figures(frame: pd.DataFrame, columns: dict[str, list[float | None]], digits: int) -> pd.DataFrame:
+    for name, values in columns.items():
+        frame[name] = pd.Series([None if v is None else round(v, digits) for v in values], index=frame.index,
+                                dtype=object)
+    return frame
+
+
+def pairs_frame(result: Agreement) -> pd.DataFrame:
+    """One row per pair of reviewers (the kappa blank where it is undefined, its note saying why)."""
+    frame = pd.DataFrame([{"reviewer": p.first, "other reviewer": p.second, "shared steps": p.shared,
+                          "decided by both": p.kappa.decided, "left out (unsure)": p.kappa.unsure,
+                          "kappa": None, "note": p.kappa.undefined or ""} for p in result.pairs],
+                        columns=["reviewer", "other reviewer", "shared steps", "decided by both", "left out (unsure)",
+                                 "kappa", "note"])
+    return _figures(frame, {"kappa": [p.kappa.value for p in result.pairs]}, 3)
+
+
+def release_frame(result: Agreement) -> pd.DataFrame:
+    """One row per label process: review against release."""
+    frame = pd.DataFrame([{"label process": r.label_process, "reviewed steps": r.reviewed, "decided": r.kappa.decided,
+                           "left out (unsure)": r.kappa.unsure, "kappa": None, "note": r.kappa.undefined or ""}
+                          for r in result.release],
+                         columns=["label process", "reviewed steps", "decided", "left out (unsure)", "kappa", "note"])
+    return _figures(frame, {"kappa": [r.kappa.value for r in result.release]}, 3)
+
+
+def confusion_frame(result: Agreement) -> pd.DataFrame:
+    """The released-vs-reviewed confusion table, two rows (released anomaly, normal) per label process."""
+    rows = [{"label process": r.label_process, "released": released,
+             **{f"reviewed {v}": n for v, n in counts.items()}}
+            for r in result.release for released, counts in r.confusion.items()]
+    return pd.DataFrame(rows, columns=["label process", "released", "reviewed anomaly", "reviewed normal",
+                                       "reviewed unsure"])
+
+
+def error_frame(result: Agreement) -> pd.DataFrame:
+    """The error rate with its exact interval, over all label processes and per process."""
+    rates = result.error_rates
+    frame = pd.DataFrame([{"label processes": e.scope, "decided verdicts": e.decided, "disagreements": e.disagreements,
+                           "left out (unsure)": e.unsure} for e in rates],
+                         columns=["label processes", "decided verdicts", "disagreements", "left out (unsure)"])
+    return _figures(frame, {"error rate": [e.rate for e in rates], "95% low": [e.low for e in rates],
+                            "95% high": [e.high for e in rates]}, 4)
+
+
+def error_sentence(rate: ErrorRate) -> str:
+    """The estimate in words."""
+    if rate.rate is None:
+        return (f"Released labels' error rate ({rate.scope}): no decided random-order verdict "
+                f"({rate.unsure} unsure), so no estimate.")
+    return (f"Released labels' error rate ({rate.scope}), from the random order: {rate.disagreements} of "
+            f"{rate.decided} decided verdict(s) disagree, {rate.rate:.1%} (exact 95% interval "
+            f"{rate.low:.1%} to {rate.high:.1%})" + (f"; {rate.unsure} unsure left out." if rate.unsure else "."))
+
+
+EXPLAINS = ("Cohen's kappa: agreement beyond chance, (po - pe) / (1 - pe); 1 is full agreement, 0 what chance "
+            "gives. Each reviewer's latest verdict per step counts; unsure verdicts are no label and are left out "
+            "(counted). Review against release takes the latest verdict per step, any reviewer, and the label "
+            "process is the step's label source. The error rate counts random-order verdicts only (the latest "
+            "per step), the one order that samples the labeled steps uniformly; its interval is the exact "
+            "(Clopper-Pearson) binomial one.")
