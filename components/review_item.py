@@ -27,6 +27,15 @@ def signal(item: Mapping[str, Any], order: str) -> None:
     if order == "random":
         st.caption("In the queue by the seeded shuffle of the slice's labeled steps.")
         return
+    if order == "judges":
+        other = item.get("other_pick")
+        instead = "" if other is None or pd.isna(other) else (
+            f"; {int(item['other_votes'])} of them picked step {int(other)}")
+        abstained = int(item["n_abstained"])
+        st.caption(f"{int(item['n_against'])} of the {int(item['n_judges'])} LLM judge(s) with a pick on this run picked "
+                   f"another step than this one, the human decisive step{instead}"
+                   + (f" ({abstained} abstained)." if abstained else "."))
+        return
     n_sets, n_top = int(item["n_sets"]), int(item["n_top"])
     if order == "doubt":
         st.caption(f"{int(item['contradicting'])} of the {n_sets} label-free prediction set(s) scoring this step "
