@@ -65,6 +65,10 @@ def _parser() -> argparse.ArgumentParser:
     reviews_sub = reviews.add_subparsers(dest="reviews_command", required=True, metavar="ACTION")
     reviews_export = reviews_sub.add_parser("export", help="write every verdict ever given (history included)")
     reviews_export.add_argument("--out", required=True, metavar="FILE", help="FILE.csv or FILE.parquet")
+    reviews_agreement = reviews_sub.add_parser(
+        "agreement", help="kappa between reviewers and against the release, the confusion table per label process, "
+                          "the released labels' error rate from the random order (as /review shows them)")
+    reviews_agreement.add_argument("--json", action="store_true")
 
     from .detectors import cli as detectors_cli  # score, cross-backbone, detectors
 
@@ -221,6 +225,8 @@ def _command(args: argparse.Namespace, root: Path) -> int:
             return _board(root, args.name, args.corpus, args.json)
         if args.command == "export":
             return _export(root, args.url, args.out)
+        if args.command == "reviews" and args.reviews_command == "agreement":
+            return _reviews_agreement(root, args.json)
         if args.command == "reviews":
             return _reviews_export(root, args.out)
         if args.command in detectors_cli.COMMANDS:
@@ -500,6 +506,31 @@ def _reviews_export(root: Path, out: str) -> int:
         Path(tmp).unlink(missing_ok=True)
         raise
     print(f"wrote {history.num_rows} verdict(s) to {target}")
+    return 0
+
+
+def _reviews_agreement(root: Path, as_json: bool) -> int:
+    """The Agreement section of /review over the whole store: the same figures, as text or JSON."""
+    import queries
+
+    from .analyses import review_agreement as ra
+
+    result = ra.agreement(queries.runner(root))
+    if as_json:
+        print(json.dumps(result.to_json(), indent=2))
+        return 0
+    sections = [("between reviewers", ra.pairs_frame(result)), ("review against release, per label process",
+                                                                 ra.release_frame(result)),
+                ("released against reviewed (steps)", ra.confusion_frame(result))]
+    for title, frame in sections:
+        if not frame.empty:
+            print(f"{title}:")
+            print(frame.to_string(index=False, na_rep="—"))
+            print()
+    for rate in result.error_rates:
+        print(ra.error_sentence(rate))
+    for note in result.notes:
+        print(f"note: {note}")
     return 0
 
 

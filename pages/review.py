@@ -13,11 +13,12 @@ from components.shell import ensure_app_navigation
 ensure_app_navigation()
 
 from auditatlas import reviews
+from auditatlas.analyses import review_agreement as review_agreement_analysis
 from auditatlas.analyses import review_queue
 from auditatlas.errors import AtlasError
 from auditatlas.views import explorer_url
 from auditatlas.views.pages import REVIEW
-from components import cached, export_button, review_item, step_detail, view_state
+from components import cached, export_button, review_agreement, review_item, step_detail, view_state
 from components.filters import describe
 from components.safe import md
 
@@ -58,60 +59,69 @@ right.text_input("Reviewer", value=values["reviewer"], key="review_reviewer", pl
                  on_change=_from_widget, args=("review_reviewer", "reviewer"))
 st.info(md(order.explains))
 
-# Everything but the verdicts is read through query_unreviewed: a verdict written does not make the
-# queue (seconds at 1,500 rooms) or the step be read again.
-queue = review_queue.queue(cached.query_unreviewed, order.name, slice_, int(values["seed"]))
-if queue.empty:
-    st.warning(f"No step of this slice is in the {order.title.lower()} order (its definition is above).")
-    st.stop()
-position = int(values["position"])
-if position >= len(queue):
-    st.success(f"End of the queue: all {len(queue):,} step(s) of this order have been shown.")
-    st.button("Back to the first step", on_click=_go, kwargs={"position": 0}, key="review_restart")
-    st.stop()
 
-item = queue.iloc[position]
-run_id, step_idx = str(item["run_id"]), int(item["step_idx"])
-step_rows = cached.query_unreviewed("explorer_step", {"run": run_id, "step": step_idx})
-run_rows = cached.query_unreviewed("explorer_run", {"run": run_id})
-step, run = step_rows.iloc[0].to_dict(), run_rows.iloc[0].to_dict()
+def queue_view() -> None:
+    """The open step of the queue, its verdict form and its context (or why there is none)."""
+    # Everything but the verdicts is read through query_unreviewed: a verdict written does not make the
+    # queue (seconds at 1,500 rooms) or the step be read again.
+    queue = review_queue.queue(cached.query_unreviewed, order.name, slice_, int(values["seed"]))
+    if queue.empty:
+        st.warning(review_queue.why_empty(cached.query_unreviewed, order.name, slice_))  # our words only
+        return
+    position = int(values["position"])
+    if position >= len(queue):
+        st.success(f"End of the queue: all {len(queue):,} step(s) of this order have been shown.")
+        st.button("Back to the first step", on_click=_go, kwargs={"position": 0}, key="review_restart")
+        return
 
-st.subheader(f"Step {position + 1:,} of {len(queue):,}")
-st.markdown(f"Run **{md(run_id)}**, step **{step_idx}**")
-review_item.signal(item, order.name)
-nav = st.columns([1, 1, 2])
-nav[0].button("Previous", disabled=position == 0, on_click=_go, kwargs={"position": position - 1}, key="review_prev",
-              shortcut="Left")
-nav[1].button("Skip", on_click=_go, kwargs={"position": position + 1}, key="review_skip", shortcut="Right")
-nav[2].link_button("Open in the Explorer", explorer_url(run_id, step_idx, slice=slice_))
-review_item.label_line(step, run)
-review_item.history(cached.query("step_verdicts", {"run": run_id, "step": step_idx}))
+    item = queue.iloc[position]
+    run_id, step_idx = str(item["run_id"]), int(item["step_idx"])
+    step_rows = cached.query_unreviewed("explorer_step", {"run": run_id, "step": step_idx})
+    run_rows = cached.query_unreviewed("explorer_run", {"run": run_id})
+    step, run = step_rows.iloc[0].to_dict(), run_rows.iloc[0].to_dict()
 
-with st.form("review_verdict", clear_on_submit=True, border=True):
-    st.markdown("**Your verdict**")
-    failure_mode = st.text_input("Failure mode (optional)", key="review_failure_mode")
-    note = st.text_area("Note (optional)", key="review_note", height=68)
-    st.caption("Keys (outside a text field): A anomaly, N normal, U unsure; ← previous, → skip.")
-    buttons = st.columns(3)
-    given = [v for v, column in zip(reviews.VERDICTS, buttons)
-             if column.form_submit_button(v.capitalize(), key=f"review_{v}", width="stretch", shortcut=KEYS[v])]
-if given:
-    # The field's own value: the freshest, even when its change has not reached the URL yet.
-    reviewer = str(st.session_state.get("review_reviewer", values["reviewer"]) or "").strip()
-    if not reviewer:
-        st.warning("Give your name under Reviewer first: every verdict carries its reviewer.")
-    else:
-        row = reviews.verdict(str(item["corpus"]), run_id, step_idx, given[0], reviewer, failure_mode=failure_mode,
-                              note=note, queue=order.name, seed=int(values["seed"]) if order.seeded else None)
-        try:
-            reviews.append_verdicts(cached.store_root(), [row])
-        except AtlasError as exc:
-            st.error(md(str(exc)))
+    st.subheader(f"Step {position + 1:,} of {len(queue):,}")
+    st.markdown(f"Run **{md(run_id)}**, step **{step_idx}**")
+    review_item.signal(item, order.name)
+    nav = st.columns([1, 1, 2])
+    nav[0].button("Previous", disabled=position == 0, on_click=_go, kwargs={"position": position - 1}, key="review_prev",
+                  shortcut="Left")
+    nav[1].button("Skip", on_click=_go, kwargs={"position": position + 1}, key="review_skip", shortcut="Right")
+    nav[2].link_button("Open in the Explorer", explorer_url(run_id, step_idx, slice=slice_))
+    review_item.label_line(step, run)
+    review_item.history(cached.query("step_verdicts", {"run": run_id, "step": step_idx}))
+
+    with st.form("review_verdict", clear_on_submit=True, border=True):
+        st.markdown("**Your verdict**")
+        failure_mode = st.text_input("Failure mode (optional)", key="review_failure_mode")
+        note = st.text_area("Note (optional)", key="review_note", height=68)
+        st.caption("Keys (outside a text field): A anomaly, N normal, U unsure; ← previous, → skip.")
+        buttons = st.columns(3)
+        given = [v for v, column in zip(reviews.VERDICTS, buttons)
+                 if column.form_submit_button(v.capitalize(), key=f"review_{v}", width="stretch", shortcut=KEYS[v])]
+    if given:
+        # The field's own value: the freshest, even when its change has not reached the URL yet.
+        reviewer = str(st.session_state.get("review_reviewer", values["reviewer"]) or "").strip()
+        if not reviewer:
+            st.warning("Give your name under Reviewer first: every verdict carries its reviewer.")
         else:
-            _go(position=position + 1)
-            st.rerun()
+            row = reviews.verdict(str(item["corpus"]), run_id, step_idx, given[0], reviewer, failure_mode=failure_mode,
+                                  note=note, queue=order.name, seed=int(values["seed"]) if order.seeded else None)
+            try:
+                reviews.append_verdicts(cached.store_root(), [row])
+            except AtlasError as exc:
+                st.error(md(str(exc)))
+            else:
+                _go(position=position + 1)
+                st.rerun()
 
-st.markdown("**Run context**")
-review_item.context(cached.query_unreviewed("review_context", {"run": run_id, "step": step_idx, "before": CONTEXT_STEPS,
-                                                    "chars": CONTEXT_CHARS}), step_idx)
-step_detail.draw(step, cached.query_unreviewed("explorer_step_scores", {"run": run_id, "step": step_idx}), key="review-step")
+    st.markdown("**Run context**")
+    review_item.context(cached.query_unreviewed("review_context", {"run": run_id, "step": step_idx, "before": CONTEXT_STEPS,
+                                                        "chars": CONTEXT_CHARS}), step_idx)
+    step_detail.draw(step, cached.query_unreviewed("explorer_step_scores", {"run": run_id, "step": step_idx}), key="review-step")
+
+
+queue_view()
+# Below the queue, whatever it shows: the figures read every verdict (cached per store version,
+# so a verdict given makes them be computed again, and nothing else).
+review_agreement.draw(review_agreement_analysis.agreement(cached.query, slice_))

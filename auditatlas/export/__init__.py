@@ -23,13 +23,13 @@ from ..store import read_manifest
 from ..views.fields import describe_slice
 from .document import Document
 from .link import ExportError, Link, Query, check_slice, parse_link
-from .views import boards, detectors, explorer, overview, patterns, propagation, search
+from .views import boards, detectors, explorer, overview, patterns, propagation, review, search
 
 # Page path -> the builder writing its view into a document.
 BUILDERS: dict[str, Callable[..., None]] = {
     "/": overview.build, "/boards": boards.build, "/explorer": explorer.build,
     "/detectors": detectors.build, "/propagation": propagation.build, "/search": search.build,
-    "/patterns": patterns.build,
+    "/patterns": patterns.build, "/review": review.build,
 }
 # Builders that also read the store folder itself (the search index, the step vectors beside
 # the tables): given its root.

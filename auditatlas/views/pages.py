@@ -117,8 +117,9 @@ RESCORE = PageState(
 
 REVIEW = PageState(
     path="/review", title="Review",
-    what="a queue of the slice's steps ordered by label doubt, a random sample or detector flags; a verdict "
-         "(anomaly / normal / unsure) on each, stored as a label process of its own",
+    what="a queue of the slice's steps ordered by label doubt, a random sample, detector flags or the judges "
+         "against the human; a verdict (anomaly / normal / unsure) on each, stored as a label process of its own; "
+         "agreement (kappa between reviewers and against the release, the released labels' error rate)",
     fields=(
         Field("queue", "choice", default="doubt", choices=tuple(REVIEW_ORDERS), help="the review order"),
         Field("seed", "int", default=0, low=0, help="the random order's seed"),
