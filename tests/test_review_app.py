@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import queries
@@ -52,3 +53,37 @@ def test_the_random_order_says_it_alone_estimates_an_error_rate(root, monkeypatc
     at.button(key="review_anomaly").click().run()  # no reviewer name yet: nothing written
     assert "Give your name under Reviewer first" in _plain(page_texts(at))
     assert queries.run("review_history", root=root).empty
+
+
+def test_the_agreement_section_shows_kappa_and_says_what_is_missing(tmp_path, monkeypatch):
+    """Below the queue (here: the judges order, empty on this store, saying why in one sentence)."""
+    import agreement_store
+    from auditatlas import reviews
+
+    monkeypatch.setattr("components.shell.ensure_app_navigation", lambda: None)
+    store = agreement_store.build(tmp_path / "agreement")
+    reviews.append_verdicts(store, agreement_store.rows())
+    at = open_page(store, monkeypatch, "pages/review.py", queue="judges")
+    texts = _plain(page_texts(at))
+    assert "The store holds no Who&When corpus" in texts
+    assert "Agreement" in texts and "No verdict in this slice was given in the random order" in texts
+    pairs = next(df.value for df in at.dataframe if "other reviewer" in df.value.columns)
+    pairs = pairs.set_index(["reviewer", "other reviewer"])
+    assert pairs.loc[("ann", "bob"), "kappa"] == 0.583  # agreement_store: 0.28 / 0.48, by hand
+    assert pd.isna(pairs.loc[("ann", "cy"), "kappa"])  # a blank cell beside its note, never a number
+    assert pairs.loc[("ann", "cy"), "note"].startswith("Kappa is undefined for ann and cy")
+    confusion = next(df.value for df in at.dataframe if "reviewed unsure" in df.value.columns)
+    assert confusion.values.tolist()[-1] == ["verifier", "normal", 1, 4, 1]
+
+
+def test_the_judges_order_says_how_many_judges_went_against_the_human(tmp_path, monkeypatch):
+    import agreement_store
+
+    monkeypatch.setattr("components.shell.ensure_app_navigation", lambda: None)
+    store = agreement_store.build_whowhen_like(tmp_path / "ww")
+    at = open_page(store, monkeypatch, "pages/review.py", queue="judges")
+    texts = _plain(page_texts(at))
+    # agreement_store.build_whowhen_like: ww:1 first, 3 of 3 judges against step 2, 2 of them on step 3.
+    assert "Step 1 of 2" in texts and "Run ww:1, step 2" in texts
+    assert ("3 of the 3 LLM judge(s) with a pick on this run picked another step than this one, the human decisive "
+            "step; 2 of them picked step 3 (1 abstained).") in texts
