@@ -523,10 +523,16 @@ def _reviews_agreement(root: Path, as_json: bool) -> int:
                                                                  ra.release_frame(result)),
                 ("released against reviewed (steps)", ra.confusion_frame(result))]
     for title, frame in sections:
-        if not frame.empty:
-            print(f"{title}:")
-            print(frame.to_string(index=False, na_rep="—"))
-            print()
+        if frame.empty:
+            continue
+        print(f"{title}:")
+        # A missing kappa is a dash in the table and its sentence below it (the note column is too wide).
+        shown = frame.drop(columns=["note"], errors="ignore")
+        print(shown.astype(object).where(shown.notna(), "—").to_string(index=False))
+        for note in frame.get("note", []):
+            if note:
+                print(f"  {note}")
+        print()
     for rate in result.error_rates:
         print(ra.error_sentence(rate))
     for note in result.notes:
