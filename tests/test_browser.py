@@ -10,16 +10,6 @@ pytestmark = pytest.mark.browser
 BUSY = "Scoring "  # the boards' "Scoring …" spinner text: wait until it is gone too
 
 
-def test_overview_renders_offline(app_server, browser):
-    outside: list[str] = []
-    page = new_page(browser, outside)
-    page.goto(app_server + "/")
-    wait_idle(page, "Action success rate per backbone", busy_text=BUSY)
-    page.get_by_text("Simulated data", exact=False).first.wait_for()
-    page.screenshot(path=str(shots_dir() / "overview.png"), full_page=True)
-    assert not outside, f"requests left localhost: {outside}"
-
-
 def test_link_restores_the_slice(app_server, browser):
     outside: list[str] = []
     page = new_page(browser, outside)
@@ -30,12 +20,15 @@ def test_link_restores_the_slice(app_server, browser):
     assert not outside, f"requests left localhost: {outside}"
 
 
-def test_choosing_a_filter_updates_the_url(app_server, browser):
-    """The interactive path: picking a backbone in the sidebar filters the page and the link."""
+def test_overview_renders_offline_and_choosing_a_filter_updates_the_url(app_server, browser):
+    """The Overview as it opens, then the interactive path in the same visit: picking a backbone
+    in the sidebar filters the page and the link (one page load: a load costs more than a check)."""
     outside: list[str] = []
     page = new_page(browser, outside)
     page.goto(app_server + "/")
     wait_idle(page, "Action success rate per backbone", busy_text=BUSY)
+    page.get_by_text("Simulated data", exact=False).first.wait_for()
+    page.screenshot(path=str(shots_dir() / "overview.png"), full_page=True)
     # Streamlit marks the app inert while a run is still settling; wait until it is live.
     page.wait_for_function("""() => { const el = document.querySelector('input[aria-label="Backbone (LLM)"]');
                                       return el && !el.closest('[inert]'); }""", timeout=180_000, polling=500)
@@ -47,17 +40,19 @@ def test_choosing_a_filter_updates_the_url(app_server, browser):
     assert not outside, f"requests left localhost: {outside}"
 
 
-@pytest.mark.parametrize("tab", ["PRE", "LIVE", "POST"])
-def test_board_tabs_render(app_server, browser, tab):
+def test_board_tabs_render(app_server, browser):
+    """PRE, LIVE and POST in turn, in one visit."""
     outside: list[str] = []
     page = new_page(browser, outside)
     page.goto(app_server + "/boards")
     wait_idle(page, "Boards", busy_text=BUSY)
-    page.get_by_role("tab", name=tab, exact=True).click()
-    if tab != "PRE":  # the default tab keeps the URL clean
-        page.wait_for_url(f"**tab={tab}**", timeout=60_000)
-    wait_idle(page, "rests on", busy_text=BUSY)
-    page.screenshot(path=str(shots_dir() / f"boards-{tab.lower()}.png"), full_page=True)
+    for tab in ("PRE", "LIVE", "POST"):
+        page.get_by_role("tab", name=tab, exact=True).click()
+        if tab != "PRE":  # the default tab keeps the URL clean
+            page.wait_for_url(f"**tab={tab}**", timeout=60_000)
+        page.get_by_text(f"{tab}: ", exact=False).first.wait_for(timeout=180_000)  # the open tab's caption
+        wait_idle(page, "rests on", busy_text=BUSY)
+        page.screenshot(path=str(shots_dir() / f"boards-{tab.lower()}.png"), full_page=True)
     assert not outside, f"requests left localhost: {outside}"
 
 

@@ -25,11 +25,11 @@ for _ in range(int(sys.argv[3])):
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    from auditatlas.ingest.demo import build_demo
+    """A private copy of the session's 300-room demo store (the writer replaces its source; the
+    build itself is shared with the other modules that read that recipe)."""
+    from stores import copy_of
 
-    root = tmp_path_factory.mktemp("reader-store")
-    build_demo(root, rooms=300, seed=1)
-    return root
+    return copy_of("demo-300-s0", tmp_path_factory.mktemp("reader") / "store")
 
 
 def test_pages_stay_whole_while_a_source_is_replaced(store, tmp_path, browser):
