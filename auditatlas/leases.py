@@ -10,9 +10,12 @@ it reads), and whoever cleans removes a folder only when it can take that file's
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import shutil
+import tempfile
 import time
+import uuid
 from pathlib import Path
 
 LEASE = ".lease"
@@ -95,3 +98,61 @@ def _age(folder: Path) -> float:
         return time.time() - folder.stat().st_mtime
     except OSError:
         return 0.0
+
+
+# The build caches beside the store (derived tables, step vectors, search index) share one
+# layout: ``HOME/<key>/`` per build, ``HOME/.tmp-<token>/`` scratch while one builds.
+SCRATCH_PREFIX = ".tmp-"
+STALE_AFTER_S = 60.0  # a build younger than this may be a write's, about to be read
+FRESH_KEEP = 2  # young builds kept even when nobody holds them
+
+
+def sweep(home: str | Path, keep: str | None, *, skip: frozenset[str] = frozenset(),
+          fresh_keep: int = FRESH_KEEP, stale_after_s: float = STALE_AFTER_S) -> list[str]:
+    """Remove the builds and scratch under ``home`` that no live process holds; the names removed.
+
+    Kept: ``keep``, the folders named in ``skip`` (another cache's home inside this one), and the
+    ``fresh_keep`` newest builds younger than ``stale_after_s`` (a write's CLI builds its
+    version's cache for the app's next query: not worth throwing away the moment it lands).
+    A builder's scratch is removed only once its builder is gone (it holds its lease).
+    """
+    fresh: list[tuple[float, Path]] = []
+    removed: list[str] = []
+    try:
+        entries = [p for p in Path(home).iterdir() if p.is_dir() and p.name != keep and p.name not in skip]
+    except OSError:
+        return removed
+    for path in entries:
+        if path.name.startswith(SCRATCH_PREFIX):
+            if remove_if_free(path):
+                removed.append(path.name)
+            continue
+        age = _age(path)
+        if age < stale_after_s:
+            fresh.append((age, path))
+        elif remove_if_free(path):
+            removed.append(path.name)
+    for _, path in sorted(fresh)[fresh_keep:]:
+        if remove_if_free(path):
+            removed.append(path.name)
+    return removed
+
+
+def temp_home(kind: str, store: str | Path) -> Path:
+    """The system temp folder's home for ``kind`` builds of ``store`` (a store it cannot write)."""
+    digest = hashlib.sha256(str(store).encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"auditatlas-{kind}" / digest
+
+
+def writable_home(own: Path, kind: str, store: str | Path) -> Path:
+    """``own`` (inside the store) when this process can write there, else :func:`temp_home`."""
+    try:
+        own.mkdir(parents=True, exist_ok=True)
+        probe = own / f".probe-{uuid.uuid4().hex}"
+        probe.touch()
+        probe.unlink()
+        return own
+    except OSError:
+        alt = temp_home(kind, store)
+        alt.mkdir(parents=True, exist_ok=True)
+        return alt

@@ -50,8 +50,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import tempfile
-import time
 import uuid
 from pathlib import Path
 from typing import Callable
@@ -85,9 +83,7 @@ RANK_COLUMNS: dict[str, tuple[str, ...]] = {
     "set_mid2": ("set_id",),
 }
 BUILD_MEMORY = "512MB"
-STALE_AFTER_S = 60.0
-FRESH_KEEP = 2
-SCRATCH_PREFIX = ".tmp-"
+STALE_AFTER_S, FRESH_KEEP, SCRATCH_PREFIX = leases.STALE_AFTER_S, leases.FRESH_KEEP, leases.SCRATCH_PREFIX
 # Other caches kept under STORE/derived with their own builds and sweeps (the step vectors of
 # auditatlas/patterns/build.py): not derived-table builds, never removed here.
 OTHER_CACHES: frozenset[str] = frozenset({"patterns"})
@@ -106,17 +102,7 @@ def cache_key(manifest_bytes: bytes, sql: Callable[[str], str]) -> str:
 
 def cache_root(store: Path) -> Path:
     """``STORE/derived``, or a folder under the system temp folder when the store is read-only."""
-    home = store / DERIVED_DIR
-    try:
-        home.mkdir(parents=True, exist_ok=True)
-        probe = home / f".probe-{uuid.uuid4().hex}"
-        probe.touch()
-        probe.unlink()
-        return home
-    except OSError:
-        alt = _temp_home(store)
-        alt.mkdir(parents=True, exist_ok=True)
-        return alt
+    return leases.writable_home(store / DERIVED_DIR, "derived", store)
 
 
 def homes(store: Path) -> list[Path]:
@@ -125,7 +111,7 @@ def homes(store: Path) -> list[Path]:
 
 
 def _temp_home(store: Path) -> Path:
-    return Path(tempfile.gettempdir()) / "auditatlas-derived" / hashlib.sha256(str(store).encode()).hexdigest()[:16]
+    return leases.temp_home("derived", store)
 
 
 def files(folder: Path) -> dict[str, Path]:
@@ -213,29 +199,6 @@ def build(con: duckdb.DuckDBPyConnection, folder: Path, sql: Callable[[str], str
 
 def remove_stale(home: Path, keep: str | None) -> list[str]:
     """Remove what no live process uses (see the module docstring); returns the names removed."""
-    now = time.time()
-    fresh: list[tuple[float, Path]] = []
-    removed: list[str] = []
-    try:
-        entries = list(home.iterdir())
-    except OSError:
-        return removed
-    for path in entries:
-        if path.name == keep or path.name in OTHER_CACHES or not path.is_dir():
-            continue
-        if path.name.startswith(SCRATCH_PREFIX):
-            if leases.remove_if_free(path):
-                removed.append(path.name)
-            continue
-        try:
-            age = now - path.stat().st_mtime
-        except OSError:
-            continue
-        if age < STALE_AFTER_S:
-            fresh.append((age, path))
-        elif leases.remove_if_free(path):
-            removed.append(path.name)
-    for _, path in sorted(fresh)[FRESH_KEEP:]:
-        if leases.remove_if_free(path):
-            removed.append(path.name)
-    return removed
+    return leases.sweep(home, keep, skip=OTHER_CACHES, fresh_keep=FRESH_KEEP,
+                        stale_after_s=STALE_AFTER_S)  # read here: tests set them on this module
+

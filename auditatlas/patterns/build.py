@@ -23,7 +23,7 @@ import shutil
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -39,9 +39,7 @@ from . import text
 HOME = "patterns"  # under STORE/derived
 LAYOUT = "1"  # bump when the files or their meaning change
 BATCH_RUNS = 25_000  # runs per read: about 230,000 steps of simulated MAADBench
-SCRATCH_PREFIX = ".tmp-"
-STALE_AFTER_S = 60.0
-FRESH_KEEP = 2
+SCRATCH_PREFIX, STALE_AFTER_S, FRESH_KEEP = leases.SCRATCH_PREFIX, leases.STALE_AFTER_S, leases.FRESH_KEEP
 DONE = "done.json"  # written last: a folder without it is no build
 
 Progress = Callable[[float, str], None]
@@ -190,27 +188,5 @@ def ensure(root: str | Path, query: Query, progress: Progress | None = None) -> 
 
 def remove_stale(home: Path, keep: str | None) -> list[str]:
     """Remove the builds and scratch no live process holds (see the module docstring)."""
-    now = time.time()
-    fresh: list[tuple[float, Path]] = []
-    removed: list[str] = []
-    try:
-        entries = [p for p in home.iterdir() if p.is_dir() and p.name != keep]
-    except OSError:
-        return removed
-    for path in entries:
-        if path.name.startswith(SCRATCH_PREFIX):
-            if leases.remove_if_free(path):
-                removed.append(path.name)
-            continue
-        try:
-            age = now - path.stat().st_mtime
-        except OSError:
-            continue
-        if age < STALE_AFTER_S:
-            fresh.append((age, path))
-        elif leases.remove_if_free(path):
-            removed.append(path.name)
-    for _, path in sorted(fresh)[FRESH_KEEP:]:
-        if leases.remove_if_free(path):
-            removed.append(path.name)
-    return removed
+    return leases.sweep(home, keep)
+

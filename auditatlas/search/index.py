@@ -20,8 +20,8 @@ on it for the whole build (``building``), so a second process asking for the sam
 app session, the CLI after a write) sees the build in progress instead of starting its own.
 
 Leases and sweeping follow the derived tables (``queries/derived.py``): each open index holds a
-shared lease; a sweep removes what no live process holds, except the index being kept and any
-younger than ``FRESH_S``.
+shared lease; a sweep (``auditatlas.leases.sweep``) removes what no live process holds, except the
+index being kept and the two newest younger than a minute.
 """
 from __future__ import annotations
 
@@ -29,9 +29,6 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
-import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -44,7 +41,7 @@ from ..store import read_manifest
 from . import fields
 
 SEARCH_DIR = "search"
-SCRATCH_PREFIX = ".tmp-"
+SCRATCH_PREFIX = leases.SCRATCH_PREFIX
 # Bump when the fields, their tokenizers or the documents' SQL change.
 LAYOUT = "2"
 # tantivy's writer heap, shared by its threads: it writes a segment when full, so this bounds
@@ -56,9 +53,6 @@ WRITER_HEAP = 256 * 1024 * 1024
 WRITER_THREADS = 2
 DONE = ".complete"  # written last inside the scratch: an index without it is not one
 CELLS = "cells.json"  # the index's cell table (fields: every cell id with its values)
-# An index younger than this is kept by a sweep even when nobody holds it: a write's CLI builds
-# its version's index for the app's next search, which an older reader's sweep must not remove.
-FRESH_S = 60.0
 
 
 @dataclass(eq=False)
@@ -108,21 +102,11 @@ def index_key(manifest: Mapping[str, Any]) -> str:
 
 def home(store: Path) -> Path:
     """``STORE/search``, or a folder under the system temp folder when the store is read-only."""
-    own = Path(store) / SEARCH_DIR
-    try:
-        own.mkdir(parents=True, exist_ok=True)
-        probe = own / f".probe-{uuid.uuid4().hex}"
-        probe.touch()
-        probe.unlink()
-        return own
-    except OSError:
-        alt = _temp_home(Path(store))
-        alt.mkdir(parents=True, exist_ok=True)
-        return alt
+    return leases.writable_home(Path(store) / SEARCH_DIR, "search", Path(store))
 
 
 def _temp_home(store: Path) -> Path:
-    return Path(tempfile.gettempdir()) / "auditatlas-search" / hashlib.sha256(str(store).encode()).hexdigest()[:16]
+    return leases.temp_home("search", store)
 
 
 def _places(store: Path) -> tuple[Path, Path]:
@@ -234,24 +218,4 @@ def _plain(value: Any) -> Any:
 
 def remove_stale(place: Path, keep: str | None) -> list[str]:
     """Remove the indexes and scratch no live process holds, except ``keep``; the names removed."""
-    removed: list[str] = []
-    try:
-        entries = list(place.iterdir())
-    except OSError:
-        return removed
-    now = time.time()
-    for path in entries:
-        if path.name == keep or not path.is_dir():
-            continue
-        if not path.name.startswith(SCRATCH_PREFIX) and now - _mtime(path) < FRESH_S:
-            continue
-        if leases.remove_if_free(path):
-            removed.append(path.name)
-    return removed
-
-
-def _mtime(path: Path) -> float:
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return time.time()
+    return leases.sweep(place, keep)
