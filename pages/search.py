@@ -61,9 +61,11 @@ if answer.note:
     if not answer.ranked and choice.unavailable and "being built" in choice.unavailable:
         st.button("Search again (ranked once the index is built)", key="search_again")
 if not answer.hits:
-    if not answer.note or answer.ranked:
-        st.warning("No step of the slice matches this query." if answer.total == 0 else
-                   f"There are {answer.pages:,} page(s) of hits; this link asks for page {request.page:,}.")
+    if answer.total > 0:
+        st.warning(f"There are {answer.pages:,} page(s) of hits; this link asks for page {request.page:,}.")
+    elif not answer.slice_empty:  # (an empty slice is the note's sentence already)
+        st.warning("No step of the slice matches this query." if answer.ranked else
+                   "No step's input or output in the slice contains this text as typed.")
     st.stop()
 st.caption(f"{answer.total:,} steps match{', best first' if answer.ranked else ', in trace order'}.")
 base = page_base(st.context.url)

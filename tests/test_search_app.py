@@ -58,3 +58,7 @@ def test_without_an_index_the_page_scans_and_says_so(tmp_path, monkeypatch):
                for n in notes), notes
     table = at.dataframe[0].value
     assert list(table["snippet"]) == ["north «pole» error"] and "score" not in table.columns
+    # Text no step holds: the scan says so in one sentence (it once showed nothing at all).
+    at.text_input(key="search_page_q").set_value("zebra").run()
+    assert [_plain(w.value) for w in at.warning] == [
+        "No step's input or output in the slice contains this text as typed."]

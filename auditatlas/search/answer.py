@@ -66,6 +66,7 @@ class SearchAnswer:
     hits: list[Hit]
     ranked: bool
     note: str | None = None  # why the answer is the scan's, or that the slice is empty
+    slice_empty: bool = False  # the note says the slice holds no steps: nothing more to say
 
     @property
     def pages(self) -> int:
@@ -102,7 +103,8 @@ def search(request: SearchRequest, index: StepIndex | None, query: Query, unavai
     else:
         answer = _scanned(request, query, unavailable or "the search index is not built")
     if answer.total == 0 and _slice_is_empty(request, query):
-        return SearchAnswer(request, 0, [], answer.ranked, "This slice holds no steps; widen the filters in the sidebar.")
+        return SearchAnswer(request, 0, [], answer.ranked, "This slice holds no steps; widen the filters in the sidebar.",
+                            slice_empty=True)
     return answer
 
 
