@@ -16,7 +16,9 @@ import shutil
 import tempfile
 import time
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Callable, Iterator
 
 LEASE = ".lease"
 # A folder without a lease file is left this long: its owner may have made it a moment ago
@@ -156,3 +158,32 @@ def writable_home(own: Path, kind: str, store: str | Path) -> Path:
         alt = temp_home(kind, store)
         alt.mkdir(parents=True, exist_ok=True)
         return alt
+
+
+@contextmanager
+def build_into(folder: str | Path, is_built: Callable[[Path], bool]) -> Iterator[tuple[Path, Path]]:
+    """Build a cache folder atomically: yields ``(scratch, out)``; what the body writes into
+    ``out`` is renamed to ``folder`` when the body returns (a build another process finished
+    first, with the same key, is kept as it is); ``scratch`` is removed either way.
+
+    The scratch holds this builder's lease (a sweep leaves a live builder's scratch alone) and
+    ``out`` carries a lease file from its first moment, so readers can lease it once in place.
+    """
+    folder = Path(folder)
+    scratch = folder.parent / f"{SCRATCH_PREFIX}{uuid.uuid4().hex}"
+    scratch.mkdir(parents=True)
+    held = hold(scratch)
+    out = scratch / "out"
+    out.mkdir()
+    (out / LEASE).touch()
+    try:
+        yield scratch, out
+        try:
+            os.replace(out, folder)
+        except OSError:
+            if not is_built(folder):
+                raise
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+        if held is not None:
+            held.release()

@@ -48,9 +48,6 @@ again (``is_readable``); if that fails too, the views stay the live queries.
 from __future__ import annotations
 
 import hashlib
-import os
-import shutil
-import uuid
 from pathlib import Path
 from typing import Callable
 
@@ -160,13 +157,7 @@ def _rank_select(source: str) -> str:
 
 def build(con: duckdb.DuckDBPyConnection, folder: Path, sql: Callable[[str], str]) -> None:
     """Write the derived tables of the store ``con`` has views of into ``folder`` (new)."""
-    scratch = folder.parent / f"{SCRATCH_PREFIX}{uuid.uuid4().hex}"
-    scratch.mkdir(parents=True)
-    building = leases.hold(scratch)  # a sweep leaves the scratch of a live builder alone
-    out = scratch / "out"
-    out.mkdir()
-    (out / leases.LEASE).touch()  # readers lease the build from its first moment in place
-    try:
+    with leases.build_into(folder, is_built) as (scratch, out):
         con.execute(f"SET temp_directory = {_quoted(scratch / 'spill')}")
         joined, ranks = scratch / "joined.parquet", scratch / "ranks.parquet"
         target = files(out)
@@ -186,15 +177,6 @@ def build(con: duckdb.DuckDBPyConnection, folder: Path, sql: Callable[[str], str
         con.execute(f"COPY ({sql('test_sets')}) TO {_quoted(target['test_sets'])} (FORMAT parquet)")
         for name in ("set_counts", "step_cube", "slice_choices"):
             con.execute(f"COPY ({sql(QUERY.get(name, name))}) TO {_quoted(target[name])} (FORMAT parquet)")
-        try:
-            os.replace(out, folder)
-        except OSError:
-            if not is_built(folder):  # another process won the race with the same build
-                raise
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-        if building is not None:
-            building.release()
 
 
 def remove_stale(home: Path, keep: str | None) -> list[str]:

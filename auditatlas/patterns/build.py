@@ -18,10 +18,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import time
-import uuid
 from pathlib import Path
 from typing import Any, Callable
 
@@ -72,13 +70,7 @@ def build(query: Query, folder: Path, progress: Progress | None = None) -> None:
     """Write the vectors of the store ``query`` reads into ``folder`` (absent, or left alone
     when another process finished it first)."""
     report = progress or (lambda fraction, message: None)
-    scratch = folder.parent / f"{SCRATCH_PREFIX}{uuid.uuid4().hex}"
-    scratch.mkdir(parents=True)
-    building = leases.hold(scratch)
-    out = scratch / "out"
-    out.mkdir()
-    (out / leases.LEASE).touch()
-    try:
+    with leases.build_into(folder, is_built) as (scratch, out):
         runs = query("pattern_runs")
         vocab = query("pattern_vocab")
         actions = vocab.loc[vocab["kind"] == "action", "value"].astype(str).tolist()
@@ -94,15 +86,6 @@ def build(query: Query, folder: Path, progress: Progress | None = None) -> None:
         meta = {"rows": n_rows, "runs": n_runs, "shards": [list(s) for s in shards],
                 "actions": actions, "agents": agents, "built_at": time.time()}
         (out / DONE).write_text(json.dumps(meta))
-        try:
-            os.replace(out, folder)
-        except OSError:
-            if not is_built(folder):  # another process won the race with the same build
-                raise
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-        if building is not None:
-            building.release()
 
 
 def _first_pass(query: Query, scratch: Path, out: Path, n_runs: int, n_rows: int, actions: list[str],
