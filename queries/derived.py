@@ -81,9 +81,6 @@ RANK_COLUMNS: dict[str, tuple[str, ...]] = {
 }
 BUILD_MEMORY = "512MB"
 STALE_AFTER_S, FRESH_KEEP, SCRATCH_PREFIX = leases.STALE_AFTER_S, leases.FRESH_KEEP, leases.SCRATCH_PREFIX
-# Other caches kept under STORE/derived with their own builds and sweeps (the step vectors of
-# auditatlas/patterns/build.py): not derived-table builds, never removed here.
-OTHER_CACHES: frozenset[str] = frozenset({"patterns"})
 # Bump when the layout of the files changes in a way the query texts do not show.
 LAYOUT = "2"
 
@@ -181,6 +178,6 @@ def build(con: duckdb.DuckDBPyConnection, folder: Path, sql: Callable[[str], str
 
 def remove_stale(home: Path, keep: str | None) -> list[str]:
     """Remove what no live process uses (see the module docstring); returns the names removed."""
-    return leases.sweep(home, keep, skip=OTHER_CACHES, fresh_keep=FRESH_KEEP,
+    return leases.sweep(home, keep, fresh_keep=FRESH_KEEP,
                         stale_after_s=STALE_AFTER_S)  # read here: tests set them on this module
 

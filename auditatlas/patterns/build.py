@@ -1,4 +1,4 @@
-"""Building the step vectors of one store version into ``STORE/derived/patterns/<key>/``.
+"""Building the step vectors of one store version into ``STORE/patterns/<key>/``.
 
 Like the derived tables (``queries/derived.py``): the key hashes the store's manifest (the
 reviews source left out: verdicts change no step's text or stored label) and ``LAYOUT``, so a
@@ -6,7 +6,8 @@ new store version never reads an old build; a build writes into ``.tmp-<token>/`
 exclusive lease and renames it into place (two processes racing both build, one rename wins);
 readers hold a shared lease on the build they read; ``remove_stale`` removes what no live
 process holds except the kept build and the ``FRESH_KEEP`` newest. Its own folder
-(``derived/patterns``), so its builds never count against the derived tables' own.
+(``STORE/patterns``, as the search index has ``STORE/search``), so its builds never count against the
+derived tables' own.
 
 Bounded memory: the store is read ``BATCH_RUNS`` runs at a time through the ``Query`` function
 (``pattern_steps``). Pass one hashes each batch's text into term counts kept on disk and counts
@@ -31,10 +32,10 @@ from .. import leases
 from ..analyses import Query
 from ..errors import AtlasError
 from ..reviews import REVIEWS_SOURCE
-from ..store import DERIVED_DIR, read_manifest
+from ..store import read_manifest
 from . import text
 
-HOME = "patterns"  # under STORE/derived
+HOME = "patterns"  # STORE/patterns
 LAYOUT = "1"  # bump when the files or their meaning change
 BATCH_RUNS = 25_000  # runs per read: about 230,000 steps of simulated MAADBench
 SCRATCH_PREFIX, STALE_AFTER_S, FRESH_KEEP = leases.SCRATCH_PREFIX, leases.STALE_AFTER_S, leases.FRESH_KEEP
@@ -44,10 +45,9 @@ Progress = Callable[[float, str], None]
 
 
 def vectors_home(root: str | Path) -> Path:
-    """``STORE/derived/patterns`` (made if missing)."""
-    home = Path(root) / DERIVED_DIR / HOME
-    home.mkdir(parents=True, exist_ok=True)
-    return home
+    """``STORE/patterns`` (made if missing), or a folder under the system temp folder when the
+    store is read-only: a cache home of its own, as the search index has."""
+    return leases.writable_home(Path(root) / HOME, "patterns", Path(root))
 
 
 def version_key(root: str | Path) -> str:
