@@ -31,7 +31,7 @@ browser:
 # One pytest worker per core; the stores the tests read are built once and shared (tests/stores.py).
 TEST_WORKERS ?= auto
 test: $(STAMP) browser
-	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadgroup
+	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 bench: $(STAMP)
 	$(PY) bench/run.py

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import os
 import shutil
 import sys
 import tempfile
@@ -35,8 +36,11 @@ SCRATCH_PREFIX = "auditatlas-dask-"
 
 
 def get_client(address: str | None = None, *, n_workers: int = DEFAULT_WORKERS, threads_per_worker: int = 1,
-               timeout: float = 10.0):
+               timeout: float | None = None):
     """A ``distributed.Client``: on the cluster at ``address``, else on a new local cluster.
+
+    ``timeout``: seconds to wait for the scheduler at ``address`` (default
+    ``$AUDITATLAS_SCHEDULER_TIMEOUT``, else 10).
 
     A local cluster made here belongs to the client: ``client.close()`` shuts it down. It
     listens on the loopback interface only and serves no dashboard.
@@ -44,6 +48,8 @@ def get_client(address: str | None = None, *, n_workers: int = DEFAULT_WORKERS, 
     from distributed import Client
 
     if address:
+        if timeout is None:
+            timeout = scheduler_timeout()
         try:
             return Client(address, timeout=timeout)
         except (OSError, TimeoutError) as exc:
@@ -125,6 +131,21 @@ def _workers_skip_main() -> Iterator[None]:
     finally:
         if main is not None:
             sys.modules["__main__"] = main
+
+
+def scheduler_timeout() -> float:
+    """``$AUDITATLAS_SCHEDULER_TIMEOUT`` in seconds, else 10 (Dask's own default, 30 s, is long
+    to wait before being told a typed address is wrong)."""
+    raw = os.environ.get("AUDITATLAS_SCHEDULER_TIMEOUT", "").strip()
+    if not raw:
+        return 10.0
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise AtlasError(f"AUDITATLAS_SCHEDULER_TIMEOUT must be a number of seconds above 0, not {raw!r}")
+    return value
 
 
 @contextmanager

@@ -2,7 +2,8 @@
 
 Debian's chromium (``make test`` installs it when missing); never a browser download. Every
 request is recorded, and one that leaves localhost is a failure: offline means offline.
-Screenshots go to a temporary folder, never inside the repository tree.
+Screenshots (``AUDITATLAS_BROWSER_SHOTS=1``) go to a temporary folder, never inside the
+repository tree.
 
 The session's app server (``app_server``, on the app store) and browser (``browser``) are
 fixtures of tests/conftest.py, shared by every module.
@@ -159,6 +160,14 @@ def graph_frame(page, timeout: float = 60_000):
                 pass
         page.wait_for_timeout(300)
     raise AssertionError("the run graph was not drawn")
+
+
+def keep_shot(page, path: Path, full_page: bool = False) -> None:
+    """A screenshot at ``path`` when ``AUDITATLAS_BROWSER_SHOTS`` is set (to look at the pages as a
+    person would). Off by default: no assertion reads them, and the ~20 of them cost the suite
+    0.2-1.7 CPU-seconds each (a full page drawn and PNG-encoded)."""
+    if os.environ.get("AUDITATLAS_BROWSER_SHOTS"):
+        page.screenshot(path=str(path), full_page=full_page)
 
 
 def shots_dir(name: str = "") -> Path:

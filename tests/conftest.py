@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Iterator
@@ -28,6 +30,10 @@ def pytest_configure(config) -> None:
 
 
 def pytest_unconfigure(config) -> None:
+    builder = getattr(config, "_auditatlas_builder", None)
+    if builder is not None and builder.poll() is None:  # a run stopped early (-x, ^C)
+        builder.kill()
+        builder.wait()
     folder = getattr(config, "_auditatlas_stores", None)
     if folder:
         shutil.rmtree(folder, ignore_errors=True)
@@ -38,19 +44,61 @@ def pytest_unconfigure(config) -> None:
 # workers one by one (grouping every module by file ran 12.5 min against 10.8 here: worse balance).
 ONE_WORKER_MODULES = frozenset({"test_simulator_calibration", "test_demo"})
 
+# The shared stores a test reaches through these fixtures are built in the background from the
+# start of the session (see _build_ahead), and the tests that need them are queued after the ones
+# that do not, so no worker sits idle while the app store (half a minute of CPU) is built.
+BUILT_AHEAD = {"app_store": "app", "detectors_store": "detectors"}
+
+
+def _needs(item) -> list[str]:
+    return [recipe for fixture, recipe in BUILT_AHEAD.items() if fixture in item.fixturenames]
+
+
+def _queue_rank(item) -> int:
+    """Where a test goes in the queue xdist hands out (``--no-loadscope-reorder`` keeps it):
+    the large one-worker builds first, then what needs no store built ahead (browser modules
+    before the rest: long units go early), then the browser modules on the built-ahead stores,
+    then their other tests, many and short, which even out the end."""
+    browser = item.get_closest_marker("browser") is not None
+    if item.module.__name__ in ONE_WORKER_MODULES:
+        return 0
+    if not _needs(item):
+        return 1 if browser else 2
+    return 3 if browser else 4
+
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the markers into the node ids
 def pytest_collection_modifyitems(config, items) -> None:
     """Which tests run on one worker (``--dist loadgroup``): a browser module's tests (they share
     its page visits and, for some, its own Streamlit server) and the modules above. The session's
     app server is per worker: browser modules on it spread over the workers, each worker
-    starting its own (a few CPU-seconds), so their waits overlap other work."""
+    starting its own (a few CPU-seconds), so their waits overlap other work. Then the queue
+    order (``_queue_rank``), and the build of the stores ahead."""
     for item in items:
         if item.get_closest_marker("xdist_group"):
             continue
         module = item.module.__name__
         if item.get_closest_marker("browser") is not None or module in ONE_WORKER_MODULES:
             item.add_marker(pytest.mark.xdist_group(module))
+    items.sort(key=_queue_rank)  # stable: collection order within a rank
+    _build_ahead(config, items)
+
+
+def _build_ahead(config, items) -> None:
+    """Start one background process that builds the stores the collected tests will ask for
+    (tests/stores.py's lock makes an asker wait for it, or build itself if the process failed).
+    One process per session: the first worker, or a plain run, starts it."""
+    if os.environ.get("PYTEST_XDIST_WORKER", "gw0") != "gw0":
+        return
+    recipes = list(dict.fromkeys(r for item in items for r in _needs(item)))
+    if not recipes:
+        return
+    log = open(Path(os.environ[STORES_ENV]) / "build-ahead.log", "w")
+    code = "import sys; from stores import shared_store\nfor name in sys.argv[1:]: shared_store(name)"
+    config._auditatlas_builder = subprocess.Popen(
+        [sys.executable, "-c", code, *recipes], cwd=Path(__file__).parent, stdout=log, stderr=log,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).parent), os.environ.get("PYTHONPATH")]))})
+    log.close()
 
 
 @pytest.fixture(scope="session")
@@ -58,6 +106,12 @@ def app_store() -> Path:
     """A store like the one `make run` builds, with the real corpora added when present.
     Shared: a test that writes takes ``copy_of("app", tmp_path / "store")``."""
     return shared_store("app")
+
+
+@pytest.fixture(scope="session")
+def detectors_store(app_store) -> Path:
+    """The app store without its panel, plus three known prediction sets (tests/stores.py)."""
+    return shared_store("detectors")
 
 
 @pytest.fixture(scope="session")

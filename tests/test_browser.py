@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from browser_support import new_page, shots_dir, wait_idle
+from browser_support import keep_shot, new_page, shots_dir, wait_idle
 
 pytestmark = pytest.mark.browser
 BUSY = "Scoring "  # the boards' "Scoring …" spinner text: wait until it is gone too
@@ -16,7 +16,7 @@ def test_link_restores_the_slice(app_server, browser):
     page.goto(app_server + "/?backbone=GPT-4.1&difficulty=easy")
     wait_idle(page, "Action success rate per backbone", busy_text=BUSY)
     page.get_by_text("backbone (llm) in GPT-4.1; difficulty in easy", exact=False).first.wait_for()
-    page.screenshot(path=str(shots_dir() / "overview-sliced.png"), full_page=True)
+    keep_shot(page, shots_dir() / "overview-sliced.png", full_page=True)
     assert not outside, f"requests left localhost: {outside}"
 
 
@@ -28,7 +28,7 @@ def test_overview_renders_offline_and_choosing_a_filter_updates_the_url(app_serv
     page.goto(app_server + "/")
     wait_idle(page, "Action success rate per backbone", busy_text=BUSY)
     page.get_by_text("Simulated data", exact=False).first.wait_for()
-    page.screenshot(path=str(shots_dir() / "overview.png"), full_page=True)
+    keep_shot(page, shots_dir() / "overview.png", full_page=True)
     # Streamlit marks the app inert while a run is still settling; wait until it is live.
     page.wait_for_function("""() => { const el = document.querySelector('input[aria-label="Backbone (LLM)"]');
                                       return el && !el.closest('[inert]'); }""", timeout=180_000, polling=500)
@@ -52,7 +52,7 @@ def test_board_tabs_render(app_server, browser):
             page.wait_for_url(f"**tab={tab}**", timeout=60_000)
         page.get_by_text(f"{tab}: ", exact=False).first.wait_for(timeout=180_000)  # the open tab's caption
         wait_idle(page, "rests on", busy_text=BUSY)
-        page.screenshot(path=str(shots_dir() / f"boards-{tab.lower()}.png"), full_page=True)
+        keep_shot(page, shots_dir() / f"boards-{tab.lower()}.png", full_page=True)
     assert not outside, f"requests left localhost: {outside}"
 
 
@@ -69,5 +69,5 @@ def test_live_trajectories_for_taubench_from_a_link(app_server, browser):
     page.get_by_text("on taubench", exact=False).first.wait_for()
     page.locator("[data-testid='stPlotlyChart']").first.wait_for(timeout=120_000)  # the trajectories
     wait_idle(page, "rests on", busy_text=BUSY)
-    page.screenshot(path=str(shots_dir() / "boards-live-taubench.png"), full_page=True)
+    keep_shot(page, shots_dir() / "boards-live-taubench.png", full_page=True)
     assert not outside, f"requests left localhost: {outside}"

@@ -62,11 +62,9 @@ SET_IDS = {"random": ["test:random:0", "test:random:1", "test:random:2"],
 
 
 @pytest.fixture(scope="module")
-def detector_store() -> tuple[Path, dict]:
+def detector_store(detectors_store) -> tuple[Path, dict]:
     """The app store without its panel, with write_sets' sets (built once, tests/stores.py)."""
-    from stores import shared_store
-
-    return shared_store("detectors"), SET_IDS
+    return detectors_store, SET_IDS
 
 
 def without_panel(root: Path) -> None:

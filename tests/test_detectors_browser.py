@@ -8,16 +8,14 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from browser_support import exceptions_on, new_page, streamlit_server, wait_idle
+from browser_support import exceptions_on, keep_shot, new_page, streamlit_server, wait_idle
 
 pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
-def server():
-    from stores import shared_store
-
-    with streamlit_server(shared_store("detectors")) as url:
+def server(detectors_store):
+    with streamlit_server(detectors_store) as url:
         yield url
 
 
@@ -40,7 +38,7 @@ def test_grid_renders_offline_then_choosing_a_cell_lists_its_errors(server, brow
     for backbone in ("Claude Opus 4.8", "GPT-4.1", "GPT-5.4"):
         assert page.locator(".js-plotly-plot").first.get_by_text(backbone).count() >= 1
     assert page.locator("[class*='st-key-table-grid-']").count() == 1
-    page.screenshot(path=str(shots / "detectors-grid.png"), full_page=True)
+    keep_shot(page, shots / "detectors-grid.png", full_page=True)
     assert not exceptions_on(page)
     grid = page.locator("[class*='st-key-table-grid-']").first
     # A busy machine draws the heatmaps late and moves the table under the click: click where
@@ -72,7 +70,7 @@ def test_grid_renders_offline_then_choosing_a_cell_lists_its_errors(server, brow
     # The list of false positives (its CSV button carries the key; the table itself does not).
     assert page.locator(".st-key-csv-errors-positive").count() == 1
     assert "open step" in page.inner_text("body") or page.locator("[data-testid='stDataFrame']").count() >= 4
-    page.screenshot(path=str(shots / "detectors-errors.png"), full_page=True)
+    keep_shot(page, shots / "detectors-errors.png", full_page=True)
     # The first false positive's link opens that step in the explorer, scored by this set.
     page.locator(".st-key-csv-errors-positive").first.scroll_into_view_if_needed()
     button = page.locator(".st-key-csv-errors-positive").first.bounding_box()
@@ -102,10 +100,10 @@ def test_shared_link_and_other_tabs(server, browser, shots):
     body = page.inner_text("body")
     assert "Random baseline: random" in body
     assert "paired t-test (one-tailed)" in body or "paired t" in body
-    page.screenshot(path=str(shots / "detectors-overall.png"), full_page=True)
+    keep_shot(page, shots / "detectors-overall.png", full_page=True)
     page.goto(server + "/detectors?tab=Cost")
     wait_idle(page, "fit + score wall time")
     assert page.locator("[class*='st-key-csv-cost-']").count() == 1
-    page.screenshot(path=str(shots / "detectors-cost.png"), full_page=True)
+    keep_shot(page, shots / "detectors-cost.png", full_page=True)
     assert not exceptions_on(page)
     assert not outside, f"requests left localhost: {outside}"

@@ -559,11 +559,23 @@ def test_cli_says_what_is_wrong_in_one_sentence(toy):
 def test_cli_says_when_the_scheduler_cannot_be_reached(toy):
     port = _free_port()  # nothing listens there
     done = run_cli("--store", str(toy), "score", "--detector", "logreg", "--scheduler", f"tcp://127.0.0.1:{port}",
-                   cwd=REPO)
+                   cwd=REPO, env={"AUDITATLAS_SCHEDULER_TIMEOUT": "1"})  # not the 10 s a user gets
     assert done.returncode == 1
     assert f"cannot reach the Dask scheduler at tcp://127.0.0.1:{port}" in done.stderr
     assert "Traceback" not in done.stderr
     assert read_manifest(toy)["sources"].keys() == {"toy"}
+
+
+def test_scheduler_timeout_setting(monkeypatch):
+    from auditatlas.cluster import scheduler_timeout
+
+    for raw, expected in (("", 10.0), ("2.5", 2.5)):
+        monkeypatch.setenv("AUDITATLAS_SCHEDULER_TIMEOUT", raw)
+        assert scheduler_timeout() == expected
+    for raw in ("0", "soon"):
+        monkeypatch.setenv("AUDITATLAS_SCHEDULER_TIMEOUT", raw)
+        with pytest.raises(AtlasError, match="AUDITATLAS_SCHEDULER_TIMEOUT must be a number of seconds"):
+            scheduler_timeout()
 
 
 def test_cli_workers_0_runs_the_jobs_in_this_process(toy):

@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, quote, urlparse
 
 import pytest
 
-from browser_support import graph_frame, new_page, shots_dir, wait_idle
+from browser_support import graph_frame, keep_shot, new_page, shots_dir, wait_idle
 from conftest import WHOWHEN
 
 pytestmark = pytest.mark.browser
@@ -37,7 +37,7 @@ def test_whowhen_deep_link(app_server, browser):
     page.get_by_text("characters", exact=False).first.wait_for()
     page.get_by_text("picked the human decisive step", exact=False).first.wait_for()  # the strip's legend
     page.get_by_text("43 prediction sets", exact=False).first.wait_for()
-    page.screenshot(path=str(shots_dir() / "explorer-whowhen.png"), full_page=True)
+    keep_shot(page, shots_dir() / "explorer-whowhen.png", full_page=True)
 
     # The interactive path: choosing another step in the selector updates the link and the graph.
     page.get_by_role("combobox", name="Step").click(timeout=60_000)
@@ -72,7 +72,7 @@ def test_simulated_maadbench_deep_link(app_server, browser, app_store):
     assert frame.evaluate("() => window.traceNetwork.body.data.nodes.length") == int(row["steps"])
     frame.get_by_text("fill = action", exact=False).wait_for()
     page.get_by_text("Input text").first.wait_for()
-    page.screenshot(path=str(shots_dir() / "explorer-maadbench-sim.png"), full_page=True)
+    keep_shot(page, shots_dir() / "explorer-maadbench-sim.png", full_page=True)
     assert not outside, f"requests left localhost: {outside}"
 
 
@@ -81,6 +81,6 @@ def test_search_opens_a_step(app_server, browser):
     page = new_page(browser, outside, **VIEWPORT)
     page.goto(f"{app_server}/explorer?corpus=maadbench-sim&q=compass")
     wait_idle(page, "steps match")
-    page.screenshot(path=str(shots_dir() / "explorer-search.png"), full_page=True)
+    keep_shot(page, shots_dir() / "explorer-search.png", full_page=True)
     assert not outside, f"requests left localhost: {outside}"
 

@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 import pytest
 
-from browser_support import graph_frame, new_page, shots_dir, wait_idle
+from browser_support import graph_frame, keep_shot, new_page, shots_dir, wait_idle
 
 pytestmark = pytest.mark.browser
 MIN_LABEL_PX = 12
@@ -57,7 +57,7 @@ def _open_graph(app_server, browser, run: str, width: int, shot: str) -> tuple[d
     hint = frame.locator("#graph-hint").inner_text()
     iframe = page.locator("iframe").first
     iframe.scroll_into_view_if_needed()
-    page.screenshot(path=str(shots_dir("first-look") / f"{shot}-{width}.png"))
+    keep_shot(page, shots_dir("first-look") / f"{shot}-{width}.png")
     box = iframe.bounding_box()
     page.close()
     return shown, hint, box, outside
@@ -113,7 +113,7 @@ def test_first_page_of_the_run_list_reads_as_distinct_runs(app_server, browser):
     wait_idle(page, "runs; page 1 of")
     grid = page.locator("[data-testid='stDataFrame']").first
     grid.locator("table[role='grid']").first.wait_for(state="attached", timeout=60_000)
-    page.screenshot(path=str(shots_dir("first-look") / "run-list-1500.png"))
+    keep_shot(page, shots_dir("first-look") / "run-list-1500.png")
     # The grid's accessible table (glide-data-grid draws on a canvas and mirrors its visible
     # cells in a table for screen readers): the header names each column.
     headers = [h.strip() for h in grid.locator("table[role='grid'] thead th").all_inner_texts()]

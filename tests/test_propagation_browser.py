@@ -7,7 +7,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from browser_support import new_page, shots_dir, wait_idle
+from browser_support import keep_shot, new_page, shots_dir, wait_idle
 
 pytestmark = pytest.mark.browser
 VIEWPORT = {"width": 1500, "height": 2400}
@@ -57,7 +57,7 @@ def test_clicking_a_cell_lists_its_chains_and_the_tabs_render(app_server, browse
     assert query["cell_backbone"] == ["GPT-4.1"] and query["src_action"] == ["SOLVE_CLUE"]
     wait_idle(page, "are followed by a failed APPLY_DELTA step")
     page.get_by_text("each links to the trace explorer at the source step", exact=False).first.wait_for()
-    page.screenshot(path=str(shots_dir() / "propagation-cell.png"), full_page=True)
+    keep_shot(page, shots_dir() / "propagation-cell.png", full_page=True)
     _each_tab_renders(page)
     assert not outside, f"requests left localhost: {outside}"
 
@@ -70,7 +70,7 @@ def test_a_shared_link_opens_the_same_chain_list(app_server, browser):
     page.get_by_text("GPT-4.1", exact=False).first.wait_for()
     page.get_by_text("each links to the trace explorer at the source step", exact=False).first.wait_for()
     page.locator("[data-testid='stDataFrame']:visible").first.wait_for(timeout=60_000)
-    page.screenshot(path=str(shots_dir() / "propagation-link.png"), full_page=True)
+    keep_shot(page, shots_dir() / "propagation-link.png", full_page=True)
     assert not outside, f"requests left localhost: {outside}"
 
 
@@ -83,4 +83,4 @@ def _each_tab_renders(page) -> None:
         page.wait_for_function("before => location.search.includes('tab=') && location.search !== before",
                                arg=before, timeout=60_000, polling=250)
         wait_idle(page, heading)
-        page.screenshot(path=str(shots_dir() / f"propagation-{tab.split()[0].lower()}.png"), full_page=True)
+        keep_shot(page, shots_dir() / f"propagation-{tab.split()[0].lower()}.png", full_page=True)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from auditatlas.store import read_manifest
-from browser_support import exceptions_on, new_page, streamlit_server, wait_idle
+from browser_support import exceptions_on, keep_shot, new_page, streamlit_server, wait_idle
 from conftest import REPO
 
 pytestmark = pytest.mark.browser
@@ -59,7 +59,7 @@ def test_rescore_from_the_page_then_see_the_new_sets(server, browser, store, tmp
     page.get_by_role("button", name="Run re-score").click()
     page.get_by_text("Wrote 3 prediction set(s)", exact=False).first.wait_for(timeout=240_000)
     wait_idle(page, "Re-scored prediction sets")
-    page.screenshot(path=str(tmp_path / "rescore-done.png"), full_page=True)
+    keep_shot(page, tmp_path / "rescore-done.png", full_page=True)
 
     new = _rescore_sources(store) - before_sources
     assert len(new) == 1
@@ -73,7 +73,7 @@ def test_rescore_from_the_page_then_see_the_new_sets(server, browser, store, tmp
     if 'pages/detectors.py' in (REPO / "app.py").read_text():
         page.goto(server + "/detectors?corpus=maadbench-sim&detectors_corpus=maadbench-sim")
         wait_idle(page, "logreg", timeout=240_000)
-        page.screenshot(path=str(tmp_path / "detectors-after-rescore.png"), full_page=True)
+        keep_shot(page, tmp_path / "detectors-after-rescore.png", full_page=True)
         assert "logreg · structural" in page.content()
         assert not exceptions_on(page)
     assert not outside, f"requests left localhost: {outside}"
@@ -92,7 +92,7 @@ def test_cancel_stops_the_run_and_writes_nothing(server, browser, store, tmp_pat
     page.get_by_text("jobs)", exact=False).first.wait_for(timeout=120_000)  # the progress bar is moving
     page.get_by_role("button", name="Cancel").click()
     page.get_by_text("Re-score cancelled; nothing was written.", exact=False).first.wait_for(timeout=120_000)
-    page.screenshot(path=str(tmp_path / "rescore-cancelled.png"), full_page=True)
+    keep_shot(page, tmp_path / "rescore-cancelled.png", full_page=True)
     assert read_manifest(store)["sources"] == before
     assert not exceptions_on(page)
     assert not outside, f"requests left localhost: {outside}"

@@ -20,7 +20,7 @@ from urllib.parse import quote
 import pytest
 
 from conftest import REPO
-from browser_support import graph_frame, new_page, require_chromium, shots_dir, streamlit_server, wait_idle
+from browser_support import graph_frame, keep_shot, new_page, require_chromium, shots_dir, streamlit_server, wait_idle
 
 pytestmark = pytest.mark.browser
 
@@ -187,7 +187,7 @@ def test_every_page_keeps_payloads_as_text(payload_store, browser):
                         page.wait_for_url(f"**tab={tab}**", timeout=60_000)
                         wait_idle(page, "Slice")
             page.wait_for_timeout(1500)
-            page.screenshot(path=str(shots_dir() / f"untrusted-{path.strip('/') or 'overview'}.png"), full_page=True)
+            keep_shot(page, shots_dir() / f"untrusted-{path.strip('/') or 'overview'}.png", full_page=True)
             problems += _check(page, outside, dialogs, path)
             page.close()
     assert not problems, "\n".join(problems)
