@@ -89,7 +89,8 @@ def test_a_link_the_page_cannot_use_is_one_sentence(capsys, tmp_path):
     out = tmp_path / "x.html"
     assert cli.main(["--store", str(root), "export", "/rescore", "--out", str(out)]) == 1
     assert capsys.readouterr().err.strip() == ("error: The Re-score page (/rescore) is not covered by export yet; "
-                                               "exportable pages: /, /boards, /explorer, /detectors, /propagation, /search, /patterns, /review.")
+                                               "exportable pages: /, /boards, /explorer, /detectors, /propagation, /search, "
+                                               "/patterns, /review, /tour.")
     assert not out.exists()
     assert cli.main(["--store", str(root), "export", "/nowhere?x=1", "--out", str(out)]) == 1
     assert "'/nowhere' is not a page of the app" in capsys.readouterr().err
