@@ -8,8 +8,6 @@ the page itself on the stop's link.
 """
 from __future__ import annotations
 
-from functools import lru_cache
-
 import streamlit as st
 
 from components.shell import ensure_app_navigation
@@ -17,7 +15,7 @@ from components.shell import ensure_app_navigation
 ensure_app_navigation()
 
 from auditatlas import tours
-from auditatlas.export import ExportError, export_view
+from auditatlas.export import ExportError
 from auditatlas.views import not_held
 from auditatlas.views.pages import TOUR
 from components import cached, export_button, tour_draft, view_state
@@ -29,12 +27,6 @@ values = dict(view_state.read(TOUR, bound=False).values)
 def _go(**changes) -> None:
     values.update(changes)
     view_state.write(TOUR, values)
-
-
-@lru_cache(maxsize=32)
-def _stop_file(link: str, root: str, stamp: int):
-    """A stop's view as its export draws it (per store version and link, as the export button)."""
-    return export_view(cached.query, root, link)
 
 
 def present(tour: tours.Tour) -> None:
@@ -62,12 +54,12 @@ def present(tour: tours.Tour) -> None:
                  width="stretch")
     try:
         with st.spinner(f"Drawing stop {index}…"):
-            shown = _stop_file(stop.link, str(cached.store_root()), cached.store_stamp())
+            shown = export_button.exported(stop.link, str(cached.store_root()), cached.store_stamp())
     except ExportError as exc:
         st.warning(md(f"Stop {index} cannot be drawn here: {exc} Open it in its page instead."))
         return
     view_state.report(shown.warnings)  # values the store lacks: the page's own sentences
-    st.iframe(shown.html, height=900, alt=f"stop {index} of the tour")
+    st.iframe(shown.html, height="content", alt=f"stop {index} of the tour")
 
 
 def saved_tours() -> None:
