@@ -123,6 +123,17 @@ def relative_link(given: str) -> str:
     return page.path + (f"?{parts.query}" if parts.query else "")
 
 
+def page_title(stop: Stop) -> str:
+    """The page a stop opens, as the navigation names it (its link's path when it names none)."""
+    from .export.link import ExportError, page_of
+
+    path = urlsplit(stop.link).path or "/"
+    try:
+        return page_of(path).title
+    except ExportError:
+        return path
+
+
 def problems(tour: Tour) -> list[str]:
     """One sentence per reason ``tour`` cannot be saved (empty when it can)."""
     found = []

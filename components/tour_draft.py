@@ -96,13 +96,13 @@ def editor(on_saved: Callable[[str], None]) -> None:
     right.button("Save the tour", key="tour_save", type="primary", width="stretch", on_click=_save, args=(on_saved,))
     st.caption("Saving under a name the store holds makes a new version of that tour (earlier versions are kept). "
                "The draft stays here until it is cleared.")
-    st.button("Clear the draft", key="tour_clear", on_click=_set, args=(tours.Tour(""),))
+    st.button("Clear the draft", key="tour_clear", on_click=_clear)
 
 
 def _stop_row(i: int, stop: tours.Stop, n: int) -> None:
     with st.container(border=True):
         head, up, down, drop = st.columns([8, 1, 1, 1], vertical_alignment="bottom")
-        head.text_input(f"Stop {i + 1}: {tours_title(stop)}", value=stop.sentence, key=f"tour_sentence_{i}_{stop.link}",
+        head.text_input(f"Stop {i + 1}: {tours.page_title(stop)}", value=stop.sentence, key=f"tour_sentence_{i}_{stop.link}",
                         on_change=_edit_sentence, args=(i, f"tour_sentence_{i}_{stop.link}"),
                         max_chars=tours.SENTENCE_LIMIT)
         up.button("↑", key=f"tour_up_{i}", disabled=i == 0, help="earlier", on_click=_move, args=(i, -1))
@@ -111,10 +111,9 @@ def _stop_row(i: int, stop: tours.Stop, n: int) -> None:
         st.text(stop.link)
 
 
-def tours_title(stop: tours.Stop) -> str:
-    from auditatlas.export.views.tour import stop_title
-
-    return stop_title(stop)
+def _clear() -> None:
+    st.session_state[NAME_KEY] = st.session_state[AUTHOR_KEY] = ""
+    _set(tours.Tour(""), ("info", "The draft is cleared."))
 
 
 def _edit_sentence(i: int, key: str) -> None:

@@ -43,13 +43,16 @@ def present(tour: tours.Tour) -> None:
     back, where, onward = st.columns([1, 3, 1], vertical_alignment="center")
     back.button("← Previous", key="tour_previous", disabled=index == 1, on_click=_go, kwargs={"stop": index - 1},
                 width="stretch")
-    where.progress(index / n, text=f"Stop {index} of {n} · {md(tour_draft.tours_title(stop))}")
+    where.progress(index / n, text=f"Stop {index} of {n} · {md(tours.page_title(stop))}")
     onward.button("Next →", key="tour_next", disabled=index == n, on_click=_go, kwargs={"stop": index + 1},
                   width="stretch")
     with st.container(border=True):
         st.markdown("#### " + md(stop.sentence))
     left, right = st.columns([1, 1])
-    left.link_button("Open this view in its page", stop.link, width="stretch")
+    try:  # only a link to a page of this app (a row written by hand could hold anything)
+        left.link_button("Open this view in its page", tours.relative_link(stop.link), width="stretch")
+    except tours.BadTour as exc:
+        left.warning(md(str(exc)))
     right.button("Edit this tour (into the draft)", key="tour_edit", on_click=tour_draft.load, args=(tour,),
                  width="stretch")
     try:
@@ -77,7 +80,7 @@ st.title("Tour")
 export_button.draw(TOUR)
 st.caption("A tour is a list of views, each with a sentence saying what to see there, saved in the store under a "
            "name. Its stops are links, so it opens on any store that holds the same data; a stop whose values "
-           "this store lacks says so.")
+           "this store lacks says so. Each stop carries its own slice: the sidebar's does not apply here.")
 name = str(values["name"])
 if name:
     tour = tours.read(cached.query, name)

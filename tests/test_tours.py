@@ -74,6 +74,8 @@ def test_a_tour_round_trip(root):
     assert tours.read(query, "figure 3").stops == expected[1:]
     listed = tours.listing(query)
     assert listed[["name", "stops", "versions"]].values.tolist() == [["figure 3", 2, 2]]
+    code, out, _ = _cli("--store", str(root), "tours", "--json")
+    assert code == 0 and [(t["name"], t["stops"], t["versions"]) for t in json.loads(out)["tours"]] == [("figure 3", 2, 2)]
     assert tours.remove(root, "figure 3", query) and tours.read(query, "figure 3") is None
     assert tours.listing(query).empty
     assert queries.run("tour_versions", {"name": "figure 3"}, root=root)["stops"].tolist() == [0, 2, 3]
@@ -92,6 +94,17 @@ def test_a_tour_that_cannot_be_saved_says_why_and_writes_nothing(root):
     with pytest.raises(tours.BadTour, match="cannot be a stop of another tour"):
         tours.Tour("x").add("/tour?name=y", "a sentence")
     assert _manifest(root) == before
+
+
+def test_many_saves_are_merged_into_one_part_and_keep_every_version(root, monkeypatch):
+    monkeypatch.setattr(tours, "COMPACT_AT", 3)
+    for i in range(5):
+        tours.save(root, tours.Tour("t").add("/boards", f"version {i}"))
+    folder = root / store.read_manifest(root)["sources"]["tours"]["dir"] / "tours"
+    # Saves 1-3 add a part each; the 4th finds 3 and merges them (1 + its own), the 5th adds one.
+    assert len(list(folder.glob("part-*.parquet"))) == 3
+    assert len(queries.run("tour_versions", {"name": "t"}, root=root)) == 5
+    assert tours.read(queries.runner(root), "t").stops[0].sentence == "version 4"
 
 
 def test_a_tour_saving_keeps_the_derived_tables_key(root):

@@ -28,9 +28,9 @@ def build(doc: Document, query: Query, link: Link, root: Path) -> None:
              + f" (version {tour.version_id}). Each stop is one view of the app: the author's sentence, then the "
              "view as its page shows it for that link.", "note")
     doc.heading("Stops", 2, anchor="stops")
-    doc.jumps([(anchor(i), f"{i}. {stop_title(stop)}") for i, stop in enumerate(tour.stops, start=1)])
+    doc.jumps([(anchor(i), f"{i}. {tours.page_title(stop)}") for i, stop in enumerate(tour.stops, start=1)])
     for i, stop in enumerate(tour.stops, start=1):
-        doc.heading(f"Stop {i} of {n} · {stop_title(stop)}", 2, anchor=anchor(i))
+        doc.heading(f"Stop {i} of {n} · {tours.page_title(stop)}", 2, anchor=anchor(i))
         doc.text(stop.sentence, "sentence")
         try:
             stop_link = parse_link(stop.link)
@@ -48,11 +48,3 @@ def build(doc: Document, query: Query, link: Link, root: Path) -> None:
 
 def anchor(i: int) -> str:
     return f"stop-{i}"
-
-
-def stop_title(stop: tours.Stop) -> str:
-    """The stop's page, as the navigation names it (its link's path when it names no page)."""
-    try:
-        return parse_link(stop.link).page.title
-    except ExportError:
-        return stop.link.split("?", 1)[0]
