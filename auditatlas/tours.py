@@ -103,8 +103,13 @@ class Tour:
             if not isinstance(stop, Mapping) or not isinstance(stop.get("link"), str) \
                     or not isinstance(stop.get("sentence"), str):
                 raise BadTour(f"{where}: stop {i} needs a 'link' and a 'sentence', both text.")
-            read.append(Stop(relative_link(stop["link"]), stop["sentence"].strip()))
-        return Tour(data["name"].strip(), tuple(read), author=data.get("author") or None)
+            try:
+                link = relative_link(stop["link"])
+            except BadTour as exc:
+                raise BadTour(f"{where}: stop {i}'s link: {exc}") from None
+            read.append(Stop(link, stop["sentence"].strip()))
+        author = data.get("author")
+        return Tour(data["name"].strip(), tuple(read), author=author.strip() or None if isinstance(author, str) else None)
 
 
 def relative_link(given: str) -> str:

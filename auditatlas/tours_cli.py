@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
+from typing import Callable
 from urllib.parse import urlencode
 
 from .errors import AtlasError
@@ -34,7 +34,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     export.add_argument("--out", required=True, metavar="FILE.html", help="the file to write")
 
 
-def run(args: argparse.Namespace, root: Path, export: "callable") -> int:
+def run(args: argparse.Namespace, root: Path, export: Callable[[Path, str, str], int]) -> int:
     """``export``: the CLI's own ``export URL --out FILE`` (a tour's file is its link's)."""
     import queries
 
@@ -98,5 +98,5 @@ def _import(root: Path, file: str, name: str | None) -> int:
         raise AtlasError(f"{file} is not JSON ({exc}); it should be what `auditatlas tours show NAME --json` prints.") from None
     tour = tours.Tour.from_json(data, where=file)
     saved = tours.save(root, tour.renamed(name) if name else tour)
-    print(f"saved the tour '{saved.name}' ({len(saved.stops)} stops) into {root}", file=sys.stdout)
+    print(f"saved the tour '{saved.name}' ({len(saved.stops)} stops) into {root}")
     return 0

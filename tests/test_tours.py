@@ -93,6 +93,10 @@ def test_a_tour_that_cannot_be_saved_says_why_and_writes_nothing(root):
         tours.Tour("x").add("/nowhere?run=1", "a sentence")
     with pytest.raises(tours.BadTour, match="cannot be a stop of another tour"):
         tours.Tour("x").add("/tour?name=y", "a sentence")
+    bad = {"name": "x", "stops": [{"link": "/boards", "sentence": "fine"}, {"link": "/nowhere", "sentence": "s"}]}
+    (root.parent / "bad.json").write_text(json.dumps(bad))
+    code, _, err = _cli("--store", str(root), "tours", "import", str(root.parent / "bad.json"))
+    assert code == 1 and err.startswith(f"error: {root.parent / 'bad.json'}: stop 2's link: '/nowhere' is not a page")
     assert _manifest(root) == before
 
 
