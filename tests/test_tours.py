@@ -1,7 +1,7 @@
 """Guided tours (auditatlas/tours.py, /tour, `auditatlas tours`, `auditatlas export-tour`).
 
 Everything runs on the hand-made store of review_store.py (4 runs, 8 prediction sets), built
-in tmp_path: a tour round trip through the store, a tour carried to another store that lacks
+once per module and copied for each test: a tour round trip through the store, a tour carried to another store that lacks
 one of its values, untrusted names and sentences in the page and the file, the file holding
 every stop with its libraries once, and the page's draft made from the sidebar.
 """
@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import html
 import json
-import re
 import shutil
 from pathlib import Path
-from urllib.parse import quote, urlencode
+from urllib.parse import urlencode
 
 import pytest
 
@@ -24,6 +23,7 @@ from app_support import page_texts
 from auditatlas import store, tours
 from auditatlas.export import export_view
 from cli_support import run_cli
+from components.safe import md
 from conftest import REPO
 
 PAYLOAD = '<script>alert("t")</script><img src=x onerror=alert(1)> **bold** [link](http://e.x) $x$'
@@ -184,7 +184,7 @@ def _plain(text: str) -> str:
     return text.replace("\\", "").replace("\u2060", "")
 
 
-def test_the_page_shows_one_stop_the_sentence_above_and_moves_on(app_root, monkeypatch, tmp_path):
+def test_the_page_shows_one_stop_the_sentence_above_and_moves_on(app_root, monkeypatch):
     tours.save(app_root, tours.Tour(PAYLOAD).add("/?backbone=X", PAYLOAD)
                .add("/explorer?run=r%3Ab&set=U9", "Second stop."))
     # The page alone (it reads no slice): app.py's first run would draw the Overview for nothing.
@@ -194,9 +194,10 @@ def test_the_page_shows_one_stop_the_sentence_above_and_moves_on(app_root, monke
     at.query_params.update(name=PAYLOAD, stop="2")
     at.run()
     assert not at.exception, at.exception
-    texts = _plain(page_texts(at))
-    assert PAYLOAD in texts  # the name and sentence, as text (escaped Markdown reads back as the payload)
-    assert "Second stop." in texts
+    # The name and the sentence go to Markdown escaped (every special character), so they read as text.
+    assert [h.value for h in at.subheader][:1] == [md(PAYLOAD)]
+    assert "#### Second stop\\." in [m.value for m in at.markdown]
+    assert md(PAYLOAD).startswith("\\<script\\>") and PAYLOAD in _plain(md(PAYLOAD))
     assert "The store holds no prediction set 'U9'; no detector is drawn." in [_plain(w.value) for w in at.warning]
     frames = [e.proto.srcdoc for e in at.get("iframe")]
     assert len(frames) == 1 and "Second stop." not in frames[0]  # the view, drawn by its export
@@ -205,7 +206,8 @@ def test_the_page_shows_one_stop_the_sentence_above_and_moves_on(app_root, monke
     at.button(key="tour_previous").click().run()
     assert not at.exception, at.exception
     assert "stop" not in at.query_params  # the first stop is the default: the link writes none
-    assert PAYLOAD in _plain(page_texts(at)) and "Stop 1 of 2" in _plain(str([p.proto for p in at.get("progress")]))
+    assert "#### " + md(PAYLOAD) in [m.value for m in at.markdown]  # stop 1's sentence, escaped
+    assert "Stop 1 of 2" in str([p.proto for p in at.get("progress")])
     at.query_params["stop"] = "5"
     at.run()
     assert any("'5', which this view does not hold here" in _plain(w.value) for w in at.warning)
@@ -222,8 +224,7 @@ def test_a_view_is_added_from_the_sidebar_reordered_removed_and_saved(root, monk
     (the link as the URL holds it at the click), then reordered, one removed, saved on /tour.
     The page guard is left in place: it reruns each page into app.py (so the sidebar is drawn),
     and every action here is a callback, which runs before that rerun."""
-    app_root = root
-    monkeypatch.setenv("AUDITATLAS_STORE", str(app_root))
+    monkeypatch.setenv("AUDITATLAS_STORE", str(root))
     monkeypatch.chdir(REPO)
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
     at.query_params["backbone"] = "X"
@@ -245,7 +246,7 @@ def test_a_view_is_added_from_the_sidebar_reordered_removed_and_saved(root, monk
     at.text_input(key="tour_draft_name").input("from the sidebar")
     at.button(key="tour_save").click().run()
     assert not at.exception, at.exception
-    saved = tours.read(queries.runner(app_root), "from the sidebar")
+    saved = tours.read(queries.runner(root), "from the sidebar")
     assert saved.stops == (tours.Stop("/?backbone=Y", PAYLOAD),)
     assert at.query_params["name"] == "from the sidebar"  # the saved tour is open
     assert PAYLOAD in _plain(page_texts(at))

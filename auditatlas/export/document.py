@@ -184,6 +184,7 @@ iframe.graph {{ width: 100%; height: 700px; border: 0; }}
 .pre .label {{ color: #57606a; font-weight: 600; }}
 .sentence {{ font-size: 17px; border-left: 4px solid #0969da; padding: 4px 12px; white-space: pre-wrap; }}
 .jumps {{ margin: 18px 0; }} h2[id^="stop-"] {{ border-top: 2px solid #d0d7de; padding-top: 18px; }}
+@media print {{ h2[id^="stop-"] {{ break-before: page; }} .jumps, .download {{ display: none; }} }}
 </style></head>
 <body>
 <h1>{title}</h1>
