@@ -50,7 +50,7 @@ def run(args: argparse.Namespace, root: Path, export: Callable[[Path, str, str],
         return _import(root, args.file, args.name)
     if action == "remove":
         if not tours.remove(root, args.name, query):
-            raise AtlasError(f"the store at {root} holds no tour named '{args.name}'; `auditatlas tours` lists them.")
+            raise AtlasError(f"the store holds no tour named '{args.name}'; `auditatlas tours` lists them.")
         print(f"removed the tour '{args.name}' (its earlier versions stay in the store's history)")
         return 0
     return _list(query, args.json)

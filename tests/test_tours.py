@@ -97,6 +97,9 @@ def test_a_tour_that_cannot_be_saved_says_why_and_writes_nothing(root):
     (root.parent / "bad.json").write_text(json.dumps(bad))
     code, _, err = _cli("--store", str(root), "tours", "import", str(root.parent / "bad.json"))
     assert code == 1 and err.startswith(f"error: {root.parent / 'bad.json'}: stop 2's link: '/nowhere' is not a page")
+    for action in ("show", "remove"):
+        code, _, err = _cli("--store", str(root), "tours", action, "no such tour")
+        assert (code, err) == (1, "error: the store holds no tour named 'no such tour'; `auditatlas tours` lists them.\n")
     assert _manifest(root) == before
 
 
