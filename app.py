@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from components import cached
+from components import cached, tour_draft
 from components.filters import slice_sidebar
 from components.safe import md
 from auditatlas.errors import AtlasError, StoreError
@@ -63,4 +63,7 @@ st.session_state["slice"] = slice_sidebar(cached.query("slice_options"))
 # The default page lives at "/" (Streamlit gives it no other path): link to the Overview as "/?...".
 pages = [st.Page(p.script, title=p.title, default=True) if p.path == "/" else
          st.Page(p.script, title=p.title, url_path=p.path.strip("/")) for p in PAGES]
-st.navigation(pages).run()
+current = st.navigation(pages)
+# Every page's view can be added to the tour being made (components/tour_draft.py).
+tour_draft.sidebar(next((p for p in PAGES if p.path.strip("/") == current.url_path), PAGES[0]))
+current.run()

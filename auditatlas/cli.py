@@ -79,6 +79,9 @@ def _parser() -> argparse.ArgumentParser:
     from .search import cli as search_cli  # search
 
     search_cli.add_parsers(sub)
+    from . import tours_cli  # tours, export-tour
+
+    tours_cli.add_parsers(sub)
     return parser
 
 
@@ -199,7 +202,7 @@ def _index(root: Path) -> None:
 
 # Commands that read the whole store and answer from it: on a store with a source they cannot
 # read they say which, and answer nothing (a number computed without that source is wrong).
-READS = ("board", "score", "cross-backbone", "export", "similar", "clusters", "search")
+READS = ("board", "score", "cross-backbone", "export", "export-tour", "similar", "clusters", "search")
 
 
 def _command(args: argparse.Namespace, root: Path) -> int:
@@ -239,6 +242,10 @@ def _command(args: argparse.Namespace, root: Path) -> int:
             from .search import cli as search_cli
 
             return search_cli.run(args, root)
+        from . import tours_cli
+
+        if args.command in tours_cli.COMMANDS:
+            return tours_cli.run(args, root, _export)
     except IngestFailed as exc:
         for problem in exc.problems:
             print(f"error: {problem}", file=sys.stderr)
@@ -453,7 +460,7 @@ def _export(root: Path, url: str, out: str) -> int:
     from .export import export_view
 
     done = export_view(queries.runner(root), root, url, strict=True)
-    for problem in done.problems:  # values the store does not hold: in the file too
+    for problem in done.warnings:  # values the store does not hold (a tour's stops' too): in the file as well
         print(f"warning: {problem}", file=sys.stderr)
     path = Path(out)
     tmp = path.with_name(path.name + ".part")

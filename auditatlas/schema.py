@@ -180,13 +180,26 @@ TABLES: dict[str, pa.Schema] = {
         ("queue", STR),  # the review order it was given from (random | doubt | flagged | ...), or the file it came in
         ("seed", INT),  # that order's seed, where it has one
     ]),
+    # Guided tours (auditatlas/tours.py): append-only, one row per stop of each saved version
+    # of a tour, never updated; the latest version of a name counts (queries/sql/tour_stops.sql).
+    # Only the ``tours`` source holds rows. A stop is a view's link (no store ids joined on
+    # write), so a tour opens on any store that holds the same data.
+    "tours": pa.schema([
+        ("version_id", STR),  # one per save: every row of a save shares it
+        ("name", STR),  # the tour's name (the author's words: untrusted text)
+        ("saved_at", STR),  # UTC, ISO 8601 with microseconds (sorts as time does)
+        ("author", STR),
+        ("stop_idx", INT),  # 0-based order of the stop; null on the one row of a removal
+        ("link", STR),  # the view, as the app's own relative link (/boards?tab=POST)
+        ("sentence", STR),  # the author's explanation shown above the view (untrusted text)
+    ]),
 }
 
 TABLE_NAMES: tuple[str, ...] = tuple(TABLES)
 
 # Tables added after format 5: a source written before has no folder for them and reads as
 # holding none of their rows (no rebuild of the store needed for a table only new writers fill).
-LATER_TABLES: frozenset[str] = frozenset({"verdicts"})
+LATER_TABLES: frozenset[str] = frozenset({"verdicts", "tours"})
 
 # Run columns the store writer copies onto each step (the shared slice, minus corpus which
 # every table carries anyway).

@@ -121,18 +121,32 @@ def read_manifest(root: str | Path) -> dict:
     return manifest
 
 
-def manifest_bytes(manifest: Mapping[str, Any]) -> bytes:
-    """The manifest as the store writes it (``_write_manifest``), less the reviews source: the
-    store version as every table but the verdicts sees it. The derived tables hash these bytes,
-    so a build keyed by another process reading the same file is found, and a verdict (which
-    replaces the reviews source) does not rebuild them: none of them reads verdicts. (The search
-    index keys on less: the sources holding steps, ``auditatlas.search.index.index_key``.)
-    """
-    from .reviews import REVIEWS_SOURCE  # reviews imports this module lazily: no cycle
+def side_sources() -> tuple[str, ...]:
+    """The sources people add to by hand (reviewers' verdicts, authors' tours): no derived
+    table, step vector or search index reads them, so a write to them keeps those caches."""
+    from .reviews import REVIEWS_SOURCE  # both import this module lazily: no cycle
+    from .tours import TOURS_SOURCE
 
-    if REVIEWS_SOURCE in manifest.get("sources", {}):
-        manifest = {**manifest, "sources": {k: v for k, v in manifest["sources"].items() if k != REVIEWS_SOURCE},
-                    "retired": [r for r in manifest.get("retired", []) if r.get("source") != REVIEWS_SOURCE]}
+    return (REVIEWS_SOURCE, TOURS_SOURCE)
+
+
+def data_manifest(manifest: Mapping[str, Any]) -> dict:
+    """``manifest`` less the side sources (and their retired folders): the store version as
+    every table but the verdicts and the tours sees it."""
+    side = side_sources()
+    return {**manifest, "sources": {k: v for k, v in manifest.get("sources", {}).items() if k not in side},
+            "retired": [r for r in manifest.get("retired", []) if r.get("source") not in side]}
+
+
+def manifest_bytes(manifest: Mapping[str, Any]) -> bytes:
+    """The manifest as the store writes it (``_write_manifest``), less the side sources
+    (``data_manifest``). The derived tables hash these bytes, so a build keyed by another
+    process reading the same file is found, and a verdict or a tour saved (each replaces its
+    own source) does not rebuild them: none of them reads verdicts or tours. (The search index
+    keys on less: the sources holding steps, ``auditatlas.search.index.index_key``.)
+    """
+    if any(name in manifest.get("sources", {}) for name in side_sources()):
+        manifest = data_manifest(manifest)
     return json.dumps(manifest, indent=2, sort_keys=True).encode()
 
 

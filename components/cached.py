@@ -48,8 +48,8 @@ def _run_unreviewed(name: str, params_json: str, root: str, data_stamp: str) -> 
 
 
 def data_stamp() -> str:
-    """The store version as every table but the verdicts sees it (the manifest without the
-    reviews source, as the derived tables' key reads it: ``queries.views.manifest_bytes``)."""
+    """The store version as every table but the verdicts and the tours sees it (the manifest
+    without those sources, as the derived tables' key reads it: ``queries.views.manifest_bytes``)."""
     from auditatlas.errors import StoreError
     from auditatlas.store import read_manifest
     from queries.views import manifest_bytes

@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from auditatlas.export import export_view, not_covered
+from auditatlas.export import Export, export_view, not_covered
 from auditatlas.export.link import parse_link
 from auditatlas.figures.tables import file_name
 from auditatlas.views import PageState
@@ -26,8 +26,13 @@ def current_link(page: PageState) -> str:
 
 
 @lru_cache(maxsize=16)
+def exported(link: str, root: str, stamp: int) -> Export:
+    """The view ``link`` as its export draws it, per store version (the tour page draws its stops so)."""
+    return export_view(cached.query, root, link)
+
+
 def _file(link: str, root: str, stamp: int) -> bytes:
-    return export_view(cached.query, root, link).html.encode("utf-8")
+    return exported(link, root, stamp).html.encode("utf-8")
 
 
 def draw(page: PageState) -> None:

@@ -1,7 +1,8 @@
 """Export a view as one offline HTML file (auditatlas.export, `auditatlas export`).
 
 Unit tests read the file as text (values, link, store version, escaping); one browser test
-opens an exported Boards and an exported Explorer from file:// with every request refused.
+opens an exported Boards, an exported Explorer and an exported tour of two stops from file://
+with every request refused.
 """
 from __future__ import annotations
 
@@ -89,7 +90,8 @@ def test_a_link_the_page_cannot_use_is_one_sentence(capsys, tmp_path):
     out = tmp_path / "x.html"
     assert cli.main(["--store", str(root), "export", "/rescore", "--out", str(out)]) == 1
     assert capsys.readouterr().err.strip() == ("error: The Re-score page (/rescore) is not covered by export yet; "
-                                               "exportable pages: /, /boards, /explorer, /detectors, /propagation, /search, /patterns, /review.")
+                                               "exportable pages: /, /boards, /explorer, /detectors, /propagation, /search, "
+                                               "/patterns, /review, /tour.")
     assert not out.exists()
     assert cli.main(["--store", str(root), "export", "/nowhere?x=1", "--out", str(out)]) == 1
     assert "'/nowhere' is not a page of the app" in capsys.readouterr().err
@@ -108,6 +110,15 @@ def test_exported_boards_and_explorer_open_offline(app_store, browser, tmp_path)
     files["boards"].write_text(_export(app_store, "/boards?tab=LIVE"), encoding="utf-8")
     files["explorer"].write_text(_export(app_store, "/explorer?" + urlencode(
         {"run": run_id, "step": 1})), encoding="utf-8")
+    # A tour of two stops (on a copy: saving it writes the store), in the same browser visit.
+    from auditatlas import tours
+    from stores import copy_of
+
+    copy = copy_of("app", tmp_path / "store")
+    tours.save(copy, tours.Tour("offline").add("/", "What is loaded.")
+               .add("/explorer?" + urlencode({"run": run_id, "step": 1}), "One run."))
+    files["tour"] = tmp_path / "tour.html"
+    files["tour"].write_text(_export(copy, "/tour?name=offline"), encoding="utf-8")
     refused: list[str] = []
     errors: list[str] = []
     page = browser.new_page()
@@ -131,6 +142,13 @@ def test_exported_boards_and_explorer_open_offline(app_store, browser, tmp_path)
         frame = graph_frame(page)
         assert frame.evaluate("() => document.querySelector('#trace-graph canvas') !== null")
         assert frame.evaluate("() => window.traceNetwork.body.data.nodes.length") > 0
+        page.goto(files["tour"].as_uri())  # every stop's figures drawn from the one plotly.js, and the graph
+        page.wait_for_selector("body[data-ready='1']", timeout=60_000)
+        assert page.locator("#stop-2").count() == 1
+        drawn = page.evaluate("() => document.querySelectorAll('div[data-figure] svg.main-svg').length > 0 && "
+                              "[...document.querySelectorAll('div[data-figure]')].every(d => d.querySelector('svg'))")
+        assert drawn and page.locator("div[data-figure]").count() >= 2
+        assert graph_frame(page).evaluate("() => window.traceNetwork.body.data.nodes.length") > 0
     finally:
         page.close()
     assert refused == [] and errors == []

@@ -23,17 +23,17 @@ from ..store import read_manifest
 from ..views.fields import describe_slice
 from .document import Document
 from .link import ExportError, Link, Query, check_slice, parse_link
-from .views import boards, detectors, explorer, overview, patterns, propagation, review, search
+from .views import boards, detectors, explorer, overview, patterns, propagation, review, search, tour
 
 # Page path -> the builder writing its view into a document.
 BUILDERS: dict[str, Callable[..., None]] = {
     "/": overview.build, "/boards": boards.build, "/explorer": explorer.build,
     "/detectors": detectors.build, "/propagation": propagation.build, "/search": search.build,
-    "/patterns": patterns.build, "/review": review.build,
+    "/patterns": patterns.build, "/review": review.build, "/tour": tour.build,
 }
 # Builders that also read the store folder itself (the search index, the step vectors beside
-# the tables): given its root.
-READS_FOLDER: frozenset[str] = frozenset({"/search", "/patterns"})
+# the tables; a tour, whose stops may be either): given its root.
+READS_FOLDER: frozenset[str] = frozenset({"/search", "/patterns", "/tour"})
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,7 @@ class Export:
     html: str
     title: str
     link: Link
+    warnings: tuple[str, ...] = ()  # every warning the file shows (the link's problems, values not held)
 
     @property
     def problems(self) -> list[str]:
@@ -68,6 +69,8 @@ def not_covered(link: Link) -> str | None:
         return "The link opens no run (it has no run=...); export the Explorer with a run open."
     if page.path == "/search" and not str(link.values["q"]).strip():
         return "The link searches for nothing (it has no q=...); export the Search page with a query."
+    if page.path == "/tour" and not str(link.values["name"]).strip():
+        return "The link names no tour (it has no name=...); save the draft under a name, then export /tour?name=NAME."
     return None
 
 
@@ -79,22 +82,30 @@ def export_view(query: Query, root: str | Path, given: str, made_at: datetime | 
     link = parse_link(given)
     if strict and link.problems:
         raise ExportError(" ".join(link.problems))
+    doc = Document()
+    write_view(doc, query, root, link)
+    made = (made_at or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M:%S UTC")
+    title = f"Audit Atlas · {link.page.title}" + (f": {link.values['name']}" if link.page.path == "/tour" else "")
+    facts = [("view", link.page.what), ("slice", describe_slice(link.slice)),
+             ("choices", choices(link)), ("store version", store_version(root)),
+             ("link", link.app_link), ("link as given", link.given), ("made", made)]
+    return Export(doc.render(title, [f for f in facts if f[1]]), title, link, tuple(doc.warnings))
+
+
+def write_view(doc: Document, query: Query, root: str | Path, link: Link) -> None:
+    """The view ``link`` opens, written into ``doc``: the link's problems, the "simulated" mark,
+    then the page's own sections. Raises ``ExportError`` (one sentence) for a page the export
+    does not cover. One view's file is one call; a tour's file is one call per stop, into one
+    document, so its libraries are inlined once for every stop."""
     reason = not_covered(link)
     if reason:
         raise ExportError(reason)
     build = BUILDERS[link.page.path]
     check_slice(link, query)
-    doc = Document()
     for problem in link.problems:
         doc.warning(problem)
     simulated_mark(doc, query, link)
     build(doc, query, link, root=Path(root)) if link.page.path in READS_FOLDER else build(doc, query, link)
-    made = (made_at or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M:%S UTC")
-    title = f"Audit Atlas · {link.page.title}"
-    facts = [("view", link.page.what), ("slice", describe_slice(link.slice)),
-             ("choices", choices(link)), ("store version", store_version(root)),
-             ("link", link.app_link), ("link as given", link.given), ("made", made)]
-    return Export(doc.render(title, [f for f in facts if f[1]]), title, link)
 
 
 def choices(link: Link) -> str:
@@ -117,4 +128,5 @@ def simulated_mark(doc: Document, query: Query, link: Link) -> None:
                  "simulated")
 
 
-__all__ = ["BUILDERS", "Export", "ExportError", "not_covered", "export_view", "parse_link", "store_version"]
+__all__ = ["BUILDERS", "Export", "ExportError", "not_covered", "export_view", "parse_link", "store_version",
+           "write_view"]

@@ -47,9 +47,12 @@ class Document:
     n_tables: int = 0
     n_figures: int = 0
     n_graphs: int = 0
+    warnings: list[str] = field(default_factory=list)  # every warning sentence, in order (a tour's page shows them)
 
-    def heading(self, text: str, level: int = 2) -> None:
-        self.parts.append(f"<h{level}>{esc(text)}</h{level}>")
+    def heading(self, text: str, level: int = 2, anchor: str | None = None) -> None:
+        """A heading; ``anchor`` (our own id, never the store's text) lets a link jump to it."""
+        ident = f' id="{esc(anchor)}"' if anchor else ""
+        self.parts.append(f"<h{level}{ident}>{esc(text)}</h{level}>")
 
     def text(self, sentence: str, kind: str = "") -> None:
         """A sentence (ours or the store's), as text; ``kind``: "", note, warning, info, simulated."""
@@ -57,7 +60,18 @@ class Document:
         self.parts.append(f"<p{cls}>{esc(sentence)}</p>")
 
     def warning(self, sentence: str) -> None:
+        self.warnings.append(sentence)
         self.text(sentence, "warning")
+
+    def facts(self, pairs: Sequence[tuple[str, str]]) -> None:
+        """Name-value pairs (a tour stop's link, slice and choices) in the file's facts box."""
+        items = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in pairs)
+        self.parts.append(f'<dl class="facts">{items}</dl>')
+
+    def jumps(self, targets: Sequence[tuple[str, str]]) -> None:
+        """Links within the file: (anchor, text) pairs, anchors being our own ids (``heading``)."""
+        links = " · ".join(f'<a href="#{esc(anchor)}">{esc(text)}</a>' for anchor, text in targets)
+        self.parts.append(f'<p class="jumps">{links}</p>')
 
     def pre(self, label: str, body: str) -> None:
         self.parts.append(f'<div class="pre"><div class="label">{esc(label)}</div><pre>{esc(body)}</pre></div>')
@@ -168,6 +182,9 @@ iframe.graph {{ width: 100%; height: 700px; border: 0; }}
 .pre pre {{ white-space: pre-wrap; background: #f6f8fa; border: 1px solid #d0d7de; border-radius: 4px; padding: 8px;
             max-height: 400px; overflow: auto; }}
 .pre .label {{ color: #57606a; font-weight: 600; }}
+.sentence {{ font-size: 17px; border-left: 4px solid #0969da; padding: 4px 12px; white-space: pre-wrap; }}
+.jumps {{ margin: 18px 0; }} h2[id^="stop-"] {{ border-top: 2px solid #d0d7de; padding-top: 18px; }}
+@media print {{ h2[id^="stop-"] {{ break-before: page; }} .jumps, .download {{ display: none; }} }}
 </style></head>
 <body>
 <h1>{title}</h1>

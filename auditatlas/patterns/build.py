@@ -1,7 +1,7 @@
 """Building the step vectors of one store version into ``STORE/patterns/<key>/``.
 
 Like the derived tables (``queries/derived.py``): the key hashes the store's manifest (the
-reviews source left out: verdicts change no step's text or stored label) and ``LAYOUT``, so a
+reviews and tours sources left out: verdicts and tours change no step's text or stored label) and ``LAYOUT``, so a
 new store version never reads an old build; a build writes into ``.tmp-<token>/`` under an
 exclusive lease and renames it into place (two processes racing both build, one rename wins);
 readers hold a shared lease on the build they read; ``remove_stale`` removes what no live
@@ -31,8 +31,7 @@ import scipy.sparse as sp
 from .. import leases
 from ..analyses import Query
 from ..errors import AtlasError
-from ..reviews import REVIEWS_SOURCE
-from ..store import read_manifest
+from ..store import data_manifest, read_manifest
 from . import text
 
 HOME = "patterns"  # STORE/patterns
@@ -52,10 +51,7 @@ def vectors_home(root: str | Path) -> Path:
 
 def version_key(root: str | Path) -> str:
     """The key of the store version ``root`` holds now (see the module docstring)."""
-    manifest = dict(read_manifest(root))
-    sources = {k: v for k, v in manifest.get("sources", {}).items() if k != REVIEWS_SOURCE}
-    manifest["sources"] = sources
-    manifest["retired"] = [r for r in manifest.get("retired", []) if r.get("source") != REVIEWS_SOURCE]
+    manifest = data_manifest(read_manifest(root))
     digest = hashlib.sha256(LAYOUT.encode())
     digest.update(json.dumps(manifest, sort_keys=True).encode())
     digest.update(repr((text.N_FEATURES, text.TERMS_PER_STEP, text.TOKEN_PATTERN)).encode())

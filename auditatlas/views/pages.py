@@ -156,7 +156,20 @@ PATTERNS = PageState(
     ),
 )
 
-PAGES: tuple[PageState, ...] = (OVERVIEW, BOARDS, EXPLORER, SEARCH, PATTERNS, PROPAGATION, DETECTORS, RESCORE, REVIEW)
+TOUR = PageState(
+    path="/tour", title="Tour",
+    what="a guided tour saved in the store, one stop at a time: the author's sentence above the view, next / "
+         "previous; the draft being made (add the current view from any page's sidebar, reorder, remove, save "
+         "under a name); every saved tour",
+    fields=(
+        Field("name", "str", default="", help="the tour's name, as saved (default: the draft and the list of tours)"),
+        Field("stop", "int", default=1, low=1, help="the open stop (1 = the first)",
+              expects="a stop number (1, 2, …)", fallback="opening the first stop"),
+    ),
+)
+
+PAGES: tuple[PageState, ...] = (OVERVIEW, BOARDS, EXPLORER, SEARCH, PATTERNS, PROPAGATION, DETECTORS, RESCORE, REVIEW,
+                                TOUR)
 
 
 def patterns_url(run_id: str | None, step_idx: int | None = None, slice: Mapping[str, Iterable[Any]] | None = None,
