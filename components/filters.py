@@ -14,7 +14,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from auditatlas.views import SLICE
+from auditatlas.schema import LABEL_CHOICES
+from auditatlas.views import LABELS as LABELS_FIELD, SLICE
 from auditatlas.views.fields import SLICE_LABELS as LABELS, describe_slice as describe  # noqa: F401 - pages use describe
 from components.safe import md
 from components.view_state import report
@@ -51,6 +52,19 @@ def slice_sidebar(options: pd.DataFrame) -> dict[str, list[str]]:
     if unknown:
         report([not_in_store_message({c: values for c, (values, _) in unknown.items()})])
     return chosen
+
+
+def labels_sidebar() -> str:
+    """Draw the label choice under the slice; return it (``labels`` in the URL, written only
+    when it is not the released labels: a bound widget drops its default from the URL)."""
+    st.sidebar.header("Labels")
+    return st.sidebar.radio(
+        "Labels the views read",
+        options=list(LABEL_CHOICES),
+        key=LABELS_FIELD.name,
+        bind="query-params",
+        help="; ".join(f"**{name}**: {meaning}" for name, meaning in LABEL_CHOICES.items()),
+    )
 
 
 def not_in_store_message(unknown: dict[str, list[str]]) -> str:

@@ -197,7 +197,7 @@ def run_view(run: pd.Series) -> None:
               f"{int(run['n_scopes'])} scope(s)"]
     st.markdown(" · ".join(facts))
     st.caption(f"Labels: {md(run['label_process'])}.")
-    in_slice = all(not v or str(run.get(c)) in [str(x) for x in v] for c, v in slice_.items())
+    in_slice = all(not v or str(run.get(c)) in [str(x) for x in v] for c, v in slice_.items() if c != "labels")
     if not in_slice:
         st.caption("This run lies outside the sidebar slice (the link names it directly).")
 

@@ -29,6 +29,7 @@ import scipy.sparse as sp
 from ..analyses import Query
 from ..analyses.review_queue import queue as review_queue
 from ..errors import AtlasError
+from ..views.fields import copy_shared
 from . import text as text_mod
 from .similar import WEIGHTS, step_scores
 from .vectors import StepVectors
@@ -123,7 +124,7 @@ def failure_clusters(vectors: StepVectors, query: Query, slice_: Mapping[str, An
 def _cached_fit(vectors: StepVectors, rows: np.ndarray, slice_, seed: int, n_clusters: int,
                 report: Progress) -> tuple[np.ndarray, np.ndarray]:
     """Cluster numbers (1 = largest) and distances to the centre, from the cache when there."""
-    key = json.dumps({"slice": {k: sorted(map(str, v)) for k, v in (slice_ or {}).items() if v}, "seed": seed,
+    key = json.dumps({"slice": {k: v if isinstance(v, str) else sorted(map(str, v)) for k, v in copy_shared(slice_, True).items()}, "seed": seed,
                       "n": n_clusters}, sort_keys=True)
     folder = vectors.folder / CACHE
     path = folder / f"{hashlib.sha256(key.encode()).hexdigest()[:20]}.npz"

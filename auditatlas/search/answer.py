@@ -14,6 +14,7 @@ import pandas as pd
 import tantivy
 
 from ..schema import SLICE_COLUMNS
+from ..views.fields import copy_shared
 from . import fields
 from .index import StepIndex
 from .parse import QueryTextError, parse
@@ -73,7 +74,7 @@ class SearchAnswer:
         return max(1, -(-self.total // self.request.page_size))
 
     def as_dict(self) -> dict[str, Any]:
-        return {"query": self.request.text, "slice": {k: list(v) for k, v in self.request.slice.items() if v},
+        return {"query": self.request.text, "slice": copy_shared(self.request.slice, drop_empty=True),
                 "label": self.request.label, "page": self.request.page, "page_size": self.request.page_size,
                 "total": self.total, "ranked": self.ranked, "note": self.note,
                 "hits": [{**asdict(h), "highlights": [list(r) for r in h.highlights],

@@ -1,0 +1,155 @@
+"""The views under labels=released|reviewed|agreed against the hand-counted store of labels_store.py."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import labels_store as ls
+import queries
+from auditatlas.analyses import anomaly_propagation as P
+from auditatlas.analyses import detector_comparison as dv
+from auditatlas.analyses import labels_in_use
+from auditatlas.analyses.board_registry import run_board
+from auditatlas.views.fields import LABELS, shared_of
+from auditatlas.views.pages import DETECTORS, OVERVIEW
+from auditatlas.export.link import parse_link
+
+
+@pytest.fixture(scope="module")
+def reviewed(tmp_path_factory) -> Path:
+    return ls.build_reviewed(tmp_path_factory.mktemp("labels") / "store")
+
+
+def _shared(choice: str) -> dict:
+    return {"labels": choice}
+
+
+def _rates(root: Path, choice: str) -> dict:
+    frame = queries.run("action_rates", {"slice": _shared(choice)}, root=root)
+    return {r.action: (int(r.labeled_steps), int(r.anomalies), int(r.unlabeled_steps),
+                       None if r.success_rate != r.success_rate else round(float(r.success_rate), 6))
+            for r in frame.itertuples()}
+
+
+def test_overview_rates_under_each_label_choice(reviewed):
+    assert _rates(reviewed, "released") == {"A": (5, 2, 0, 0.6), "B": (6, 2, 0, round(4 / 6, 6))}
+    assert _rates(reviewed, "reviewed") == {"A": (5, 1, 0, 0.8), "B": (6, 4, 0, round(2 / 6, 6))}
+    # Under agreed, action A keeps no labeled step: its rate is undefined (NULL), never a number.
+    assert _rates(reviewed, "agreed") == {"A": (0, 0, 5, None), "B": (1, 1, 5, 0.0)}
+
+
+def _cells(root: Path, choice: str) -> dict:
+    grid = dv.compute_grid(queries.runner(root), "t", _shared(choice), by_backbone=True)
+    return {(r.action, int(r.n_pos), int(r.n_neg)): (None if r.auc != r.auc else round(float(r.auc), 6))
+            for r in grid.per_set.itertuples() if r.backbone == "X"}
+
+
+def test_detectors_grid_cell_auroc_under_each_label_choice(reviewed):
+    assert _cells(reviewed, "released") == {("A", 2, 3): round(2 / 6, 6), ("B", 2, 4): 0.875}
+    assert _cells(reviewed, "reviewed") == {("A", 1, 4): 1.0, ("B", 4, 2): 1.0}
+    # One positive and no negative: the cell is undefined; action A has no labeled test step at all.
+    assert _cells(reviewed, "agreed") == {("B", 1, 0): None}
+
+
+def test_the_undefined_cell_gets_a_sentence(reviewed):
+    grid = dv.compute_grid(queries.runner(reviewed), "t", _shared("agreed"), by_backbone=True)
+    cell = grid.cells[(grid.cells["backbone"] == "X") & (grid.cells["action"] == "B")].iloc[0]
+    assert "no normal" in str(cell["reason"]).lower() or "negative" in str(cell["reason"]).lower()
+    assert grid.notes == ["1 action row(s) have no labeled steps in this slice; no ROC-AUC can rest on them."]
+
+
+def _position(root: Path, choice: str) -> tuple:
+    result = run_board("post-localization", queries.runner(root), "t", _shared(choice))
+    row = next(r for r in result.rows if r.entrant == "position")
+    return result.n_items, tuple(round(row.metrics[m], 6) for m in ("top1", "top3", "mrr"))
+
+
+def test_localization_board_position_row_under_each_label_choice(reviewed):
+    assert _position(reviewed, "released") == (3, (round(1 / 3, 6), round(2 / 3, 6), round(7 / 12, 6)))
+    assert _position(reviewed, "reviewed") == (3, (round(1 / 3, 6), 1.0, round(5 / 9, 6)))
+    assert _position(reviewed, "agreed") == (1, (0.0, 0.0, 0.25))
+
+
+def _chains(root: Path, choice: str) -> tuple:
+    query = queries.runner(root)
+    counts = P.chain_counts(query, _shared(choice))
+    lengths = P.chain_lengths(query, _shared(choice))
+    origins = sorted(lengths["origin_action"]) if len(lengths) else []
+    return int(counts["chains"].sum()), origins
+
+
+def test_propagation_chains_recomputed_from_the_chosen_labels(reviewed):
+    assert _chains(reviewed, "released") == (1, ["A"])
+    assert _chains(reviewed, "reviewed") == (2, ["A", "B"])
+    assert _chains(reviewed, "agreed") == (0, [])
+
+
+def test_chain_roles_and_run_counts_follow_the_choice(reviewed):
+    def run_a(choice):
+        steps = queries.run("explorer_steps", {"run": "t:a", "labels": choice}, root=reviewed)
+        roles = [None if pd.isna(r) else r for r in steps["chain_role"]]
+        return [None if pd.isna(v) else int(v) for v in steps["label"]], roles
+
+    assert run_a("released") == ([0, 1, 1, 0], [None, "origin", "down", None])
+    assert run_a("reviewed") == ([1, 0, 1, 0], ["origin", None, "down", None])
+    assert run_a("agreed") == ([None] * 4, [None] * 4)
+    runs = queries.run("explorer_runs_count", _runs_count_params("reviewed", min_chain=2), root=reviewed)
+    assert int(runs["total"].iloc[0]) == 2  # t:a and t:b hold a chain under reviewed (t:a alone as released)
+
+
+def _runs_count_params(choice: str, min_chain: int) -> dict:
+    from auditatlas.views.fields import SLICE_COLUMNS  # noqa: F401 - the run list's own filters below
+
+    return {"slice": _shared(choice), "run_q": "", "run_pattern": "%", "f_corpus": [], "f_backbone": [],
+            "f_difficulty": [], "f_outcome": [], "min_steps": None, "max_steps": None, "min_anomalous": None,
+            "max_anomalous": None, "min_chain": min_chain, "max_chain": None}
+
+
+def test_caption_says_which_labels_and_how_many_steps_were_reviewed(reviewed):
+    query = queries.runner(reviewed)
+    assert labels_in_use.caption_for(query, _shared("reviewed")) == \
+        "Labels: reviewed (7 steps reviewed, 5 changed, 1 unsure kept as released)."
+    assert labels_in_use.caption_for(query, _shared("agreed")) == \
+        "Labels: agreed (7 steps reviewed, 1 agree with the release; every other step counts as unlabeled)."
+    assert labels_in_use.caption_for(query, {}).startswith("Labels: released (7 steps reviewed, 5 of them")
+    # A slice the verdicts do not reach says so.
+    assert labels_in_use.caption_for(query, {"backbone": ["nope"]}) == "Labels: released (no step of this slice reviewed)."
+
+
+def test_a_new_verdict_is_read_by_the_next_query(reviewed, tmp_path):
+    import shutil
+
+    from auditatlas import reviews
+
+    root = tmp_path / "copy"
+    shutil.copytree(reviewed, root, ignore=shutil.ignore_patterns("derived"))
+    assert _rates(root, "reviewed")["A"] == (5, 1, 0, 0.8)
+    reviews.append_verdicts(root, [reviews.verdict("t", "t:b", 0, "anomaly", "rev2")])
+    assert _rates(root, "reviewed")["A"] == (5, 2, 0, 0.6)
+    assert _rates(root, "released")["A"] == (5, 2, 0, 0.6)  # b0 released 0, a1 released 1: same counts
+
+
+def test_labels_round_trip_through_the_url():
+    url = DETECTORS.url({"backbone": ["X"], "labels": "reviewed"}, {"tab": "Overall"})
+    assert url == "/detectors?backbone=X&labels=reviewed&tab=Overall"
+    # The released labels are the default: a link leaves them out.
+    assert OVERVIEW.url({"labels": "released"}) == "/"
+    link = parse_link(url)
+    assert link.slice["labels"] == "reviewed" and link.slice["backbone"] == ["X"]
+    assert link.app_link == url
+    assert link.problems == []
+
+
+def test_a_bad_label_choice_is_one_sentence_and_the_released_labels():
+    link = parse_link("/?labels=mine")
+    assert link.slice["labels"] == "released"
+    assert link.problems == ["The link's labels 'mine' is not one of released, reviewed, agreed; using released."]
+    assert shared_of({"labels": ["agreed"]})["labels"] == "agreed"
+    assert LABELS.default == "released"
+
+
+def test_an_unknown_label_choice_is_refused_by_the_query_layer(reviewed):
+    with pytest.raises(ValueError, match="labels 'mine' is not one of released, reviewed, agreed"):
+        queries.run("action_rates", {"slice": {"labels": "mine"}}, root=reviewed)
