@@ -58,8 +58,9 @@ stop_on_broken_store()
 
 # The label choice rides in the slice mapping: whatever takes the slice reads the chosen labels.
 st.session_state["slice"] = {**slice_sidebar(cached.query("slice_options")), "labels": labels_sidebar()}
-# Every view says which labels it reads and how far the verdicts reach into its slice.
-st.caption(md(cached.label_caption(st.session_state["slice"])))
+# Every view says which labels it reads and how far the verdicts reach into its slice (our words
+# and counts only, so drawn as they are).
+st.caption(cached.label_caption(st.session_state["slice"]))
 
 # The pages are their declarations (auditatlas/views): adding one is a declaration plus its module.
 # No page icons: the current page's icon becomes the favicon, fetched from fonts.gstatic.com.

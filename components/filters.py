@@ -24,6 +24,9 @@ SLICE_COLUMNS = tuple(f.name for f in SLICE)
 
 # session_state key: {column: (values the link asked for that the store lacks, the widget value then)}
 UNKNOWN_KEY = "_slice_values_not_in_store"
+# session_state key: the sentence for a link's label choice that is none (reported by the sidebar
+# while the reader keeps the released labels; view_state.read leaves it to the sidebar).
+BAD_LABELS_KEY = "_labels_not_a_choice"
 
 
 def slice_sidebar(options: pd.DataFrame) -> dict[str, list[str]]:
@@ -56,15 +59,27 @@ def slice_sidebar(options: pd.DataFrame) -> dict[str, list[str]]:
 
 def labels_sidebar() -> str:
     """Draw the label choice under the slice; return it (``labels`` in the URL, written only
-    when it is not the released labels: a bound widget drops its default from the URL)."""
+    when it is not the released labels: a bound widget drops its default from the URL).
+
+    A link's value that is no choice is dropped by the bound widget on the first run, without a
+    word (as a slice value the store lacks): so it is read first, and its sentence stays on
+    screen until the reader picks a choice."""
+    _, problem = LABELS_FIELD.parse(st.query_params.get_all(LABELS_FIELD.name))
+    if problem:
+        st.session_state[BAD_LABELS_KEY] = problem
     st.sidebar.header("Labels")
-    return st.sidebar.radio(
+    chosen = st.sidebar.radio(
         "Labels the views read",
         options=list(LABEL_CHOICES),
         key=LABELS_FIELD.name,
         bind="query-params",
         help="; ".join(f"**{name}**: {meaning}" for name, meaning in LABEL_CHOICES.items()),
     )
+    if chosen != LABELS_FIELD.default:
+        st.session_state.pop(BAD_LABELS_KEY, None)
+    if st.session_state.get(BAD_LABELS_KEY):
+        report([st.session_state[BAD_LABELS_KEY]])
+    return chosen
 
 
 def not_in_store_message(unknown: dict[str, list[str]]) -> str:

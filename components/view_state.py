@@ -91,6 +91,8 @@ def read(page: PageState, bound: bool = True, show: bool = True) -> LinkView:
     st.session_state[OPENING_KEY] = opening
     values, _ = page.parse(current)
     asked, problems = page.parse({**current, **opening["raw"]})
+    # A bad label choice is the sidebar's to report (components/filters.py), once.
+    problems = [p for p in problems if p != st.session_state.get("_labels_not_a_choice")]
     view = LinkView(page, values, asked, problems)
     if show:
         report(problems)

@@ -10,8 +10,10 @@ ensure_app_navigation()
 
 from auditatlas.analyses.board_registry import PILLARS
 from auditatlas.analyses.board_registry import registry as board_registry
+from auditatlas.analyses.labels_in_use import published_note
 from auditatlas.errors import AtlasError
 from auditatlas.views.pages import BOARDS as BOARDS_STATE
+from auditatlas.views.fields import filters_any
 from auditatlas.views.pages import board_corpus_key
 from components import export_button
 from components import board_view, cached, view_state
@@ -27,6 +29,8 @@ st.caption("Every number is regenerated from predictions in the store. Entrants 
 # Read before the widgets: a bound widget drops a value it does not offer (see view_state).
 link = view_state.read(BOARDS_STATE)
 export_button.draw(BOARDS_STATE)
+if published_note(slice_):
+    st.caption(published_note(slice_))
 
 available = cached.board_corpora()
 # One tab per pillar, its boards in registry order: a board added to the registry shows up here.
@@ -43,7 +47,7 @@ def board_section(name: str, per_seed: bool) -> None:
     board = BOARDS[name]
     if not board.allows_slice:
         st.caption(f"The sidebar slice filters runs; this board scores {board.item_kind}, so it does not apply here.")
-    elif any(slice_.values()):
+    elif filters_any(slice_):
         st.caption("Scored on the sidebar slice only.")
     corpora = available.get(name, [])
     if not corpora:

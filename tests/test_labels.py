@@ -153,3 +153,79 @@ def test_a_bad_label_choice_is_one_sentence_and_the_released_labels():
 def test_an_unknown_label_choice_is_refused_by_the_query_layer(reviewed):
     with pytest.raises(ValueError, match="labels 'mine' is not one of released, reviewed, agreed"):
         queries.run("action_rates", {"slice": {"labels": "mine"}}, root=reviewed)
+
+
+def test_every_page_shows_the_label_caption_and_reads_the_choice(reviewed, monkeypatch):
+    from app_support import open_page, page_texts
+
+    def texts(at):
+        return page_texts(at).replace("\\", "")
+
+    at = open_page(reviewed, monkeypatch, "pages/overview.py", labels="reviewed")
+    assert "Labels: reviewed (7 steps reviewed, 5 changed, 1 unsure kept as released)." in texts(at)
+    assert at.sidebar.radio(key="labels").value == "reviewed"
+    # The Overview's slice line counts the reviewed labels: 11 steps, all labeled (t:b 1 unsure keeps its 0).
+    assert "3 runs, 11 steps, 11 labeled" in texts(at)
+    at.sidebar.radio(key="labels").set_value("agreed").run()
+    assert "Labels: agreed (7 steps reviewed, 1 agree with the release" in texts(at)
+    assert "3 runs, 11 steps, 1 labeled" in texts(at)
+
+
+def test_a_bad_label_choice_in_a_link_is_reported_on_the_page(reviewed, monkeypatch):
+    from app_support import open_page
+
+    at = open_page(reviewed, monkeypatch, "pages/overview.py", labels="mine")
+    assert [_plain(w.value) for w in at.warning] == ["The link's labels 'mine' is not one of released, reviewed, agreed; using released."]
+    assert "Labels: released (7 steps reviewed" in at.caption[0].value
+    at.sidebar.radio(key="labels").set_value("reviewed").run()
+    assert not at.warning  # the reader chose: the link's request is answered
+
+
+def _plain(markdown: str) -> str:
+    """A sentence drawn through components.safe.md, as the reader sees it."""
+    return markdown.replace("\\", "").replace("\u2060", "")
+
+
+# Reviewed labels per step (labels_store.py), for the views built from caches of released labels.
+REVIEWED = {("t:a", 0): 1, ("t:a", 1): 0, ("t:a", 2): 1, ("t:a", 3): 0, ("t:b", 0): 0, ("t:b", 1): 0, ("t:b", 2): 1,
+            ("t:b", 3): 1, ("t:c", 0): 0, ("t:c", 1): 0, ("t:c", 2): 1}
+
+
+def test_search_follows_the_label_choice(reviewed):
+    from auditatlas.search import SearchRequest, search
+    from queries.search import index_for
+
+    index = index_for(reviewed, wait=True).index
+    query = queries.runner(reviewed)
+
+    def hits(choice, label):
+        answer = search(SearchRequest("out", {"labels": choice}, label, page_size=50), index, query)
+        return answer, {(h.run_id, h.step_idx): h.label for h in answer.hits}
+
+    answer, found = hits("released", "anomaly")
+    assert answer.ranked and set(found) == {("t:a", 1), ("t:a", 2), ("t:b", 3), ("t:c", 0)}
+    answer, found = hits("reviewed", "anomaly")  # the index holds released labels: the scan answers, and says so
+    assert not answer.ranked and "reads the reviewed labels" in answer.note
+    assert set(found) == {k for k, v in REVIEWED.items() if v == 1}
+    answer, found = hits("reviewed", "any")  # ranked, each hit labeled as reviewed
+    assert answer.ranked and found == {k: "anomaly" if v else "normal" for k, v in REVIEWED.items()}
+    answer, found = hits("agreed", "anomaly")
+    assert set(found) == {("t:b", 3)}
+
+
+def test_patterns_follow_the_label_choice(reviewed):
+    from auditatlas.errors import AtlasError
+    from auditatlas.patterns import clusters, similar, vectors
+
+    query = queries.runner(reviewed)
+    found = vectors.load(reviewed, query)
+    near = similar.similar_steps(found, query, "t:a", 0, {"labels": "reviewed"}, k=10)
+    assert near.anchor["label"] == 1
+    assert {(r, s): int(v) for r, s, v in near.neighbours[["run_id", "step_idx", "label"]].itertuples(index=False)} == \
+        {k: v for k, v in REVIEWED.items() if k != ("t:a", 0)}
+    result = clusters.failure_clusters(found, query, {"labels": "reviewed"}, n_clusters=2)
+    assert sorted((r, int(s)) for r, s in result.members[["run_id", "step_idx"]].itertuples(index=False)) == \
+        sorted(k for k, v in REVIEWED.items() if v == 1)
+    assert set(result.members["label"]) == {1.0}
+    with pytest.raises(AtlasError, match="fewer than the 2 clusters"):  # one agreed anomaly (t:b 3)
+        clusters.failure_clusters(found, query, {"labels": "agreed"}, n_clusters=2)

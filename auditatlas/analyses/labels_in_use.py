@@ -57,3 +57,13 @@ def caption(counts: ReviewReach) -> str:
 def caption_for(query: Query, slice_: Mapping[str, Any] | None) -> str:
     """:func:`caption` of the slice's counts."""
     return caption(reach(query, slice_))
+
+
+def published_note(slice_: Mapping[str, Any] | None) -> str | None:
+    """Why a recomputed board may differ from its published values under another label choice
+    (the published values rest on the released labels); None under the released labels."""
+    choice = labels_of(slice_)
+    if choice == DEFAULT_LABELS:
+        return None
+    return (f"Recomputed under the {choice} labels; the published values rest on the released labels, so a "
+            "recomputed value that differs from its published one is expected here.")

@@ -27,6 +27,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from ..analyses import Query
+from ..analyses.relabel import is_released
 from ..analyses.review_queue import queue as review_queue
 from ..errors import AtlasError
 from ..views.fields import copy_shared
@@ -82,9 +83,15 @@ def anomalous_rows(vectors: StepVectors, query: Query, slice_: Mapping[str, Any]
     mask = vectors.slice_mask(slice_)
     if not mask.any():
         raise AtlasError("This slice holds no steps; widen the filters in the sidebar.")
-    label = np.asarray(vectors.step["label"])
-    if (label[mask] >= 0).any():
+    if is_released(slice_):
+        label = np.asarray(vectors.step["label"])
+        labeled = bool((label[mask] >= 0).any())
         rows = np.flatnonzero(mask & (label == 1))
+    else:  # the vectors hold the released labels: the chosen ones are read from the store
+        labeled = int(query("slice_summary", {"slice": dict(slice_ or {})})["labeled_steps"].sum()) > 0
+        found = query("slice_anomalies", {"slice": dict(slice_ or {})})
+        rows = np.sort(vectors.rows_of(zip(found["run_id"], found["step_idx"])))
+    if labeled:
         if not len(rows):
             raise AtlasError("This slice has no labeled anomalies to cluster.")
         return rows, "labeled anomalies"
@@ -110,6 +117,8 @@ def failure_clusters(vectors: StepVectors, query: Query, slice_: Mapping[str, An
     assign, distance = _cached_fit(vectors, rows, slice_, seed, n_clusters, report)
     report(0.8, "naming the clusters")
     members = vectors.keys(rows)
+    if not is_released(slice_):  # the vectors' labels are the released ones
+        members["label"] = 1.0 if source == "labeled anomalies" else np.nan
     members.insert(0, "cluster", assign)
     members["distance"] = distance
     # KMeans leaves a cluster empty when the steps have fewer distinct places than clusters

@@ -226,6 +226,17 @@ def labels_of(slice_: Mapping[str, Any] | None) -> str:
     return str((slice_ or {}).get(LABELS.name) or LABELS.default)
 
 
+def on_release(slice_: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The slice under the released labels: for what questions the release itself (the review
+    queues, the agreement figures), whatever the views' label choice."""
+    return {**dict(slice_ or {}), LABELS.name: LABELS.default}
+
+
+def filters_any(slice_: Mapping[str, Any] | None) -> bool:
+    """Whether the slice filters any column (the label choice is no filter)."""
+    return any((slice_ or {}).get(c) for c in SLICE_COLUMNS)
+
+
 def copy_shared(slice_: Mapping[str, Any] | None, drop_empty: bool = False) -> dict[str, Any]:
     """A plain copy of a slice mapping: each column's values a list, the label choice kept as
     its name (left out when it is the released labels, so such a copy is the slice as before)."""

@@ -5,11 +5,13 @@ from __future__ import annotations
 import pandas as pd
 
 from ...analyses.board_published import missing_blocks, reconcile
+from ...analyses.labels_in_use import published_note
 from ...analyses.board_registry import registry, run_board
 from ...analyses.board_seeds import SD_WORDS, coverage_line
 from ...errors import AtlasError
 from ...figures.boards import STATUS_COLOR, contrasts_frame, fmt, live_figure, published_frame, shown_rows
 from ...views import not_held
+from ...views.fields import filters_any
 from ...views.pages import board_corpus_key
 from ..document import Document
 from ..link import Link, Query
@@ -22,6 +24,8 @@ def build(doc: Document, query: Query, link: Link) -> None:
     doc.text("Every number is regenerated from predictions in the store. Entrants are ordered only where a paired "
              "test (Holm-adjusted within its declared family) separates them from the floor or baseline; the rest "
              "share an unresolved band.", "note")
+    if published_note(link.slice):
+        doc.text(published_note(link.slice), "note")
     pillar, per_seed = link.values["tab"], link.values["per_seed"]
     doc.heading(f"{pillar} boards")
     doc.text(f"{pillar}: {STATE.get(pillar, '')}.", "note")
@@ -42,7 +46,7 @@ def section(doc: Document, query: Query, link: Link, name: str, per_seed: bool) 
     board = registry()[name]
     if not board.allows_slice:
         doc.text(f"The sidebar slice filters runs; this board scores {board.item_kind}, so it does not apply here.", "note")
-    elif any(link.slice.values()):
+    elif filters_any(link.slice):
         doc.text("Scored on the sidebar slice only.", "note")
     corpora = board.corpora(query)
     if not corpora:
