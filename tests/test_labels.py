@@ -229,3 +229,22 @@ def test_patterns_follow_the_label_choice(reviewed):
     assert set(result.members["label"]) == {1.0}
     with pytest.raises(AtlasError, match="fewer than the 2 clusters"):  # one agreed anomaly (t:b 3)
         clusters.failure_clusters(found, query, {"labels": "agreed"}, n_clusters=2)
+
+
+def test_without_any_verdict_reviewed_is_released_and_agreed_holds_no_label(tmp_path):
+    root = ls.build(tmp_path / "store")  # no reviews source at all
+    assert _rates(root, "reviewed") == _rates(root, "released")
+    assert _rates(root, "agreed") == {"A": (0, 0, 5, None), "B": (0, 0, 6, None)}
+    assert labels_in_use.caption_for(queries.runner(root), _shared("reviewed")) == \
+        "Labels: reviewed (0 steps reviewed, 0 changed)."
+
+
+def test_an_orphaned_verdict_changes_no_label(tmp_path):
+    from auditatlas import reviews
+
+    root = ls.build(tmp_path / "store")
+    reviews.append_verdicts(root, [reviews.verdict("t", "t:a", 9, "anomaly", "rev"),  # t:a has 4 steps
+                                   reviews.verdict("t", "t:gone", 0, "anomaly", "rev")])
+    assert _rates(root, "reviewed") == _rates(root, "released")
+    assert labels_in_use.caption_for(queries.runner(root), _shared("reviewed")) == \
+        "Labels: reviewed (0 steps reviewed, 0 changed)."
