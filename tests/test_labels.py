@@ -248,3 +248,18 @@ def test_an_orphaned_verdict_changes_no_label(tmp_path):
     assert _rates(root, "reviewed") == _rates(root, "released")
     assert labels_in_use.caption_for(queries.runner(root), _shared("reviewed")) == \
         "Labels: reviewed (0 steps reviewed, 0 changed)."
+
+
+def test_the_board_command_scores_under_the_label_choice(reviewed):
+    import json
+
+    from cli_support import run_cli
+
+    done = run_cli("--store", str(reviewed), "board", "post-localization", "--corpus", "t", "--labels", "agreed")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("[POST] POST localization") and "(1 failed runs" in lines[0]
+    assert lines[1] == "Labels: agreed (7 steps reviewed, 1 agree with the release; every other step counts as unlabeled)."
+    done = run_cli("--store", str(reviewed), "board", "post-localization", "--corpus", "t", "--labels", "reviewed", "--json")
+    data = json.loads(done.stdout)
+    assert data["labels"] == "reviewed" and data["n_items"] == 3
