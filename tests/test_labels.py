@@ -60,6 +60,15 @@ def test_the_undefined_cell_gets_a_sentence(reviewed):
     assert grid.notes == ["1 action row(s) have no labeled steps in this slice; no ROC-AUC can rest on them."]
 
 
+def test_an_overall_metric_without_both_classes_is_a_sentence(reviewed):
+    query = queries.runner(reviewed)
+    assert dv.one_class_note(dv.compute_overall(query, "t", _shared("reviewed")).per_set) is None
+    overall = dv.compute_overall(query, "t", _shared("agreed"))  # S1 scores one agreed step, an anomaly
+    assert overall.per_set["auc"].isna().all()
+    assert dv.one_class_note(overall.per_set) == ("1 of 1 prediction set(s) score no normal step of this slice: "
+                                                  "their ROC-AUC and balanced accuracy are undefined (blank), never 0.5.")
+
+
 def _position(root: Path, choice: str) -> tuple:
     result = run_board("post-localization", queries.runner(root), "t", _shared(choice))
     row = next(r for r in result.rows if r.entrant == "position")
