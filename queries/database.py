@@ -14,6 +14,11 @@ views were refreshed in place, so a query could choose a ranked twin and then ru
 newer manifest had just reset to the live queries (``Values list "t" does not have a column
 named "set_high"``, issue 22). A superseded version is dropped when its last query ends.
 
+Label choices: a version read under another label choice than the released labels (a reviewer's
+verdicts, ``queries/labels.py``) gets a second schema beside its own, ``store_vN__reviewed``,
+made on first use and dropped with the version; a verdict written is a new manifest, so a new
+version, so the chosen labels are never stale.
+
 Plain names in schema ``main`` always read the newest version (switched in one transaction):
 cursors from :meth:`Database.cursor` (``queries.connect``) see whole versions statement by
 statement, as before.
@@ -147,7 +152,7 @@ class Database:
     def reading(self, derived: bool = False, labels: str = label_choices.DEFAULT_LABELS) -> Iterator[StoreVersion]:
         """The current version, pinned while the block runs; with ``derived``, its derived
         tables settled first (built, or failed to build); with a label choice other than the
-        released labels, its schema under that choice made (:meth:`schema_for`)."""
+        released labels, its schema under that choice made (:meth:`_settle_labels`)."""
         version = self.pin()
         try:
             # A version replaced before its derived tables were built is not worth building:

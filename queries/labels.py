@@ -3,7 +3,9 @@
 A label choice is one declaration (:data:`CHOICES`): the SQL expression of a step's label from
 its released label ``s.label`` and its latest verdict's label ``v.label`` (1 anomaly, 0 normal,
 NULL for unsure or no verdict; ``queries/sql/reviewed_labels.sql``), and whether a step of a run
-nobody reviewed keeps its released label. Adding a label process is one more entry.
+nobody reviewed keeps its released label. Adding a label process is one more entry here, with its
+name and meaning in ``auditatlas.schema.LABEL_CHOICES`` (what the views and the README read
+without the query layer; the two are checked against each other on import).
 
 How every query follows it without a word of its own: the released labels are the store version's
 schema as it is (``queries/views.py``); any other choice gets a schema of its own per store version

@@ -272,3 +272,12 @@ def test_the_board_command_scores_under_the_label_choice(reviewed):
     done = run_cli("--store", str(reviewed), "board", "post-localization", "--corpus", "t", "--labels", "reviewed", "--json")
     data = json.loads(done.stdout)
     assert data["labels"] == "reviewed" and data["n_items"] == 3
+
+
+def test_the_export_says_which_labels_and_computes_under_them(reviewed):
+    from auditatlas.export import export_view
+
+    done = export_view(queries.runner(reviewed), reviewed, "/?labels=agreed")
+    assert done.link.app_link == "/?labels=agreed"
+    assert "Labels: agreed (7 steps reviewed, 1 agree with the release; every other step counts as unlabeled)." in done.html
+    assert "3 runs, 11 steps, 1 labeled" in done.html
