@@ -109,8 +109,6 @@ def test_chain_roles_and_run_counts_follow_the_choice(reviewed):
 
 
 def _runs_count_params(choice: str, min_chain: int) -> dict:
-    from auditatlas.views.fields import SLICE_COLUMNS  # noqa: F401 - the run list's own filters below
-
     return {"slice": _shared(choice), "run_q": "", "run_pattern": "%", "f_corpus": [], "f_backbone": [],
             "f_difficulty": [], "f_outcome": [], "min_steps": None, "max_steps": None, "min_anomalous": None,
             "max_anomalous": None, "min_chain": min_chain, "max_chain": None}
@@ -281,3 +279,15 @@ def test_the_export_says_which_labels_and_computes_under_them(reviewed):
     assert done.link.app_link == "/?labels=agreed"
     assert "Labels: agreed (7 steps reviewed, 1 agree with the release; every other step counts as unlabeled)." in done.html
     assert "3 runs, 11 steps, 1 labeled" in done.html
+
+
+def test_rescoring_reads_the_chosen_labels(reviewed):
+    from auditatlas.detectors import engine
+    from auditatlas.errors import UndefinedMetric
+
+    counts = {c: engine.slice_corpora(reviewed, _shared(c))[0] for c in ("released", "reviewed", "agreed")}
+    assert [(counts[c]["positives"], counts[c]["negatives"], counts[c]["unlabeled"]) for c in counts] == \
+        [(4, 7, 0), (5, 6, 0), (1, 0, 10)]
+    # Under agreed no normal step is left: nothing can be fitted, and the reason is one sentence.
+    with pytest.raises(UndefinedMetric, match="no normal step among its 1 labeled ones"):
+        engine.score(reviewed, ["random"], _shared("agreed"), 1)
