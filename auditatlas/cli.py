@@ -415,7 +415,8 @@ def _board(root: Path, name: str, corpus: str | None, as_json: bool, labels: str
 
     from .analyses.board_published import reconcile
     from .analyses.board_registry import run_board
-    from .analyses.labels_in_use import caption_for, published_note
+    from .analyses.board_registry import registry
+    from .analyses.labels_in_use import board_note, caption_for
 
     query = queries.runner(root)
     shared = {"labels": labels}
@@ -425,8 +426,9 @@ def _board(root: Path, name: str, corpus: str | None, as_json: bool, labels: str
         return 0
     print(f"[{result.pillar}] {result.title} :: {result.corpus}  ({result.n_items} {result.item_kind}; floor: {result.floor})")
     print(caption_for(query, shared))
-    if published_note(shared):
-        print(f"note: {published_note(shared)}")
+    note = board_note(shared, registry()[name].task.granularity)
+    if note:
+        print(f"note: {note}")
     width = max(len(r.entrant) for r in result.rows) + 2
     print(" " * width + "".join(f"{m:>10}" for m in result.metrics) + "  role")
     for row in result.rows:

@@ -10,7 +10,7 @@ ensure_app_navigation()
 
 from auditatlas.analyses.board_registry import PILLARS
 from auditatlas.analyses.board_registry import registry as board_registry
-from auditatlas.analyses.labels_in_use import published_note
+from auditatlas.analyses.labels_in_use import board_note
 from auditatlas.errors import AtlasError
 from auditatlas.views.pages import BOARDS as BOARDS_STATE
 from auditatlas.views.fields import filters_any
@@ -29,8 +29,6 @@ st.caption("Every number is regenerated from predictions in the store. Entrants 
 # Read before the widgets: a bound widget drops a value it does not offer (see view_state).
 link = view_state.read(BOARDS_STATE)
 export_button.draw(BOARDS_STATE)
-if published_note(slice_):
-    st.caption(published_note(slice_))
 
 available = cached.board_corpora()
 # One tab per pillar, its boards in registry order: a board added to the registry shows up here.
@@ -49,6 +47,8 @@ def board_section(name: str, per_seed: bool) -> None:
         st.caption(f"The sidebar slice filters runs; this board scores {board.item_kind}, so it does not apply here.")
     elif filters_any(slice_):
         st.caption("Scored on the sidebar slice only.")
+    if board_note(slice_, board.task.granularity):
+        st.caption(board_note(slice_, board.task.granularity))
     corpora = available.get(name, [])
     if not corpora:
         st.info(f"The store holds no corpus the **{name}** board can score. Load one with `auditatlas ingest`.")

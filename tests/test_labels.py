@@ -267,6 +267,7 @@ def test_the_board_command_scores_under_the_label_choice(reviewed):
     lines = done.stdout.splitlines()
     assert lines[0].startswith("[POST] POST localization") and "(1 failed runs" in lines[0]
     assert lines[1] == "Labels: agreed (7 steps reviewed, 1 agree with the release; every other step counts as unlabeled)."
+    assert lines[2].startswith("note: Recomputed under the agreed labels; the published values rest on the released")
     done = run_cli("--store", str(reviewed), "board", "post-localization", "--corpus", "t", "--labels", "reviewed", "--json")
     data = json.loads(done.stdout)
     assert data["labels"] == "reviewed" and data["n_items"] == 3
@@ -291,3 +292,10 @@ def test_rescoring_reads_the_chosen_labels(reviewed):
     # Under agreed no normal step is left: nothing can be fitted, and the reason is one sentence.
     with pytest.raises(UndefinedMetric, match="no normal step among its 1 labeled ones"):
         engine.score(reviewed, ["random"], _shared("agreed"), 1)
+
+
+def test_boards_whose_truth_is_no_step_label_say_so():
+    assert labels_in_use.board_note({}, "step") is None
+    assert labels_in_use.board_note(_shared("reviewed"), "run") == (
+        "This board's truth is run outcomes, which no step verdict changes: it is the same under every label choice.")
+    assert "capability labels" in labels_in_use.board_note(_shared("agreed"), "config")

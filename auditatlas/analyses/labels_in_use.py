@@ -59,11 +59,19 @@ def caption_for(query: Query, slice_: Mapping[str, Any] | None) -> str:
     return caption(reach(query, slice_))
 
 
-def published_note(slice_: Mapping[str, Any] | None) -> str | None:
-    """Why a recomputed board may differ from its published values under another label choice
-    (the published values rest on the released labels); None under the released labels."""
+# What a board's truth is, by the granularity of its task, when it is not a step label.
+BOARD_TRUTHS = {"run": "run outcomes", "config": "capability labels"}
+
+
+def board_note(slice_: Mapping[str, Any] | None, granularity: str) -> str | None:
+    """What the label choice does to a board whose task has ``granularity`` (step, run, config);
+    None under the released labels. A step board is recomputed under the chosen labels (its
+    published values rest on the released ones); the others' truth is no step label."""
     choice = labels_of(slice_)
     if choice == DEFAULT_LABELS:
         return None
-    return (f"Recomputed under the {choice} labels; the published values rest on the released labels, so a "
-            "recomputed value that differs from its published one is expected here.")
+    if granularity == "step":
+        return (f"Recomputed under the {choice} labels; the published values rest on the released labels, so a "
+                "recomputed value that differs from its published one is expected here.")
+    truth = BOARD_TRUTHS.get(granularity, f"{granularity}-level labels")
+    return f"This board's truth is {truth}, which no step verdict changes: it is the same under every label choice."

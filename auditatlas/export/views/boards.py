@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ...analyses.board_published import missing_blocks, reconcile
-from ...analyses.labels_in_use import published_note
+from ...analyses.labels_in_use import board_note
 from ...analyses.board_registry import registry, run_board
 from ...analyses.board_seeds import SD_WORDS, coverage_line
 from ...errors import AtlasError
@@ -24,8 +24,6 @@ def build(doc: Document, query: Query, link: Link) -> None:
     doc.text("Every number is regenerated from predictions in the store. Entrants are ordered only where a paired "
              "test (Holm-adjusted within its declared family) separates them from the floor or baseline; the rest "
              "share an unresolved band.", "note")
-    if published_note(link.slice):
-        doc.text(published_note(link.slice), "note")
     pillar, per_seed = link.values["tab"], link.values["per_seed"]
     doc.heading(f"{pillar} boards")
     doc.text(f"{pillar}: {STATE.get(pillar, '')}.", "note")
@@ -48,6 +46,8 @@ def section(doc: Document, query: Query, link: Link, name: str, per_seed: bool) 
         doc.text(f"The sidebar slice filters runs; this board scores {board.item_kind}, so it does not apply here.", "note")
     elif filters_any(link.slice):
         doc.text("Scored on the sidebar slice only.", "note")
+    if board_note(link.slice, board.task.granularity):
+        doc.text(board_note(link.slice, board.task.granularity), "note")
     corpora = board.corpora(query)
     if not corpora:
         doc.text(f"The store holds no corpus the {name} board can score. Load one with `auditatlas ingest`.", "info")
