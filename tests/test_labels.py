@@ -162,35 +162,31 @@ def test_an_unknown_label_choice_is_refused_by_the_query_layer(reviewed):
         queries.run("action_rates", {"slice": {"labels": "mine"}}, root=reviewed)
 
 
-def test_every_page_shows_the_label_caption_and_reads_the_choice(reviewed, monkeypatch):
-    from app_support import open_page, page_texts
+def test_the_sidebar_choice_the_caption_and_a_bad_link_value(reviewed, monkeypatch):
+    """One session, two runs (a run of the app is most of an AppTest's cost): a link with a label
+    choice that is none, then one with a choice (the sidebar's radio is bound to the URL)."""
+    from streamlit.testing.v1 import AppTest
 
-    def texts(at):
-        return page_texts(at).replace("\\", "")
+    from app_support import page_texts
+    from conftest import REPO
 
-    at = open_page(reviewed, monkeypatch, "pages/overview.py", labels="reviewed")
-    assert "Labels: reviewed (7 steps reviewed, 5 changed, 1 unsure kept as released)." in texts(at)
-    assert at.sidebar.radio(key="labels").value == "reviewed"
-    # The Overview's slice line counts the reviewed labels: 11 steps, all labeled (t:b 1 unsure keeps its 0).
-    assert "3 runs, 11 steps, 11 labeled" in texts(at)
-    at.sidebar.radio(key="labels").set_value("agreed").run()
-    assert "Labels: agreed (7 steps reviewed, 1 agree with the release" in texts(at)
-    assert "3 runs, 11 steps, 1 labeled" in texts(at)
-
-
-def test_a_bad_label_choice_in_a_link_is_reported_on_the_page(reviewed, monkeypatch):
-    from app_support import open_page
-
-    at = open_page(reviewed, monkeypatch, "pages/overview.py", labels="mine")
-    assert [_plain(w.value) for w in at.warning] == ["The link's labels 'mine' is not one of released, reviewed, agreed; using released."]
-    assert "Labels: released (7 steps reviewed" in at.caption[0].value
-    at.sidebar.radio(key="labels").set_value("reviewed").run()
-    assert not at.warning  # the reader chose: the link's request is answered
-
-
-def _plain(markdown: str) -> str:
-    """A sentence drawn through components.safe.md, as the reader sees it."""
-    return markdown.replace("\\", "").replace("\u2060", "")
+    monkeypatch.setenv("AUDITATLAS_STORE", str(reviewed))
+    monkeypatch.chdir(REPO)
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
+    at.query_params["labels"] = "mine"
+    at.run()  # the Overview, the default page
+    assert not at.exception, at.exception
+    assert [_plain(w.value) for w in at.warning] == [
+        "The link's labels 'mine' is not one of released, reviewed, agreed; using released."]
+    assert at.caption[0].value.startswith("Labels: released (7 steps reviewed, 5 of them to another label")
+    assert "3 runs, 11 steps, 11 labeled" in page_texts(at)
+    at.query_params["labels"] = "agreed"  # (AppTest drops a bound widget's first set_value)
+    at.run()
+    assert at.sidebar.radio(key="labels").value == "agreed"
+    assert not at.warning, [w.value for w in at.warning]  # a choice is shown: the old link's request is answered
+    assert at.caption[0].value == ("Labels: agreed (7 steps reviewed, 1 agree with the release; every other step "
+                                   "counts as unlabeled).")
+    assert "3 runs, 11 steps, 1 labeled" in page_texts(at)  # the Overview's slice line under agreed
 
 
 # Reviewed labels per step (labels_store.py), for the views built from caches of released labels.
@@ -299,3 +295,8 @@ def test_boards_whose_truth_is_no_step_label_say_so():
     assert labels_in_use.board_note(_shared("reviewed"), "run") == (
         "This board's truth is run outcomes, which no step verdict changes: it is the same under every label choice.")
     assert "capability labels" in labels_in_use.board_note(_shared("agreed"), "config")
+
+
+def _plain(markdown: str) -> str:
+    """A sentence drawn through components.safe.md, as the reader sees it."""
+    return markdown.replace("\\", "").replace("\u2060", "")
