@@ -4,7 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from components import cached, tour_draft
-from components.filters import slice_sidebar
+from components.filters import labels_sidebar, slice_sidebar
 from components.safe import md
 from auditatlas.errors import AtlasError, StoreError
 from auditatlas.store import is_empty
@@ -56,7 +56,11 @@ except AtlasError as exc:  # e.g. a default-store size in the environment that i
     st.stop()
 stop_on_broken_store()
 
-st.session_state["slice"] = slice_sidebar(cached.query("slice_options"))
+# The label choice rides in the slice mapping: whatever takes the slice reads the chosen labels.
+st.session_state["slice"] = {**slice_sidebar(cached.query("slice_options")), "labels": labels_sidebar()}
+# Every view says which labels it reads and how far the verdicts reach into its slice (our words
+# and counts only, so drawn as they are).
+st.caption(cached.label_caption(st.session_state["slice"]))
 
 # The pages are their declarations (auditatlas/views): adding one is a declaration plus its module.
 # No page icons: the current page's icon becomes the favicon, fetched from fonts.gstatic.com.

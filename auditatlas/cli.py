@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Sequence
 
 from .cli_types import count, port_number, positive_int, positive_seconds
+from .schema import DEFAULT_LABELS, LABEL_CHOICES
 from .errors import AtlasError, IngestFailed
 
 
@@ -55,6 +56,9 @@ def _parser() -> argparse.ArgumentParser:
     board = sub.add_parser("board", help="print a PRE / LIVE / POST board recomputed from the store")
     board.add_argument("name", metavar="NAME", help="pre, live, post-localization or post-detection")
     board.add_argument("--corpus", help="corpus to score (default: the first one the board applies to)")
+    board.add_argument("--labels", choices=tuple(LABEL_CHOICES), default=DEFAULT_LABELS,
+                       help="the labels it is scored on (released, as the app's labels=...; reviewed: a verdict "
+                            "replaces the released label; agreed: only steps where review and release agree)")
     board.add_argument("--json", action="store_true")
 
     export = sub.add_parser("export", help="write one view of the app (its link) as a self-contained offline HTML file")
@@ -225,7 +229,7 @@ def _command(args: argparse.Namespace, root: Path) -> int:
         if args.command == "info":
             return _info(root, args.json)
         if args.command == "board":
-            return _board(root, args.name, args.corpus, args.json)
+            return _board(root, args.name, args.corpus, args.json, args.labels)
         if args.command == "export":
             return _export(root, args.url, args.out)
         if args.command == "reviews" and args.reviews_command == "agreement":
@@ -413,18 +417,25 @@ def _info(root: Path, as_json: bool) -> int:
     return 0
 
 
-def _board(root: Path, name: str, corpus: str | None, as_json: bool) -> int:
+def _board(root: Path, name: str, corpus: str | None, as_json: bool, labels: str = DEFAULT_LABELS) -> int:
     import queries
 
     from .analyses.board_published import reconcile
     from .analyses.board_registry import run_board
+    from .analyses.board_registry import registry
+    from .analyses.labels_in_use import board_note, caption_for
 
     query = queries.runner(root)
-    result = run_board(name, query, corpus)
+    shared = {"labels": labels}
+    result = run_board(name, query, corpus, shared if labels != DEFAULT_LABELS else None)
     if as_json:
-        print(json.dumps(result.to_json(), indent=2))
+        print(json.dumps({**result.to_json(), "labels": labels} if labels != DEFAULT_LABELS else result.to_json(), indent=2))
         return 0
     print(f"[{result.pillar}] {result.title} :: {result.corpus}  ({result.n_items} {result.item_kind}; floor: {result.floor})")
+    print(caption_for(query, shared))
+    note = board_note(shared, registry()[name].task.granularity)
+    if note:
+        print(f"note: {note}")
     width = max(len(r.entrant) for r in result.rows) + 2
     print(" " * width + "".join(f"{m:>10}" for m in result.metrics) + "  role")
     for row in result.rows:

@@ -18,6 +18,14 @@ BOOL = pa.bool_()
 # query layer filters on them and the view state declares them (auditatlas/views), so they live
 # here, below both.
 SLICE_COLUMNS: tuple[str, ...] = ("corpus", "backbone", "difficulty", "temperature", "domain", "outcome")
+# The label choice every page shares beside the slice (``labels=``): the label process the views
+# read, with its meaning. The query layer declares how each is read (queries/labels.py).
+LABEL_CHOICES: dict[str, str] = {
+    "released": "the labels as released",
+    "reviewed": "a reviewer's verdict replaces the released label where one exists (unsure leaves it)",
+    "agreed": "only steps whose latest verdict equals the released label keep a label",
+}
+DEFAULT_LABELS = "released"
 
 TABLES: dict[str, pa.Schema] = {
     # One row per corpus a source brings (what the Overview says is loaded).

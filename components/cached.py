@@ -86,6 +86,13 @@ def board(name: str, corpus: str | None, slice_: Mapping[str, Any] | None = None
     return _board(name, corpus, json.dumps(slice_ or {}, sort_keys=True), str(store_root()), store_stamp())
 
 
+def label_caption(slice_: Mapping[str, Any] | None) -> str:
+    """The line saying which labels the views read (``auditatlas.analyses.labels_in_use``)."""
+    from auditatlas.analyses.labels_in_use import caption_for
+
+    return caption_for(query, slice_)
+
+
 def board_corpora() -> dict[str, list[str]]:
     """For every board, the corpora in the store it can be computed on (cached queries)."""
     from auditatlas.analyses.board_registry import registry

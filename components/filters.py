@@ -14,7 +14,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from auditatlas.views import SLICE
+from auditatlas.schema import LABEL_CHOICES
+from auditatlas.views import LABELS as LABELS_FIELD, SLICE
 from auditatlas.views.fields import SLICE_LABELS as LABELS, describe_slice as describe  # noqa: F401 - pages use describe
 from components.safe import md
 from components.view_state import report
@@ -23,6 +24,9 @@ SLICE_COLUMNS = tuple(f.name for f in SLICE)
 
 # session_state key: {column: (values the link asked for that the store lacks, the widget value then)}
 UNKNOWN_KEY = "_slice_values_not_in_store"
+# session_state key: the sentence for a link's label choice that is none (reported by the sidebar
+# while the reader keeps the released labels; view_state.read leaves it to the sidebar).
+BAD_LABELS_KEY = "_labels_not_a_choice"
 
 
 def slice_sidebar(options: pd.DataFrame) -> dict[str, list[str]]:
@@ -50,6 +54,31 @@ def slice_sidebar(options: pd.DataFrame) -> dict[str, list[str]]:
     _forget_touched(unknown, chosen, {c for c, counts in by_column.items() if counts})
     if unknown:
         report([not_in_store_message({c: values for c, (values, _) in unknown.items()})])
+    return chosen
+
+
+def labels_sidebar() -> str:
+    """Draw the label choice under the slice; return it (``labels`` in the URL, written only
+    when it is not the released labels: a bound widget drops its default from the URL).
+
+    A link's value that is no choice is dropped by the bound widget on the first run, without a
+    word (as a slice value the store lacks): so it is read first, and its sentence stays on
+    screen until the reader picks a choice."""
+    _, problem = LABELS_FIELD.parse(st.query_params.get_all(LABELS_FIELD.name))
+    if problem:
+        st.session_state[BAD_LABELS_KEY] = problem
+    st.sidebar.header("Labels")
+    chosen = st.sidebar.radio(
+        "Labels the views read",
+        options=list(LABEL_CHOICES),
+        key=LABELS_FIELD.name,
+        bind="query-params",
+        help="; ".join(f"**{name}**: {meaning}" for name, meaning in LABEL_CHOICES.items()),
+    )
+    if chosen != LABELS_FIELD.default:
+        st.session_state.pop(BAD_LABELS_KEY, None)
+    if st.session_state.get(BAD_LABELS_KEY):
+        report([st.session_state[BAD_LABELS_KEY]])
     return chosen
 
 

@@ -19,7 +19,7 @@ from typing import Any, Iterable
 
 import streamlit as st
 
-from auditatlas.views import PageState, not_held
+from auditatlas.views import LABELS, PageState, not_held
 from auditatlas.views.fields import names_in, values_of
 from components.safe import md
 
@@ -89,8 +89,11 @@ def read(page: PageState, bound: bool = True, show: bool = True) -> LinkView:
         opening = {"page": page.path, "raw": {k: v for k, v in opening["raw"].items() if _lost(current.get(k), v)},
                    "shown": opening.get("shown", {})}
     st.session_state[OPENING_KEY] = opening
+    # The label choice is the sidebar's (components/filters.py): it reads and reports it before
+    # its bound widget exists, as the slice.
+    current.pop(LABELS.name, None)
     values, _ = page.parse(current)
-    asked, problems = page.parse({**current, **opening["raw"]})
+    asked, problems = page.parse({**current, **{k: v for k, v in opening["raw"].items() if k != LABELS.name}})
     view = LinkView(page, values, asked, problems)
     if show:
         report(problems)

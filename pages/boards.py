@@ -10,8 +10,10 @@ ensure_app_navigation()
 
 from auditatlas.analyses.board_registry import PILLARS
 from auditatlas.analyses.board_registry import registry as board_registry
+from auditatlas.analyses.labels_in_use import board_note
 from auditatlas.errors import AtlasError
 from auditatlas.views.pages import BOARDS as BOARDS_STATE
+from auditatlas.views.fields import filters_any
 from auditatlas.views.pages import board_corpus_key
 from components import export_button
 from components import board_view, cached, view_state
@@ -43,8 +45,10 @@ def board_section(name: str, per_seed: bool) -> None:
     board = BOARDS[name]
     if not board.allows_slice:
         st.caption(f"The sidebar slice filters runs; this board scores {board.item_kind}, so it does not apply here.")
-    elif any(slice_.values()):
+    elif filters_any(slice_):
         st.caption("Scored on the sidebar slice only.")
+    if board_note(slice_, board.task.granularity):
+        st.caption(board_note(slice_, board.task.granularity))
     corpora = available.get(name, [])
     if not corpora:
         st.info(f"The store holds no corpus the **{name}** board can score. Load one with `auditatlas ingest`.")

@@ -139,6 +139,8 @@ def overall_tab() -> None:
     rested = overall.per_set
     st.markdown(f"Rests on {dv.span(rested['n_steps'])} labeled test steps of {dv.span(rested['n_runs'])} runs "
                 f"per prediction set ({len(rested)} sets, {len(per)} detectors).")
+    if dv.one_class_note(rested):
+        st.info(dv.one_class_note(rested))  # our words and counts only
     st.caption("Per detector, over the labeled test steps of the slice: mean ± sample std over its sets (seeds). "
                "F1, accuracy and balanced accuracy need a decision: each set's own pred_label, or its top k% "
                "(the threshold column says which). Grouped by supervision, then family. Undefined values are blank.")

@@ -14,7 +14,7 @@ from auditatlas import graph as tg
 from auditatlas.figures.step import steps_frame
 from components import export_button
 from components import cached, judges_strip, step_detail, trace_graph
-from auditatlas.views import EXPLORER
+from auditatlas.views import EXPLORER, labels_of
 from auditatlas.views.pages import patterns_url
 from components import explorer_links as links
 from components import explorer_lists as lists
@@ -197,7 +197,7 @@ def run_view(run: pd.Series) -> None:
               f"{int(run['n_scopes'])} scope(s)"]
     st.markdown(" · ".join(facts))
     st.caption(f"Labels: {md(run['label_process'])}.")
-    in_slice = all(not v or str(run.get(c)) in [str(x) for x in v] for c, v in slice_.items())
+    in_slice = all(not v or str(run.get(c)) in [str(x) for x in v] for c, v in slice_.items() if c != "labels")
     if not in_slice:
         st.caption("This run lies outside the sidebar slice (the link names it directly).")
 
@@ -207,7 +207,7 @@ def run_view(run: pd.Series) -> None:
                            "them, so no step is open."])
         selected = None
 
-    steps = cached.query("explorer_steps", {"run": run_id})
+    steps = cached.query("explorer_steps", {"run": run_id, "labels": labels_of(slice_)})
     edges = cached.query("explorer_edges", {"run": run_id})
     run_sets = cached.query("explorer_run_sets", {"run": run_id})
     set_id, rule = rule_controls(run_sets)
@@ -268,7 +268,7 @@ def run_view(run: pd.Series) -> None:
     if selected is None:
         st.info("Choose a step in the table or the selector to read it in full.")
     else:
-        step_row = cached.query("explorer_step", {"run": run_id, "step": selected})
+        step_row = cached.query("explorer_step", {"run": run_id, "step": selected, "labels": labels_of(slice_)})
         step_scores = cached.query("explorer_step_scores", {"run": run_id, "step": selected})
         step_detail.draw(step_row.iloc[0].to_dict(), step_scores, key=f"detail-{selected}",
                          similar_url=patterns_url(run_id, selected, slice=slice_))
@@ -282,7 +282,7 @@ def run_view(run: pd.Series) -> None:
 
 
 if state.run:
-    found = cached.query("explorer_run", {"run": state.run})
+    found = cached.query("explorer_run", {"run": state.run, "labels": labels_of(slice_)})
     if found.empty:
         view_state.report([f"The store holds no run with id '{state.run}'; choose one in the run list above."])
     else:

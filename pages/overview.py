@@ -9,6 +9,7 @@ ensure_app_navigation()
 
 from auditatlas import actions
 from auditatlas.analyses import step_rates as rates
+from auditatlas.views import labels_of
 from auditatlas.views.pages import OVERVIEW
 from components import export_button
 from components import cached, view_state
@@ -25,7 +26,7 @@ export_button.draw(OVERVIEW)
 
 st.subheader("What is loaded")
 corpora = cached.query("corpora")
-counts = cached.query("corpus_counts")
+counts = cached.query("corpus_counts", {"labels": labels_of(slice_)})
 loaded = corpora.merge(counts, on="corpus", how="outer")
 # A corpus can appear only through predictions about it (CatchBench ships Who&When judge
 # rankings); say that its runs are not loaded rather than showing blank cells.

@@ -24,6 +24,7 @@ from auditatlas.detectors.features import DEFAULT_FEATURE_SET, FEATURE_SETS
 from auditatlas.detectors.registry import engine_detectors, registry
 from auditatlas.errors import AtlasError
 from auditatlas.views.pages import RESCORE
+from auditatlas.views import labels_of
 from components import cached, view_state
 from components.filters import describe
 from components.safe import md, plotly, plotly_list
@@ -121,7 +122,8 @@ if last:
           "labeled test steps; blank: undefined).")
 
 st.subheader("Re-scored prediction sets")
-sets = cached.query("rescore_sets", {"corpora": sorted(set(counts["corpus"])) if not counts.empty else []})
+sets = cached.query("rescore_sets", {"corpora": sorted(set(counts["corpus"])) if not counts.empty else [],
+                                     "labels": labels_of(slice_)})
 if sets.empty:
     st.caption("No re-scored prediction set on the slice's corpora yet.")
 else:

@@ -44,7 +44,8 @@ def _from_widget(key: str, name: str, **also) -> None:
 st.title("Review")
 export_button.draw(REVIEW)
 st.caption(f"Steps of the slice ({md(describe(slice_))}), one at a time. A verdict is stored at once as a label "
-           "process of its own (the newest verdict on a step counts; every earlier one is kept).")
+           "process of its own (the newest verdict on a step counts; every earlier one is kept). The queues and the "
+           "agreement figures question the released labels, whatever the label choice in the sidebar.")
 
 orders = list(review_queue.ORDERS)
 left, middle, right = st.columns([2, 1, 2])

@@ -14,6 +14,7 @@ The modules, one job each:
 ``named.py``     what each named query declares (parameters, slice, derived tables) and binding
 ``twins.py``     the twins over the derived tables and when one answers for its query
 ``slices.py``    the shared slice's columns and values
+``labels.py``    the label choice (released / reviewed / agreed): a version's schema per choice
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from typing import Any, Callable, Mapping
 
 import duckdb
 
-from . import named, twins
+from . import labels, named, twins
 from .database import for_store
 from .slices import SLICE_COLUMNS, slice_params
 
@@ -47,18 +48,23 @@ def run(name: str, params: Mapping[str, Any] | None = None, root: str | Path | N
 
     Queries over the shared slice take it as ``params["slice"]`` (see slice_params). The
     parameters are the ones the query declares (its ``$name`` placeholders), no more, no fewer.
+    Any query also takes the label choice (``queries/labels.py``): the slice's ``labels``, or
+    ``params["labels"]`` for a query without the slice; the released labels when neither.
     """
+    choice = labels.choice_of(params)
+    params = labels.without_choice(params)
     query = named.query(name)
     named.check(query, params)
     db = for_store(root)
     # One store version for the whole query: its twin is chosen from, and its text runs on,
     # the same views, whatever a write does meanwhile. Derived tables are built on first use
     # per version: a query reading one, or with a twin, needs them.
-    with db.reading(derived=query.reads_derived or twins.has_twin(name)) as version:
-        chosen = named.query(twins.choose(name, params or {}, version))
+    with db.reading(derived=query.reads_derived or twins.has_twin(name), labels=choice) as version:
+        # The twins read stored released labels and ranks: only the released labels take them.
+        chosen = named.query(twins.choose(name, params, version) if choice == labels.DEFAULT_LABELS else name)
         sql, bound = named.prepare(chosen, params)
         try:
-            return db.cursor_on(version).execute(sql, bound).df()
+            return db.cursor_on(version, choice).execute(sql, bound).df()
         except duckdb.Error as exc:
             db.raise_if_broken(exc)
             raise

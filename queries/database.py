@@ -14,6 +14,11 @@ views were refreshed in place, so a query could choose a ranked twin and then ru
 newer manifest had just reset to the live queries (``Values list "t" does not have a column
 named "set_high"``, issue 22). A superseded version is dropped when its last query ends.
 
+Label choices: a version read under another label choice than the released labels (a reviewer's
+verdicts, ``queries/labels.py``) gets a second schema beside its own, ``store_vN__reviewed``,
+made on first use and dropped with the version; a verdict written is a new manifest, so a new
+version, so the chosen labels are never stale.
+
 Plain names in schema ``main`` always read the newest version (switched in one transaction):
 cursors from :meth:`Database.cursor` (``queries.connect``) see whole versions statement by
 statement, as before.
@@ -23,7 +28,7 @@ from __future__ import annotations
 import itertools
 import threading
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -32,6 +37,7 @@ import duckdb
 from auditatlas.errors import StoreError
 from auditatlas.store import MANIFEST, health, read_manifest, store_dir
 
+from . import labels as label_choices
 from . import views
 from auditatlas.duck import connect as duck_connect
 from auditatlas.duck import cursor as duck_cursor
@@ -58,6 +64,8 @@ class StoreVersion:
     # The shared lease on the derived folder while the version binds it (queries/derived.py):
     # no sweep of any process removes a build a live version reads.
     lease: Any = None
+    # Label choice -> the schema of this version under it (queries/labels.py), made on first use.
+    label_schemas: dict = field(default_factory=dict)
 
 
 class Database:
@@ -141,9 +149,10 @@ class Database:
                 self._ddl.release()
 
     @contextmanager
-    def reading(self, derived: bool = False) -> Iterator[StoreVersion]:
+    def reading(self, derived: bool = False, labels: str = label_choices.DEFAULT_LABELS) -> Iterator[StoreVersion]:
         """The current version, pinned while the block runs; with ``derived``, its derived
-        tables settled first (built, or failed to build)."""
+        tables settled first (built, or failed to build); with a label choice other than the
+        released labels, its schema under that choice made (:meth:`_settle_labels`)."""
         version = self.pin()
         try:
             # A version replaced before its derived tables were built is not worth building:
@@ -152,9 +161,26 @@ class Database:
                 newer = self.pin()
                 self.unpin(version)
                 version = newer
+            if labels != label_choices.DEFAULT_LABELS:
+                self._settle_labels(version, labels)
             yield version
         finally:
             self.unpin(version)
+
+    def _settle_labels(self, version: StoreVersion, choice: str) -> None:
+        """Make ``version``'s schema under label choice ``choice`` unless made (pinned by the caller)."""
+        if choice in version.label_schemas:
+            return
+        with self._ddl:
+            if choice in version.label_schemas:
+                return
+            schema = label_choices.schema_name(version.schema, choice)
+            try:
+                label_choices.build(self._ddl_cursor, version.schema, choice, views.NAMES)
+            except BaseException:
+                self._ddl_cursor.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+                raise
+            version.label_schemas[choice] = schema
 
     def _open(self, stamp: Stamp | None) -> StoreVersion:
         """A new version from the manifest as it is now, made current (caller holds _ddl)."""
@@ -202,6 +228,8 @@ class Database:
         with self._pins:
             gone, self._retired = self._retired, []
         for version in gone:
+            for schema in version.label_schemas.values():
+                self._ddl_cursor.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
             self._ddl_cursor.execute(f"DROP SCHEMA IF EXISTS {version.schema} CASCADE")
             if version.lease is not None:
                 version.lease.release()
@@ -245,16 +273,18 @@ class Database:
 
     # -- cursors ---------------------------------------------------------------------------
 
-    def cursor_on(self, version: StoreVersion) -> duckdb.DuckDBPyConnection:
-        """This thread's own cursor, kept between calls, set to ``version``'s schema."""
+    def cursor_on(self, version: StoreVersion, labels: str = label_choices.DEFAULT_LABELS) -> duckdb.DuckDBPyConnection:
+        """This thread's own cursor, kept between calls, set to ``version``'s schema under the
+        label choice ``labels`` (made by :meth:`reading` with that choice)."""
         local = self._local
         cur = getattr(local, "cursor", None)
         if cur is None:
             cur = local.cursor = duck_cursor(self.con)
             local.schema = None
-        if local.schema != version.schema:
-            cur.execute(f"USE {version.schema}")
-            local.schema = version.schema
+        schema = version.schema if labels == label_choices.DEFAULT_LABELS else version.label_schemas[labels]
+        if local.schema != schema:
+            cur.execute(f"USE {schema}")
+            local.schema = schema
         return cur
 
     def cursor(self) -> duckdb.DuckDBPyConnection:

@@ -23,6 +23,7 @@ import pandas as pd
 from .. import actions
 from ..chains import DOWN, MID, ORIGIN, ROLES
 from ..views import explorer_url
+from ..views.fields import copy_shared
 from . import Query
 
 Slice = Mapping[str, Any] | None
@@ -34,7 +35,7 @@ PAGE_SIZE = 50
 
 
 def _slice(slice_: Slice) -> dict[str, Any]:
-    return {k: list(v) for k, v in (slice_ or {}).items()}
+    return copy_shared(slice_)
 
 
 def chain_counts(query: Query, slice_: Slice) -> pd.DataFrame:

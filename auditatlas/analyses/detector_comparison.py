@@ -513,6 +513,22 @@ def compute_overall(query: Query, corpus: str, slice_: Mapping[str, Any] | None,
     return Overall(corpus, threshold, top_k, sets, per_set, per_detector_metrics(per_set, dets, baseline), baseline, notes)
 
 
+def one_class_note(per_set: pd.DataFrame) -> str | None:
+    """One sentence when some sets' labeled test steps in the slice hold one class only (a slice
+    without anomalies, or the agreed labels with few verdicts): their ROC-AUC and balanced
+    accuracy are undefined, shown blank and never 0.5. None when every set has both classes."""
+    scored = per_set[per_set["n_steps"] > 0]
+    no_neg, no_pos = int((scored["n_neg"] == 0).sum()), int((scored["n_pos"] == 0).sum())
+    if not no_neg and not no_pos:
+        return None
+    parts = []
+    if no_neg:
+        parts.append(f"{no_neg} of {len(scored)} prediction set(s) score no normal step of this slice")
+    if no_pos:
+        parts.append(f"{no_pos} of {len(scored)} prediction set(s) score no anomaly of this slice")
+    return "; ".join(parts) + ": their ROC-AUC and balanced accuracy are undefined (blank), never 0.5."
+
+
 # ----------------------------------------------------------------------------- cost beside accuracy
 
 def cost_table(overall: Overall) -> pd.DataFrame:

@@ -30,6 +30,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
+from ..views.fields import on_release
 from . import Query
 
 CONFIDENCE = 0.95
@@ -189,8 +190,9 @@ def _rate(scope: str, steps: pd.DataFrame) -> ErrorRate:
 
 
 def agreement(query: Query, slice_: Mapping[str, Any] | None = None) -> Agreement:
-    """The agreement figures of the verdicts on the steps of ``slice_``."""
-    verdicts = query("review_agreement_verdicts", {"slice": dict(slice_ or {})})
+    """The agreement figures of the verdicts on the steps of ``slice_`` (against the released
+    labels, whatever the slice's label choice)."""
+    verdicts = query("review_agreement_verdicts", {"slice": on_release(slice_)})
     held = verdicts[verdicts["in_slice"].astype(bool)]
     notes = _notes(verdicts, held)
     pairs, release, rates = reviewer_pairs(held), release_agreement(held), error_rates(held)

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..graph import DECISIVE_SOURCE
+from ..views.fields import on_release
 from . import Query
 
 LABEL_FREE = ["unsupervised", "zero-shot"]
@@ -61,7 +62,9 @@ ORDERS: dict[str, Order] = {o.name: o for o in (
 
 
 def queue(query: Query, order: str, slice_: Mapping[str, Any] | None, seed: int = 0) -> pd.DataFrame:
-    """The steps of ``slice_`` in review order ``order`` (one of ORDERS)."""
+    """The steps of ``slice_`` in review order ``order`` (one of ORDERS). The orders question
+    the released labels, whatever the slice's label choice."""
+    slice_ = on_release(slice_)
     if order == "random":
         return shuffled(query("review_labeled_steps", {"slice": dict(slice_ or {})}), seed)
     if order == "doubt":
@@ -83,6 +86,7 @@ def shuffled(steps: pd.DataFrame, seed: int) -> pd.DataFrame:
 def why_empty(query: Query, order: str, slice_: Mapping[str, Any] | None) -> str:
     """One sentence: why order ``order`` holds no step of ``slice_``."""
     title = ORDERS[order].title.lower()
+    slice_ = on_release(slice_)
     if order != "judges":
         return f"No step of this slice is in the {title} order (its definition is above)."
     held = query("review_judges_coverage", {"slice": dict(slice_ or {}), "decisive_source": DECISIVE_SOURCE}).iloc[0]

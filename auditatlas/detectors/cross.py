@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AtlasError, UndefinedMetric
+from ..views.fields import copy_shared
 from ..stats import roc_auc
 from .executors import Cancelled, ShouldStop, execute
 from .features import DEFAULT_FEATURE_SET, Progress, check_feature_set, step_features
@@ -102,7 +103,7 @@ def cross_backbone(
     chosen = detector_list(detectors)
     seed_values = seed_list(seeds)
     check_feature_set(feature_set)
-    slice_ = {k: list(v) for k, v in dict(slice or {}).items() if v}
+    slice_ = copy_shared(slice, drop_empty=True)  # the label choice too: fitted and scored on it
     corpus, notes = _pick_corpus(root, slice_, corpus)
     report(0.0, f"reading step features of {corpus}")
     features = step_features(root, corpus, slice_, feature_set)

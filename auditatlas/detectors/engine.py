@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..errors import UndefinedMetric
+from ..views.fields import copy_shared
 from . import registry
 from .executors import Cancelled, ShouldStop, execute
 from .features import DEFAULT_FEATURE_SET, Progress, StepFeatures, check_feature_set, step_features
@@ -112,7 +113,7 @@ def score(
     chosen = detector_list(detectors)
     seed_values = seed_list(seeds)
     check_feature_set(feature_set)
-    slice_ = {k: list(v) for k, v in dict(slice or {}).items() if v}
+    slice_ = copy_shared(slice, drop_empty=True)  # the label choice too: supervised detectors fit on it
 
     def stop_check() -> None:
         if should_stop is not None and should_stop():

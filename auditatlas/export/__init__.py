@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
+from ..analyses.labels_in_use import caption_for as label_caption
 from ..store import read_manifest
 from ..views.fields import describe_slice
 from .document import Document
@@ -87,7 +88,7 @@ def export_view(query: Query, root: str | Path, given: str, made_at: datetime | 
     made = (made_at or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M:%S UTC")
     title = f"Audit Atlas · {link.page.title}" + (f": {link.values['name']}" if link.page.path == "/tour" else "")
     facts = [("view", link.page.what), ("slice", describe_slice(link.slice)),
-             ("choices", choices(link)), ("store version", store_version(root)),
+             ("labels", label_caption(query, link.slice)), ("choices", choices(link)), ("store version", store_version(root)),
              ("link", link.app_link), ("link as given", link.given), ("made", made)]
     return Export(doc.render(title, [f for f in facts if f[1]]), title, link, tuple(doc.warnings))
 

@@ -14,7 +14,8 @@ from urllib.parse import parse_qs, urlsplit
 import pandas as pd
 
 from ..errors import AtlasError
-from ..views import SLICE, PageState
+from ..views import PageState
+from ..views.fields import shared_of
 from ..views.pages import PAGES, OVERVIEW
 
 Query = Callable[..., pd.DataFrame]
@@ -32,7 +33,7 @@ class Link:
     given: str  # as the reader gave it
     page: PageState
     params: dict[str, list[str]]
-    slice: dict[str, list[str]]
+    slice: dict[str, Any]  # the slice's columns (lists) and the label choice (``labels``)
     values: dict[str, Any]
     problems: list[str] = field(default_factory=list)
 
@@ -57,7 +58,7 @@ def parse_link(given: str) -> Link:
     parts = urlsplit(given.strip())
     page = page_of(parts.path or "/")
     params = parse_qs(parts.query, keep_blank_values=True)
-    slice_ = {f.name: [v for v in params.get(f.name, []) if v != ""] for f in SLICE}
+    slice_ = shared_of(params)  # the slice and the label choice
     values, problems = page.parse(params)
     return Link(given, page, params, slice_, values, problems)
 
@@ -68,6 +69,8 @@ def check_slice(link: Link, query: Query) -> None:
     options = query("slice_options")
     missing: dict[str, list[str]] = {}
     for column, asked in link.slice.items():
+        if column == "labels":  # the label choice, checked by the page's parse
+            continue
         held = set(options.loc[options["column_name"] == column, "value"].astype(str))
         lost = [v for v in dict.fromkeys(asked) if v not in held]
         if lost and held:

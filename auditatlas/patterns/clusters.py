@@ -27,8 +27,10 @@ import pandas as pd
 import scipy.sparse as sp
 
 from ..analyses import Query
+from ..analyses.relabel import is_released
 from ..analyses.review_queue import queue as review_queue
 from ..errors import AtlasError
+from ..views.fields import copy_shared
 from . import text as text_mod
 from .similar import WEIGHTS, step_scores
 from .vectors import StepVectors
@@ -81,9 +83,15 @@ def anomalous_rows(vectors: StepVectors, query: Query, slice_: Mapping[str, Any]
     mask = vectors.slice_mask(slice_)
     if not mask.any():
         raise AtlasError("This slice holds no steps; widen the filters in the sidebar.")
-    label = np.asarray(vectors.step["label"])
-    if (label[mask] >= 0).any():
+    if is_released(slice_):
+        label = np.asarray(vectors.step["label"])
+        labeled = bool((label[mask] >= 0).any())
         rows = np.flatnonzero(mask & (label == 1))
+    else:  # the vectors hold the released labels: the chosen ones are read from the store
+        labeled = int(query("slice_summary", {"slice": dict(slice_ or {})})["labeled_steps"].sum()) > 0
+        found = query("slice_anomalies", {"slice": dict(slice_ or {})})
+        rows = np.sort(vectors.rows_of(zip(found["run_id"], found["step_idx"])))
+    if labeled:
         if not len(rows):
             raise AtlasError("This slice has no labeled anomalies to cluster.")
         return rows, "labeled anomalies"
@@ -109,6 +117,8 @@ def failure_clusters(vectors: StepVectors, query: Query, slice_: Mapping[str, An
     assign, distance = _cached_fit(vectors, rows, slice_, seed, n_clusters, report)
     report(0.8, "naming the clusters")
     members = vectors.keys(rows)
+    if not is_released(slice_):  # the vectors' labels are the released ones
+        members["label"] = 1.0 if source == "labeled anomalies" else np.nan
     members.insert(0, "cluster", assign)
     members["distance"] = distance
     # KMeans leaves a cluster empty when the steps have fewer distinct places than clusters
@@ -123,7 +133,7 @@ def failure_clusters(vectors: StepVectors, query: Query, slice_: Mapping[str, An
 def _cached_fit(vectors: StepVectors, rows: np.ndarray, slice_, seed: int, n_clusters: int,
                 report: Progress) -> tuple[np.ndarray, np.ndarray]:
     """Cluster numbers (1 = largest) and distances to the centre, from the cache when there."""
-    key = json.dumps({"slice": {k: sorted(map(str, v)) for k, v in (slice_ or {}).items() if v}, "seed": seed,
+    key = json.dumps({"slice": {k: v if isinstance(v, str) else sorted(map(str, v)) for k, v in copy_shared(slice_, True).items()}, "seed": seed,
                       "n": n_clusters}, sort_keys=True)
     folder = vectors.folder / CACHE
     path = folder / f"{hashlib.sha256(key.encode()).hexdigest()[:20]}.npz"

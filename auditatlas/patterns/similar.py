@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ..analyses import Query
+from ..analyses.relabel import chosen_labels, is_released
 from ..errors import AtlasError
 from .vectors import StepVectors
 
@@ -96,7 +97,11 @@ def similar_steps(vectors: StepVectors, query: Query, run_id: str, step_idx: int
     neighbours.insert(0, "rank", np.arange(1, k + 1))
     neighbours["similarity"] = total[top].astype(np.float64).round(4)
     neighbours["text_similarity"] = text[top].astype(np.float64).round(4)
-    anchor = vectors.keys(np.array([row])).iloc[0].to_dict()
+    anchor_keys = vectors.keys(np.array([row]))
+    if not is_released(slice_):  # the vectors hold the released labels
+        neighbours["label"] = chosen_labels(query, slice_, neighbours)
+        anchor_keys["label"] = chosen_labels(query, slice_, anchor_keys)
+    anchor = anchor_keys.iloc[0].to_dict()
     scores = step_scores(query, neighbours)
     return SimilarSteps(anchor, neighbours, scores, summary_line(neighbours))
 

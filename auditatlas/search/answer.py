@@ -7,13 +7,15 @@ writes them with « » around each highlight, for a table cell (text, never mark
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable, Mapping
 
 import pandas as pd
 import tantivy
 
 from ..schema import SLICE_COLUMNS
+from ..analyses.relabel import chosen_labels, is_released
+from ..views.fields import copy_shared, labels_of
 from . import fields
 from .index import StepIndex
 from .parse import QueryTextError, parse
@@ -73,7 +75,7 @@ class SearchAnswer:
         return max(1, -(-self.total // self.request.page_size))
 
     def as_dict(self) -> dict[str, Any]:
-        return {"query": self.request.text, "slice": {k: list(v) for k, v in self.request.slice.items() if v},
+        return {"query": self.request.text, "slice": copy_shared(self.request.slice, drop_empty=True),
                 "label": self.request.label, "page": self.request.page, "page_size": self.request.page_size,
                 "total": self.total, "ranked": self.ranked, "note": self.note,
                 "hits": [{**asdict(h), "highlights": [list(r) for r in h.highlights],
@@ -98,8 +100,16 @@ def search(request: SearchRequest, index: StepIndex | None, query: Query, unavai
         raise QueryTextError("Type a word or a phrase to search for.")
     if request.label not in LABEL_CHOICES:
         raise QueryTextError(f"The label '{request.label}' is not one of {', '.join(LABEL_CHOICES)}.")
-    if index is not None:
+    if index is not None and (is_released(request.slice) or request.label == "any"):
         answer = _ranked(request, index)
+        if not is_released(request.slice):  # the index holds the released labels
+            answer = _relabeled(answer, query)
+    elif index is not None:
+        choice = labels_of(request.slice)
+        answer = _scanned(request, query, note=(
+            f"The search index holds the released labels, and this view reads the {choice} labels: so the label "
+            "filter is answered by the text scan, with the steps whose input or output contains the text as typed "
+            "(case-insensitive, operators and quotes taken literally), in trace order, unranked."))
     else:
         answer = _scanned(request, query, unavailable or "the search index is not built")
     if answer.total == 0 and _slice_is_empty(request, query):
@@ -153,7 +163,18 @@ def _hit(doc: tantivy.Document, score: float, generators: dict, index: StepIndex
                found_in=found_in, snippet=snippet, highlights=ranges)
 
 
-def _scanned(request: SearchRequest, query: Query, why: str) -> SearchAnswer:
+def _relabeled(answer: SearchAnswer, query: Query) -> SearchAnswer:
+    """``answer`` with each hit's label under the request's label choice (read from the store)."""
+    if not answer.hits:
+        return answer
+    keys = pd.DataFrame({"run_id": [h.run_id for h in answer.hits], "step_idx": [h.step_idx for h in answer.hits]})
+    chosen = chosen_labels(query, answer.request.slice, keys)
+    words = {1.0: "anomaly", 0.0: "normal"}
+    hits = [replace(h, label=words.get(v, "unlabeled")) for h, v in zip(answer.hits, chosen)]
+    return replace(answer, hits=hits)
+
+
+def _scanned(request: SearchRequest, query: Query, why: str = "", note: str | None = None) -> SearchAnswer:
     text = request.text
     rows = query("search_scan", {"slice": dict(request.slice), "regex": phrase_regex(text), "phrase": text,
                                  "label": request.label, "context": SCAN_CONTEXT, "limit": request.page_size,
@@ -163,8 +184,8 @@ def _scanned(request: SearchRequest, query: Query, why: str) -> SearchAnswer:
                 corpus=str(r.corpus), backbone=str(r.backbone or ""), label=str(r.label), score=None,
                 found_in=str(r.found_in), snippet=str(r.snippet or ""), highlights=_phrase_ranges(str(r.snippet or ""), text))
             for r in rows.itertuples()]
-    note = (f"Ranked search is not available yet ({why}); these are the steps whose input or output contains the "
-            "text as typed (case-insensitive, operators and quotes taken literally), in trace order, unranked.")
+    note = note or (f"Ranked search is not available yet ({why}); these are the steps whose input or output contains "
+                    "the text as typed (case-insensitive, operators and quotes taken literally), in trace order, unranked.")
     return SearchAnswer(request, total, hits, ranked=False, note=note)
 
 

@@ -11,6 +11,6 @@ explorer links import it, and ``pages`` reads the board and detector registries 
 from __future__ import annotations
 
 from .explorer import DEFAULT_TOP_K, EXPLORER, explorer_url
-from .fields import SLICE, Field, PageState, not_held, url
+from .fields import LABELS, SLICE, Field, PageState, labels_of, not_held, url
 
-__all__ = ["DEFAULT_TOP_K", "EXPLORER", "SLICE", "Field", "PageState", "explorer_url", "not_held", "url"]
+__all__ = ["DEFAULT_TOP_K", "EXPLORER", "LABELS", "SLICE", "labels_of", "Field", "PageState", "explorer_url", "not_held", "url"]

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 from urllib.parse import urlencode
 
-from ..schema import SLICE_COLUMNS
+from ..schema import DEFAULT_LABELS, LABEL_CHOICES, SLICE_COLUMNS
 
 KINDS = ("str", "int", "float", "bool", "choice", "list")
 TRUE_TEXTS = ("1", "true", "yes")
@@ -205,9 +205,57 @@ SLICE_LABELS = {"corpus": "Corpus", "backbone": "Backbone (LLM)", "difficulty": 
 
 
 def describe_slice(slice_: Mapping[str, Iterable[Any]]) -> str:
-    """The slice in words, as the pages print it: "backbone (llm) in GPT-4.1; ..." or everything."""
-    parts = [f"{SLICE_LABELS[c].lower()} in {', '.join(map(str, v))}" for c, v in slice_.items() if v]
+    """The slice in words, as the pages print it: "backbone (llm) in GPT-4.1; ..." or everything
+    (the label choice beside it is told by its own caption line)."""
+    parts = [f"{SLICE_LABELS[c].lower()} in {', '.join(map(str, v))}" for c, v in slice_.items()
+             if v and c in SLICE_LABELS]
     return "; ".join(parts) if parts else "everything loaded"
+
+
+# ---------------------------------------------------------------------------- the label choice
+
+# Shared by every page beside the slice, and carried in the same mapping (``slice["labels"]``):
+# whatever takes the slice (a query, an analysis, a link, an export) then reads the chosen labels.
+LABELS = Field("labels", "choice", default=DEFAULT_LABELS, choices=tuple(LABEL_CHOICES),
+               help="the labels every view reads: " + "; ".join(f"{k}: {v}" for k, v in LABEL_CHOICES.items()))
+SHARED_NAMES: frozenset[str] = frozenset({*SLICE_COLUMNS, LABELS.name})
+
+
+def labels_of(slice_: Mapping[str, Any] | None) -> str:
+    """The label choice a slice mapping carries (the released labels when none)."""
+    return str((slice_ or {}).get(LABELS.name) or LABELS.default)
+
+
+def on_release(slice_: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The slice under the released labels: for what questions the release itself (the review
+    queues, the agreement figures), whatever the views' label choice."""
+    return {**dict(slice_ or {}), LABELS.name: LABELS.default}
+
+
+def filters_any(slice_: Mapping[str, Any] | None) -> bool:
+    """Whether the slice filters any column (the label choice is no filter)."""
+    return any((slice_ or {}).get(c) for c in SLICE_COLUMNS)
+
+
+def copy_shared(slice_: Mapping[str, Any] | None, drop_empty: bool = False) -> dict[str, Any]:
+    """A plain copy of a slice mapping: each column's values a list, the label choice kept as
+    its name (left out when it is the released labels, so such a copy is the slice as before)."""
+    copied: dict[str, Any] = {}
+    for key, value in (slice_ or {}).items():
+        if key == LABELS.name:
+            if value and value != LABELS.default:
+                copied[key] = str(value)
+        elif value or not drop_empty:
+            copied[key] = list(value or [])
+    return copied
+
+
+def shared_of(params: Any) -> dict[str, Any]:
+    """The slice and the label choice a link gives (``params``: ``st.query_params`` or a
+    mapping of lists), as the mapping pages pass on: a bad label choice reads as the default."""
+    shared: dict[str, Any] = {c: [v for v in values_of(params, c) if v != ""] for c in SLICE_COLUMNS}
+    shared[LABELS.name] = LABELS.parse(values_of(params, LABELS.name))[0]
+    return shared
 
 
 # ---------------------------------------------------------------------------- a page's state
@@ -230,7 +278,7 @@ class PageState:
 
     def __post_init__(self) -> None:
         names = [f.name for f in self.fields]
-        clash = set(names) & set(SLICE_COLUMNS) or {n for n in names if names.count(n) > 1}
+        clash = set(names) & SHARED_NAMES or {n for n in names if names.count(n) > 1}
         if clash:
             raise ValueError(f"page {self.path}: parameter(s) {', '.join(sorted(clash))} declared twice")
         self._by_name.update({f.name: f for f in self.fields})
@@ -260,7 +308,10 @@ class PageState:
             values[f.name], problem = f.parse(values_of(params, f.name))
             if problem:
                 problems.append(problem)
-        known = set(self.names) | set(SLICE_COLUMNS) | STREAMLIT_PARAMS
+        known = set(self.names) | SHARED_NAMES | STREAMLIT_PARAMS
+        _, problem = LABELS.parse(values_of(params, LABELS.name))
+        if problem:
+            problems.append(problem)
         for name in names_in(params):
             if name not in known:
                 shown = ", ".join(values_of(params, name))
@@ -271,14 +322,16 @@ class PageState:
 
     def url(self, slice_: Mapping[str, Iterable[Any]] | None = None, values: Mapping[str, Any] | None = None,
             base: str | None = None) -> str:
-        """``base?slice…&field…``: the slice in its column order, then the fields that differ
-        from their defaults in declaration order, URL-encoded (a value never ends the URL)."""
+        """``base?slice…&labels&field…``: the slice in its column order, the label choice unless
+        it is the released labels, then the fields that differ from their defaults in
+        declaration order, URL-encoded (a value never ends the URL)."""
         unknown = set(values or {}) - set(self.names)
         if unknown:
             raise KeyError(f"page {self.path} has no parameter {', '.join(sorted(unknown))}")
         items: list[tuple[str, str]] = []
         for col in SLICE_COLUMNS:
             items += [(col, _text(v)) for v in (slice_ or {}).get(col) or []]
+        items += LABELS.items(labels_of(slice_))
         for f in self.fields:
             items += f.items((values or {}).get(f.name, f.default))
         query = urlencode(items)

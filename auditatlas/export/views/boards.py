@@ -5,11 +5,13 @@ from __future__ import annotations
 import pandas as pd
 
 from ...analyses.board_published import missing_blocks, reconcile
+from ...analyses.labels_in_use import board_note
 from ...analyses.board_registry import registry, run_board
 from ...analyses.board_seeds import SD_WORDS, coverage_line
 from ...errors import AtlasError
 from ...figures.boards import STATUS_COLOR, contrasts_frame, fmt, live_figure, published_frame, shown_rows
 from ...views import not_held
+from ...views.fields import filters_any
 from ...views.pages import board_corpus_key
 from ..document import Document
 from ..link import Link, Query
@@ -42,8 +44,10 @@ def section(doc: Document, query: Query, link: Link, name: str, per_seed: bool) 
     board = registry()[name]
     if not board.allows_slice:
         doc.text(f"The sidebar slice filters runs; this board scores {board.item_kind}, so it does not apply here.", "note")
-    elif any(link.slice.values()):
+    elif filters_any(link.slice):
         doc.text("Scored on the sidebar slice only.", "note")
+    if board_note(link.slice, board.task.granularity):
+        doc.text(board_note(link.slice, board.task.granularity), "note")
     corpora = board.corpora(query)
     if not corpora:
         doc.text(f"The store holds no corpus the {name} board can score. Load one with `auditatlas ingest`.", "info")

@@ -86,6 +86,8 @@ def overall_tab(doc: Document, query: Query, link: Link, corpus: str, sets: pd.D
         return
     if overall.baseline is None:
         doc.warning(overall.notes[0])
+    if dv.one_class_note(overall.per_set):
+        doc.text(dv.one_class_note(overall.per_set), "info")
     label = link.values["metric"]
     metric = dict(zip(DETECTORS["metric"].choices, dv.METRICS))[label]
     doc.figure(figs.overall_chart(overall.per_detector, metric))

@@ -10,7 +10,7 @@ from ... import graph as tg
 from ...figures import judges
 from ...figures.step import fields_frame, steps_frame, structured_output
 from ...figures.trace_graph import page_for_run
-from ...views import DEFAULT_TOP_K
+from ...views import DEFAULT_TOP_K, labels_of
 from ..assets import VIS_MARK
 from ..document import Document
 from ..link import ExportError, Link, Query
@@ -27,7 +27,7 @@ def build(doc: Document, query: Query, link: Link) -> None:
     values = link.values
     if not values["run"]:
         raise ExportError("The link opens no run (it has no run=...); export the Explorer with a run open.")
-    found = query("explorer_run", {"run": values["run"]})
+    found = query("explorer_run", {"run": values["run"], "labels": labels_of(link.slice)})
     if found.empty:
         raise ExportError(f"The store holds no run with id '{values['run']}'.")
     run = found.iloc[0]
@@ -46,7 +46,7 @@ def build(doc: Document, query: Query, link: Link) -> None:
         doc.warning(f"This run has {n} steps (0 to {n - 1}); the link's step {selected} is not one of them, "
                     "so no step is open.")
         selected = None
-    steps = query("explorer_steps", {"run": run_id})
+    steps = query("explorer_steps", {"run": run_id, "labels": labels_of(link.slice)})
     edges = query("explorer_edges", {"run": run_id})
     set_id, rule = chosen_set(doc, query, run_id, values)
     scores = query("explorer_scores", {"run": run_id, "set": set_id}) if set_id else None
@@ -70,7 +70,7 @@ def build(doc: Document, query: Query, link: Link) -> None:
                            vis_script=VIS_MARK))
     doc.table(steps_frame(g), f"steps-{run_id}", caption="The run's steps")
     if selected is not None:
-        step_section(doc, query, run_id, selected)
+        step_section(doc, query, run_id, selected, labels_of(link.slice))
     judges_section(doc, query, run, g, n)
 
 
@@ -87,8 +87,8 @@ def chosen_set(doc: Document, query: Query, run_id: str, values: dict):
     return set_id, rule_of(values)
 
 
-def step_section(doc: Document, query: Query, run_id: str, selected: int) -> None:
-    step = query("explorer_step", {"run": run_id, "step": selected}).iloc[0].to_dict()
+def step_section(doc: Document, query: Query, run_id: str, selected: int, labels: str) -> None:
+    step = query("explorer_step", {"run": run_id, "step": selected, "labels": labels}).iloc[0].to_dict()
     doc.heading(f"Step {selected} · {step.get('action')} · agent {step.get('agent')}", 3)
     doc.table(fields_frame(step), f"step-{selected}-fields")
     scores = query("explorer_step_scores", {"run": run_id, "step": selected})

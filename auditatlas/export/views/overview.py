@@ -5,14 +5,15 @@ from __future__ import annotations
 from ... import actions
 from ...analyses import step_rates as rates
 from ...figures.rates import rate_heatmap
-from ...views.fields import describe_slice
+from ...views.fields import describe_slice, labels_of
 from ..document import Document
 from ..link import Link, Query
 
 
-def loaded_corpora(query: Query):
-    """The corpora and their counts; a corpus known only through predictions about it says so."""
-    loaded = query("corpora").merge(query("corpus_counts"), on="corpus", how="outer")
+def loaded_corpora(query: Query, labels: str = "released"):
+    """The corpora and their counts (under the label choice ``labels``); a corpus known only
+    through predictions about it says so."""
+    loaded = query("corpora").merge(query("corpus_counts", {"labels": labels}), on="corpus", how="outer")
     no_runs = loaded["title"].isna()
     loaded.loc[no_runs, "title"] = loaded.loc[no_runs, "corpus"]
     loaded.loc[no_runs, "kind"] = "—"
@@ -23,7 +24,7 @@ def loaded_corpora(query: Query):
 def build(doc: Document, query: Query, link: Link) -> None:
     slice_ = link.slice
     doc.heading("What is loaded")
-    doc.table(loaded_corpora(query), "loaded-corpora")
+    doc.table(loaded_corpora(query, labels_of(link.slice)), "loaded-corpora")
     summary = query("slice_summary", {"slice": slice_})
     doc.heading("Slice")
     n_runs, n_steps = int(summary["runs"].sum()), int(summary["steps"].sum())
