@@ -3,6 +3,7 @@ silent failures (the same analyses and figures as pages/overview.py)."""
 from __future__ import annotations
 
 from ... import actions
+from ...schema import DEFAULT_LABELS
 from ...analyses import step_rates as rates
 from ...figures.rates import rate_heatmap
 from ...views.fields import describe_slice, labels_of
@@ -10,7 +11,7 @@ from ..document import Document
 from ..link import Link, Query
 
 
-def loaded_corpora(query: Query, labels: str = "released"):
+def loaded_corpora(query: Query, labels: str = DEFAULT_LABELS):
     """The corpora and their counts (under the label choice ``labels``); a corpus known only
     through predictions about it says so."""
     loaded = query("corpora").merge(query("corpus_counts", {"labels": labels}), on="corpus", how="outer")
