@@ -16,11 +16,11 @@ def page_texts(at: AppTest) -> str:
 
 
 def open_page(store: Path, monkeypatch, page: str, timeout: float = 240, **params) -> AppTest:
-    """The app on ``store``, first run, then ``page`` with ``params`` as the link's query."""
+    """The app on ``store``, opened straight on ``page`` with ``params`` as the link's query
+    (as a deep link does: a first run of the entry page would draw the Overview for nothing)."""
     monkeypatch.setenv("AUDITATLAS_STORE", str(store))
     monkeypatch.chdir(REPO)
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=timeout)
-    at.run()
     at.switch_page(page)
     for key, value in params.items():
         at.query_params[key] = value

@@ -38,7 +38,6 @@ def test_overview_runs_and_marks_simulated_data(app):
 
 @pytest.mark.parametrize("page", PAGES)
 def test_every_page_runs(app, page):
-    app.run()
     app.switch_page(page)
     app.run()
     assert not app.exception, app.exception
