@@ -22,11 +22,17 @@ def pytest_configure(config) -> None:
     # The controller (or a plain run) picks the folder the session's stores live in; xdist
     # workers inherit it through the environment, so every worker reads the same builds.
     if not os.environ.get("PYTEST_XDIST_WORKER"):
-        config._auditatlas_stores = tempfile.mkdtemp(prefix="auditatlas-test-stores-")
-        os.environ[STORES_ENV] = config._auditatlas_stores
+        kept = os.environ.get(STORES_ENV)
+        if kept:  # the developer's own folder, kept between runs (a quick loop); never removed here
+            Path(kept).mkdir(parents=True, exist_ok=True)
+            shutil.rmtree(Path(kept) / "unnamed-store", ignore_errors=True)  # no test may find another run's
+            config._auditatlas_stores = None
+        else:
+            config._auditatlas_stores = tempfile.mkdtemp(prefix="auditatlas-test-stores-")
+            os.environ[STORES_ENV] = config._auditatlas_stores
         # A test that reaches the app or the CLI without naming a store gets a scratch one, never
         # the checkout's data/store (a CI run once left a full default store there).
-        os.environ["AUDITATLAS_STORE"] = os.path.join(config._auditatlas_stores, "unnamed-store")
+        os.environ["AUDITATLAS_STORE"] = os.path.join(os.environ[STORES_ENV], "unnamed-store")
 
 
 def pytest_unconfigure(config) -> None:

@@ -312,7 +312,8 @@ def test_every_tool_call_links_to_its_apply_delta(default_store):
 
 def test_default_store_adds_catchbench(tmp_path):
     # catchbench==0.1.3 is a declared dependency: a broken adapter fails here, it is not skipped.
-    result = demo.build_default_store(tmp_path, rooms=25, seed=3)
+    # Without the detector panel: the panel is test_app's first launch's, and CatchBench is this test's.
+    result = demo.build_default_store(tmp_path, rooms=25, seed=3, panel=False)
     assert "skipped" not in result["catchbench"], result["catchbench"]
     assert result["demo"]["rooms"] == 25
     con = queries.connect(tmp_path)

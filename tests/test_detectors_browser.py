@@ -101,7 +101,9 @@ def test_shared_link_and_other_tabs(server, browser, shots):
     assert "Random baseline: random" in body
     assert "paired t-test (one-tailed)" in body or "paired t" in body
     keep_shot(page, shots / "detectors-overall.png", full_page=True)
-    page.goto(server + "/detectors?tab=Cost")
+    # The Cost tab in the same visit (a tab is a rerun; a load would boot the app again).
+    page.get_by_role("tab", name="Cost", exact=True).click()
+    page.wait_for_url("**tab=Cost**", timeout=60_000)
     wait_idle(page, "fit + score wall time")
     assert page.locator("[class*='st-key-csv-cost-']").count() == 1
     keep_shot(page, shots / "detectors-cost.png", full_page=True)

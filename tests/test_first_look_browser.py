@@ -1,11 +1,13 @@
 """What a newcomer sees first, in real headless Chromium (issue 21): the longest run's graph
-opens fitted to its frame (every step inside it, labels at least 12 px) at 1,500 and 1,000 px
-wide, and the first page of the run list reads as distinct runs.
+opens fitted to its frame (every step inside it, labels at least 12 px) at 1,500 px wide and
+again when the window is narrowed to 1,000 px, and the first page of the run list reads as
+distinct runs.
 
 Screenshots go to a temporary folder outside the repository tree (tests/browser_support.py).
 """
 from __future__ import annotations
 
+from typing import Iterator
 from urllib.parse import quote
 
 import pytest
@@ -44,23 +46,32 @@ def _longest(store, corpus: str | None) -> tuple[str, int]:
     return str(row["run"]), int(row["steps"])
 
 
-def _open_graph(app_server, browser, run: str, width: int, shot: str) -> tuple[dict, str, dict, list[str]]:
-    """The explorer opened on ``run`` in a window ``width`` px wide: the graph's geometry, its hint
-    line, the iframe's box and the requests that left localhost."""
+def _graphs(app_server, browser, run: str, shot: str) -> Iterator[tuple[int, dict, str, dict, list[str]]]:
+    """The explorer opened on ``run`` in a window of the first of ``WIDTHS``, then the same page
+    narrowed to each next width (the graph re-wraps and fits again on a resize, by the same
+    code as on open): per width, the graph's geometry, its hint line, the iframe's box and the
+    requests that left localhost."""
     outside: list[str] = []
-    page = new_page(browser, outside, width=width, height=1400)
+    page = new_page(browser, outside, width=WIDTHS[0], height=1400)
     page.goto(f"{app_server}/explorer?run={quote(run, safe='')}")
     wait_idle(page, "Step detail")
     frame = graph_frame(page)
-    page.wait_for_timeout(300)  # the fit runs after vis-network's first drawing
-    shown = frame.evaluate(GEOMETRY)
-    hint = frame.locator("#graph-hint").inner_text()
-    iframe = page.locator("iframe").first
-    iframe.scroll_into_view_if_needed()
-    keep_shot(page, shots_dir("first-look") / f"{shot}-{width}.png")
-    box = iframe.bounding_box()
-    page.close()
-    return shown, hint, box, outside
+    try:
+        for i, width in enumerate(WIDTHS):
+            if i:
+                before = frame.evaluate("() => window.traceNetwork.canvas.frame.canvas.clientWidth")
+                page.set_viewport_size({"width": width, "height": 1400})
+                frame.wait_for_function("w => window.traceNetwork.canvas.frame.canvas.clientWidth !== w", arg=before,
+                                        timeout=60_000)
+            page.wait_for_timeout(300)  # the fit runs after vis-network's drawing
+            shown = frame.evaluate(GEOMETRY)
+            hint = frame.locator("#graph-hint").inner_text()
+            iframe = page.locator("iframe").first
+            iframe.scroll_into_view_if_needed()
+            keep_shot(page, shots_dir("first-look") / f"{shot}-{width}.png")
+            yield width, shown, hint, iframe.bounding_box(), outside
+    finally:
+        page.close()
 
 
 def _outside(shown: dict, sides: str = "ltrb") -> list[str]:
@@ -74,36 +85,35 @@ def _readable(shown: dict) -> None:
     assert small >= MIN_LABEL_PX, f"labels are {small:.1f} px at the opened zoom ({shown['scale']:.2f})"
 
 
-@pytest.mark.parametrize("width", WIDTHS)
-def test_longest_default_run_opens_fitted_to_its_frame(app_server, browser, app_store, width):
-    """The default corpus's longest run: every step inside the frame, every label readable."""
+def test_longest_default_run_opens_fitted_to_its_frame(app_server, browser, app_store):
+    """The default corpus's longest run: every step inside the frame, every label readable, at
+    each width."""
     run, steps = _longest(app_store, "maadbench-sim")
-    shown, _hint, box, outside = _open_graph(app_server, browser, run, width, "graph-default-longest")
-    assert len(shown["nodes"]) == steps
-    assert _outside(shown) == [], f"steps outside the {shown['width']}x{shown['height']} frame of {run}"
-    _readable(shown)
-    # The frame itself is whole: inside its iframe, and the iframe inside the window's width.
-    assert shown["frame_bottom"] <= box["height"] + 1 and box["x"] + box["width"] <= width
-    assert not outside, f"requests left localhost: {outside}"
+    for width, shown, _hint, box, outside in _graphs(app_server, browser, run, "graph-default-longest"):
+        assert len(shown["nodes"]) == steps
+        assert _outside(shown) == [], f"steps outside the {shown['width']}x{shown['height']} frame of {run} at {width}"
+        _readable(shown)
+        # The frame itself is whole: inside its iframe, and the iframe inside the window's width.
+        assert shown["frame_bottom"] <= box["height"] + 1 and box["x"] + box["width"] <= width
+        assert not outside, f"requests left localhost: {outside}"
 
 
-@pytest.mark.parametrize("width", WIDTHS)
-def test_longest_run_of_the_store_opens_readable(app_server, browser, app_store, width):
+def test_longest_run_of_the_store_opens_readable(app_server, browser, app_store):
     """The store's longest run (tau-bench, one lane of 61 steps) wraps into rows as wide as the
     frame; when the rows need more height than the frame may take, it opens readable on the
     first rows and says the rest is below."""
     run, steps = _longest(app_store, None)
-    shown, hint, box, outside = _open_graph(app_server, browser, run, width, "graph-store-longest")
-    assert len(shown["nodes"]) == steps
-    assert _outside(shown, "lr") == [], "a wrapped row runs past the frame's side"
-    _readable(shown)
-    below = _outside(shown, "tb")
-    if below:
-        assert "drag up to see the rest" in hint, hint
-        assert "0" not in below  # the first step is in view
-    assert "continues on the next" in hint, hint
-    assert shown["frame_bottom"] <= box["height"] + 1 and box["x"] + box["width"] <= width
-    assert not outside, f"requests left localhost: {outside}"
+    for width, shown, hint, box, outside in _graphs(app_server, browser, run, "graph-store-longest"):
+        assert len(shown["nodes"]) == steps
+        assert _outside(shown, "lr") == [], f"a wrapped row runs past the frame's side at {width}"
+        _readable(shown)
+        below = _outside(shown, "tb")
+        if below:
+            assert "drag up to see the rest" in hint, hint
+            assert "0" not in below  # the first step is in view
+        assert "continues on the next" in hint, hint
+        assert shown["frame_bottom"] <= box["height"] + 1 and box["x"] + box["width"] <= width
+        assert not outside, f"requests left localhost: {outside}"
 
 
 def test_first_page_of_the_run_list_reads_as_distinct_runs(app_server, browser):

@@ -17,11 +17,11 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory) -> Path:
-    from auditatlas.ingest.demo import build_demo
+    """A private copy of the session's 300-room demo store (the page writes into it; the build
+    is shared with the other modules that read that recipe)."""
+    from stores import copy_of
 
-    root = tmp_path_factory.mktemp("rescore-browser-store")
-    build_demo(root, rooms=200, seed=2)
-    return root
+    return copy_of("demo-300-s0", tmp_path_factory.mktemp("rescore-browser") / "store")
 
 
 @pytest.fixture(scope="module")
