@@ -79,12 +79,17 @@ else:
             "“steps like this one”.")
 
 st.header("Failure clusters")
-st.number_input("Seed", min_value=0, value=int(values["seed"]), step=1, key="patterns_seed",
-                on_change=_from_widget, args=("patterns_seed", "seed"), kwargs={"cluster": None})
+seed_box, count_box = st.columns(2)
+seed_box.number_input("Seed", min_value=0, value=int(values["seed"]), step=1, key="patterns_seed",
+                      on_change=_from_widget, args=("patterns_seed", "seed"), kwargs={"cluster": None})
+count_box.number_input("Clusters", min_value=2, max_value=clusters.MAX_CLUSTERS, value=int(values["clusters"]),
+                       step=1, key="patterns_clusters", on_change=_from_widget, args=("patterns_clusters", "clusters"),
+                       kwargs={"cluster": None})
 with st.status("Clustering the slice's anomalous steps…", expanded=False) as status:
     bar = st.progress(0.0)
     try:
         found_clusters = clusters.failure_clusters(found, cached.query, slice_, int(values["seed"]),
+                                                   n_clusters=int(values["clusters"]),
                                                    progress=lambda f, m: bar.progress(min(max(f, 0.0), 1.0), text=md(m)))
     except AtlasError as exc:
         status.update(label="No clusters.", state="error")

@@ -149,8 +149,11 @@ def test_text_keeps_words_not_ids():
 def test_the_page_lists_neighbours_and_opens_a_cluster(root, monkeypatch):
     from app_support import open_page, page_texts
 
-    at = open_page(root, monkeypatch, "pages/patterns.py", run="p:1", step="4", k="3", cluster="1")
+    at = open_page(root, monkeypatch, "pages/patterns.py", run="p:1", step="4", k="3", cluster="1", clusters="3")
     texts = page_texts(at)
+    # The link's cluster count: the three planted groups, one row each, six steps each.
+    assert at.number_input(key="patterns_clusters").value == 3
+    assert len(at.dataframe[1].value) == 3
     assert "0 of the 3 nearest are labeled anomalies; 2 from A" in texts
     neighbours = at.dataframe[0].value
     assert list(zip(neighbours["run_id"], neighbours["step_idx"]))[:2] == [ps.DUPLICATE, ps.B_DUPLICATE]
@@ -170,8 +173,9 @@ def test_the_page_says_an_unknown_run_in_one_sentence(root, monkeypatch):
 def test_the_export_writes_the_page(root, query):
     from auditatlas.export import export_view
 
-    done = export_view(query, root, "/patterns?run=p:1&step=4&k=3&cluster=1")
+    done = export_view(query, root, "/patterns?run=p:1&step=4&k=3&cluster=1&clusters=3")
     assert "similar-steps" in done.html and "cluster-steps" in done.html
+    assert "18 labeled anomalies in 3 clusters (seed 0)." in done.html
     assert "0 of the 3 nearest are labeled anomalies; 2 from A" in done.html
 
 
@@ -182,3 +186,5 @@ def test_the_explorer_links_to_steps_like_this_one():
     assert url == "/patterns?backbone=A&run=p%3A1&step=4"
     values, problems = PATTERNS.parse({"run": ["p:1"], "step": ["4"], "cluster": ["0"]})
     assert values["run"] == "p:1" and values["step"] == 4 and values["cluster"] is None and len(problems) == 1
+    values, problems = PATTERNS.parse({"clusters": ["1"]})
+    assert values["clusters"] == 8 and len(problems) == 1  # fewer than two clusters is no grouping

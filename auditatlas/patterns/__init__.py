@@ -41,3 +41,8 @@ No Streamlit here, and no store path: the vectors are built from a ``Query`` fun
 in a folder the caller names (``build.vectors_home``: next to the derived tables, keyed by the
 store's manifest, built into scratch and renamed into place).
 """
+
+# How many failure clusters, declared here (a light module) for the page's link and the CLI.
+DEFAULT_CLUSTERS = 8
+MAX_CLUSTERS = 50  # beyond this the table of clusters stops being readable
+

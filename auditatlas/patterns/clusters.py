@@ -31,11 +31,10 @@ from ..analyses.relabel import is_released
 from ..analyses.review_queue import queue as review_queue
 from ..errors import AtlasError
 from ..views.fields import copy_shared
-from . import text as text_mod
+from . import DEFAULT_CLUSTERS, MAX_CLUSTERS, text as text_mod
 from .similar import WEIGHTS, step_scores
 from .vectors import StepVectors
 
-DEFAULT_CLUSTERS = 8
 TOP_TERMS = 6
 EXAMPLES = 3
 TERM_SAMPLE = 100  # a cluster's steps nearest its centre whose text names its top terms

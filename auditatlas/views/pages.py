@@ -16,6 +16,7 @@ from ..analyses.board_registry import registry as board_registry
 from ..analyses.review_queue import ORDERS as REVIEW_ORDERS
 from ..detectors.features import DEFAULT_FEATURE_SET, FEATURE_SETS
 from ..detectors.registry import engine_detectors
+from ..patterns import DEFAULT_CLUSTERS, MAX_CLUSTERS
 from ..search.answer import LABEL_CHOICES as SEARCH_LABELS
 from .explorer import EXPLORER
 from .fields import Field, PageState
@@ -153,6 +154,8 @@ PATTERNS = PageState(
         Field("cluster", "int", low=1, help="the open failure cluster (1 = the largest)",
               expects="a cluster number (1, 2, …)", fallback="no cluster is open"),
         Field("seed", "int", default=0, low=0, help="the clustering's seed"),
+        Field("clusters", "int", default=DEFAULT_CLUSTERS, low=2, high=MAX_CLUSTERS,
+              help="how many failure clusters the slice's anomalous steps are grouped into"),
     ),
 )
 

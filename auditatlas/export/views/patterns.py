@@ -29,7 +29,7 @@ def build(doc: Document, query: Query, link: Link, root: str | Path) -> None:
         doc.text("The link chooses no step (it has no run=...).", "info")
     doc.heading("Failure clusters")
     try:
-        result = clusters.failure_clusters(found, query, slice_, int(values["seed"]))
+        result = clusters.failure_clusters(found, query, slice_, int(values["seed"]), n_clusters=int(values["clusters"]))
     except AtlasError as exc:
         doc.warning(str(exc))
         return
