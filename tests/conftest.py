@@ -3,6 +3,7 @@ app server and one browser per worker for every browser test on the app store, a
 grouping that keeps a large build's module, or a browser module, on one worker."""
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -16,6 +17,24 @@ import pytest
 from stores import APP_ROOMS, REPO, SHARED_DATA, TAUBENCH, WHOWHEN, copy_of, shared_store  # noqa: F401 (re-exported)
 
 STORES_ENV = "AUDITATLAS_TEST_STORES"
+
+
+def _scan_installed_components_once() -> None:
+    """Keep the answer of Streamlit's scan of installed packages for components.
+
+    Every new AppTest reads the metadata of every installed distribution (about 500 here) to find
+    Streamlit component manifests: 0.15 CPU-s each time, and the suite makes a few hundred
+    AppTests. The installed packages do not change during a session, so the first answer
+    stands for the rest (the app itself, under ``streamlit run``, scans once per server).
+    """
+    from streamlit.components.v2 import manifest_scanner
+
+    scan = manifest_scanner.scan_component_manifests
+    if not hasattr(scan, "cache_info"):
+        manifest_scanner.scan_component_manifests = functools.lru_cache(maxsize=None)(scan)
+
+
+_scan_installed_components_once()
 
 
 def pytest_configure(config) -> None:
