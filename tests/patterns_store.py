@@ -47,8 +47,17 @@ def text_of(run_id: str, step: int) -> str:
     return NORMAL[(step + RUNS.index(run_id)) % len(NORMAL)]
 
 
-def build(root: Path, extra_run: bool = False) -> Path:
-    """Write the store above at ``root``; ``extra_run`` adds run ``p:7`` (a new store version)."""
+# Without labels (``build(labeled=False)``), two step-level sets both score these four steps 1.0
+# and every other step 0.0: of 36 steps, the top decile of each set is ceil(3.6) = 4 steps, so
+# these are the slice's flagged steps, two of the timeout group and two of the parse group.
+FLAGGED = [("p:1", 1), ("p:2", 1), ("p:1", 2), ("p:2", 2)]
+
+
+def build(root: Path, extra_run: bool = False, labeled: bool = True) -> Path:
+    """Write the store above at ``root``; ``extra_run`` adds run ``p:7`` (a new store version);
+    ``labeled=False`` leaves every step unlabeled and writes the two flagging sets instead."""
+    if not labeled:
+        return _build_unlabeled(root)
     runs, steps = [], []
     for run_id in RUNS + (["p:7"] if extra_run else []):
         runs.append({"run_id": run_id, "corpus": "p", "backbone": BACKBONE.get(run_id, "A"), "outcome": "failure",
@@ -64,5 +73,21 @@ def build(root: Path, extra_run: bool = False) -> Path:
              "granularity": "step", "origin": "release"}]
     predictions = [{"set_id": "S1", "corpus": "p", "run_id": r, "step_idx": i, "score": 0.1 * i, "split": "all"}
                    for r in RUNS for i in range(6)]
+    store.write_source(root, "sets", {"prediction_sets": sets, "predictions": predictions})
+    return root
+
+
+def _build_unlabeled(root: Path) -> Path:
+    runs = [{"run_id": r, "corpus": "p", "backbone": BACKBONE[r], "outcome": "failure", "n_steps": 6} for r in RUNS]
+    steps = [{"run_id": r, "corpus": "p", "step_idx": i, "agent": ("solver", "checker")[i % 2],
+              "action": "OBSERVE" if i == 0 else "ACT", "label": None, "text_in": f"step {i} of {r}",
+              "text_out": text_of(r, i)} for r in RUNS for i in range(6)]
+    corpora = [{"corpus": "p", "title": "p", "kind": "real", "label_process": "none"}]
+    store.write_source(root, "traces", {"corpora": corpora, "runs": runs, "steps": steps})
+    sets = [{"set_id": name, "corpus": "p", "method": name.lower(), "family": "test", "supervision": "unsupervised",
+             "granularity": "step", "origin": "release"} for name in ("F1", "F2")]
+    predictions = [{"set_id": name, "corpus": "p", "run_id": r, "step_idx": i,
+                    "score": 1.0 if (r, i) in FLAGGED else 0.0, "split": "all"}
+                   for name in ("F1", "F2") for r in RUNS for i in range(6)]
     store.write_source(root, "sets", {"prediction_sets": sets, "predictions": predictions})
     return root

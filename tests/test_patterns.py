@@ -188,3 +188,21 @@ def test_the_explorer_links_to_steps_like_this_one():
     assert values["run"] == "p:1" and values["step"] == 4 and values["cluster"] is None and len(problems) == 1
     values, problems = PATTERNS.parse({"clusters": ["1"]})
     assert values["clusters"] == 8 and len(problems) == 1  # fewer than two clusters is no grouping
+
+
+def test_an_unlabeled_corpus_clusters_its_flagged_steps(tmp_path):
+    """No labels: the steps most sets flag are clustered instead, and the page says so."""
+    root = ps.build(tmp_path / "store", labeled=False)
+    query = queries.runner(root)
+    result = clusters.failure_clusters(vectors.load(root, query), query, seed=0, n_clusters=2)
+    assert result.source == "flagged steps"
+    groups = {frozenset(_keys(result.steps_of(c.number))) for c in result.clusters}
+    assert groups == {frozenset(ps.FLAGGED[:2]), frozenset(ps.FLAGGED[2:])}  # timeout apart from parse
+
+
+def test_the_explorer_step_detail_links_to_its_steps_like_this_one(root, monkeypatch):
+    from app_support import open_page
+
+    at = open_page(root, monkeypatch, "pages/explorer.py", run="p:1", step="4")
+    buttons = [b for b in at.get("link_button") if "like this one" in b.proto.label]
+    assert [b.proto.url for b in buttons] == ["/patterns?run=p%3A1&step=4"]
