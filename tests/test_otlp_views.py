@@ -342,3 +342,19 @@ def test_overview_detectors_and_propagation_pages_on_the_unlabeled_corpus(store,
     assert any(i.value.startswith("No step of this slice carries a label") for i in at.info)
     at.switch_page("pages/propagation.py").run()
     assert "bare has no chains here: its steps carry no labels and its runs no outcome." in _texts(at)
+
+
+def test_detectors_page_draws_the_grid_per_action(scored, monkeypatch):
+    from app_support import open_page
+
+    store, _ = scored
+    at = open_page(store, monkeypatch, "pages/detectors.py", corpus="mine")
+    assert "2 detector(s)" in _texts(at)
+    grid = next(f.value.data if hasattr(f.value, "data") else f.value for f in at.dataframe)
+    backbone = at.selectbox(key="grid_backbone").value
+    # One row per action of the backbone shown, then the mean over actions.
+    actions = {"gpt-4o": {"AGENT", "LLM", "TOOL:web_search"},
+               "gpt-4.1": {"AGENT:invoke_agent", "LLM:chat", "TOOL:get_weather"}}[backbone]
+    assert {dv.action_label(a) for a in actions} == set(grid["action"].iloc[:-1])
+    assert grid["action"].iloc[-1] == "mean over actions"
+    assert {c for c in grid.columns if "(1 set)" in c} == {"hbos · structural (1 set)", "random · structural (1 set)"}
