@@ -159,6 +159,7 @@ def test_explorer_graph_has_agent_lanes_and_the_decisive_star(query):
     assert g.edges[1, 2, "tool_call"]["provenance"] == "observed"
     page = page_for_run(steps, edges, None, None, None, rid, 2, "agent", False, (), False, lanes="agent")
     assert 'LANE_WORD = "agent"' in page and '"shape": "star"' in page
+    assert "anomaly (decisive step, your labels)" in page and "★ decisive step" in page
     with pytest.raises(ValueError):
         tg.build(steps, edges, rid, lanes="backbone")
 

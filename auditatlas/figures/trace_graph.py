@@ -120,7 +120,9 @@ def _fmt(v: Any) -> str:
 
 
 def _step_tooltip(d: Mapping) -> str:
-    truth = d["truth"] + (" (human decisive step)" if d.get("decisive") else "")
+    # Who&When's is a human's pick; a labels file's or an annotation's is the user's own label.
+    who = "human decisive step" if d.get("label_source") == tg.DECISIVE_SOURCE else "decisive step, your labels"
+    truth = d["truth"] + (f" ({who})" if d.get("decisive") else "")
     lines = [
         f"step {d['step_idx']} · {text(d.get('action'), 60)}",
         f"agent: {text(d.get('agent'), 60)}",
@@ -239,7 +241,8 @@ def legend_html(g: nx.MultiDiGraph, color_by: str, has_detector: bool) -> str:
     swatches = "".join(f'<span class="sw"><i style="background:{c}"></i>{esc(n)}</span>' for n, c in colors.items())
     shapes = "".join(f'<span class="sw">{SHAPE_GLYPH[s]} {w}</span>' for w, s in
                      (("normal", "dot"), ("anomaly", "diamond"), ("unlabeled (no verdict)", "square"),
-                      ("human decisive step", "star")))
+                      ("decisive step" if any(d.get("decisive") and d.get("label_source") != tg.DECISIVE_SOURCE
+                                              for _, d in g.nodes(data=True)) else "human decisive step", "star")))
     borders = ""
     if has_detector:
         borders = "".join(
