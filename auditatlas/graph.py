@@ -11,7 +11,8 @@ Marks on every step node, and why they are separate attributes:
   value, never folded into normal (a nightmare SELECT_PUZZLE the runner left unverified is not
   a success).
 - ``decisive``: the human decisive step (Who&When's ``mistake_step``, label source
-  ``human_decisive_step``), the one step a judge is asked to find.
+  ``human_decisive_step``), the one step a judge is asked to find; or an anomalous step your
+  own labels call decisive (a row's ``decisive`` column, which ``explorer_steps`` carries).
 - ``flagged`` / ``outcome``: a prediction set's decision at a chosen rule (the top-k steps of
   the run by rank, or a score cut), and its confusion cell against the truth: ``TP``, ``FP``,
   ``FN``, ``TN``; ``None`` on an unlabeled step, which can be flagged but is neither right nor
@@ -22,6 +23,11 @@ Marks on every step node, and why they are separate attributes:
 
 Long runs are shown first with each scope contracted to one node (:func:`collapse`); the
 contracted node keeps the counts a reader needs to decide which scope to open.
+
+Each step also carries its ``lane``, the row :func:`layout` draws it on: its scope (the
+default), or its agent (``lanes="agent"``): a run that is one scope, as every run of a trace
+corpus is (OTLP, ATIF, Who&When, tau-bench), then reads as one row per agent, the hand-offs
+between the rows. Collapsing still works by scope.
 """
 from __future__ import annotations
 
@@ -41,6 +47,9 @@ DECISIVE_SOURCE = "human_decisive_step"
 INFERRED_CONTEXT_KIND = "context"
 # Above this many steps a run opens with each scope collapsed to one node.
 COLLAPSE_ABOVE = 300
+# What a graph lane is: a step's scope, or its agent.
+LANES = ("scope", "agent")
+NO_AGENT = "—"  # the lane of a step whose agent the trace did not record
 
 STEP_FIELDS = ("step_id", "agent", "action", "scope", "label", "label_source", "error_code",
                "failure_mode", "is_cascade", "is_tool", "is_format_error")
@@ -117,8 +126,9 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def build(steps: Any, edges: Any, run_id: str | None = None) -> nx.MultiDiGraph:
-    """The run's graph: one node per step (trace order), one edge per ``edges`` row.
+def build(steps: Any, edges: Any, run_id: str | None = None, lanes: str = "scope") -> nx.MultiDiGraph:
+    """The run's graph: one node per step (trace order), one edge per ``edges`` row; ``lanes``
+    (one of :data:`LANES`) says which field puts a step on its lane.
 
     ``steps`` rows need ``step_idx`` and may carry the :data:`STEP_FIELDS`; ``edges`` rows
     need ``src_idx``, ``dst_idx``, ``kind``, ``provenance``. A step without a scope is in the
@@ -127,7 +137,9 @@ def build(steps: Any, edges: Any, run_id: str | None = None) -> nx.MultiDiGraph:
     ``explorer_steps`` carries), else from the rule itself for rows that do not come from the
     store.
     """
-    graph = nx.MultiDiGraph(run_id=run_id)
+    if lanes not in LANES:
+        raise ValueError(f"lanes must be one of {LANES}")
+    graph = nx.MultiDiGraph(run_id=run_id, lanes=lanes)
     rows = sorted(_records(steps), key=lambda r: int(r["step_idx"]))
     for row in rows:
         idx = int(row["step_idx"])
@@ -135,7 +147,9 @@ def build(steps: Any, edges: Any, run_id: str | None = None) -> nx.MultiDiGraph:
         attrs["scope"] = attrs["scope"] if attrs["scope"] is not None else (run_id or "run")
         label = attrs["label"]
         attrs["truth"] = truth_of(label)
-        attrs["decisive"] = attrs["truth"] == ANOMALY and attrs.get("label_source") == DECISIVE_SOURCE
+        attrs["decisive"] = attrs["truth"] == ANOMALY and (attrs.get("label_source") == DECISIVE_SOURCE
+                                                           or _clean(row.get("decisive")) is True)
+        attrs["lane"] = attrs["scope"] if lanes == "scope" else (attrs["agent"] or NO_AGENT)
         graph.add_node(idx, step_idx=idx, kind="step", **attrs)
     for idx, (role, length) in _chain_marks(rows).items():
         graph.nodes[idx]["role"] = role
@@ -289,7 +303,8 @@ SCOPE_COLUMNS = 3  # columns a collapsed scope's box takes in the layout
 
 def layout(graph: nx.MultiDiGraph, dx: float = 110.0, dy: float = 120.0,
            pack: bool = False) -> dict[Any, tuple[float, float]]:
-    """Positions: trace order left to right, one horizontal lane per open scope (in order met).
+    """Positions: trace order left to right, one horizontal lane per open scope, or agent (the
+    steps' ``lane``, see :func:`build`), in order met.
 
     Collapsed scopes share one lane on top, each at its first step's column, so a long run
     folded into forty scopes reads as one row instead of a forty-lane staircase; steps and
@@ -332,20 +347,22 @@ def _lines(graph: nx.MultiDiGraph, pos: dict[Any, tuple[float, float]], dx: floa
 
 
 def lanes_take_turns(graph: nx.MultiDiGraph) -> bool:
-    """True when no two scopes overlap in trace order: each scope's steps form one unbroken
+    """True when no two lanes overlap in trace order: each lane's steps form one unbroken
     stretch of the trace (MAADBench's puzzles, one after another; a collapsed scope; any run
-    with a single scope), so the run can be drawn as lines of text."""
-    spans: dict[str, list[int]] = {}
+    with a single scope; agents that each act once in turn), so the run can be drawn as lines
+    of text."""
+    spans: dict[tuple[str, str], list[int]] = {}
     for _, d in graph.nodes(data=True):
         lo, hi = _column_key(d), d["last_idx"] if d.get("kind") == "scope" else d["step_idx"]
-        span = spans.setdefault(d["scope"], [lo, hi])
+        key = ("box", d["scope"]) if d.get("kind") == "scope" else ("lane", _lane(d))
+        span = spans.setdefault(key, [lo, hi])
         span[0], span[1] = min(span[0], lo), max(span[1], hi)
     ordered = sorted(spans.values())
     return all(prev[1] < nxt[0] for prev, nxt in zip(ordered, ordered[1:]))
 
 
 def _lane(d: Mapping) -> str:
-    return COLLAPSED_LANE if d.get("kind") == "scope" else d["scope"]
+    return COLLAPSED_LANE if d.get("kind") == "scope" else d.get("lane", d["scope"])
 
 
 def _column_key(d: Mapping) -> int:

@@ -32,6 +32,7 @@ class ViewState:
     actions: list[str] = field(default_factory=list)
     context: bool = False
     color: str = "agent"
+    lanes: str = "scope"
     expand: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
@@ -47,7 +48,7 @@ class ViewState:
         return {NAMES.get(a, a): getattr(self, a) for a in STATE_ATTRS}
 
 
-STATE_ATTRS = ("run", "step", "set_id", "top_k", "threshold", "q", "actions", "context", "color", "expand")
+STATE_ATTRS = ("run", "step", "set_id", "top_k", "threshold", "q", "actions", "context", "color", "lanes", "expand")
 
 
 def from_values(values: Mapping[str, Any], params: Any = None, problems: list[str] | None = None) -> ViewState:

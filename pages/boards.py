@@ -10,6 +10,7 @@ ensure_app_navigation()
 
 from auditatlas.analyses.board_registry import PILLARS
 from auditatlas.analyses.board_registry import registry as board_registry
+from auditatlas.analyses.board_registry import slice_lacks
 from auditatlas.analyses.labels_in_use import board_note
 from auditatlas.errors import AtlasError
 from auditatlas.views.pages import BOARDS as BOARDS_STATE
@@ -50,6 +51,10 @@ def board_section(name: str, per_seed: bool) -> None:
     if board_note(slice_, board.task.granularity):
         st.caption(board_note(slice_, board.task.granularity))
     corpora = available.get(name, [])
+    lacks = slice_lacks(board, slice_, corpora)
+    if lacks:
+        st.info(md(lacks))
+        return
     if not corpora:
         st.info(f"The store holds no corpus the **{name}** board can score. Load one with `auditatlas ingest`.")
         return

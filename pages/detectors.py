@@ -31,8 +31,7 @@ if slice_.get("corpus"):
     corpora = corpora[corpora["corpus"].isin(slice_["corpus"])]
 with_steps = corpora[corpora["step_sets"] > 0]
 if with_steps.empty:
-    st.info("No step-level prediction set in this slice's corpora. Fit detectors on the [Re-score](/rescore) page, "
-            "or import released predictions with `auditatlas ingest predictions FILE`.")
+    st.info(dv.nothing_to_compare(cached.query("slice_summary", {"slice": slice_})))
     st.stop()
 
 top = st.columns([2, 2, 1])

@@ -71,7 +71,7 @@ def _rule_mode_changed() -> None:
 # ---------------------------------------------------------------------------------------------
 
 st.title("Explorer")
-st.caption("Pick a run to see its dependency graph: steps in trace order, one lane per scope, "
+st.caption("Pick a run to see its dependency graph: steps in trace order, one lane per scope (or per agent), "
            "ground truth on every step and, for a chosen prediction set, which steps it flags. "
            "The URL keeps the whole view: copy it to share exactly this.")
 view_state.report(state.problems)
@@ -213,15 +213,19 @@ def run_view(run: pd.Series) -> None:
     set_id, rule = rule_controls(run_sets)
     scores = cached.query("explorer_scores", {"run": run_id, "set": set_id}) if set_id else None
 
-    g = tg.build(steps, edges, run_id)
+    g = tg.build(steps, edges, run_id, lanes=state.lanes)
     tg.mark(g, scores, rule)
     scopes = tg.scopes_in_order(g)
     selected_scope = g.nodes[selected]["scope"] if selected is not None else None
 
-    o1, o2, o3 = st.columns([2, 3, 3])
+    o1, o4, o2, o3 = st.columns([2, 2, 3, 3])
     st.session_state["explorer_color"] = state.color
     o1.selectbox("Fill by", ["agent", "action"], key="explorer_color", on_change=_from_widget,
                  args=("explorer_color", "color"))
+    st.session_state["explorer_lanes"] = state.lanes
+    o4.selectbox("One row per", list(tg.LANES), key="explorer_lanes", on_change=_from_widget,
+                 args=("explorer_lanes", "lanes"),
+                 help="A run that is one scope (a trace of your own, Who&When, tau-bench) reads best one row per agent.")
     has_context = any(d.get("kind") == tg.INFERRED_CONTEXT_KIND and d.get("provenance") == "inferred"
                       for _, _, d in g.edges(data=True))
     if has_context:
@@ -255,7 +259,7 @@ def run_view(run: pd.Series) -> None:
     # width means fewer rows); the step table follows it.
     page = trace_graph.cached_page(steps, edges, scores, rule.top_k if rule else None,
                                    rule.threshold if rule else None, run_id, selected, state.color,
-                                   state.context, tuple(collapsed), rule is not None)
+                                   state.context, tuple(collapsed), rule is not None, lanes=state.lanes)
     trace_graph.draw(page)
     frame = steps_frame(g)
     step_table(frame, selected, run_id)

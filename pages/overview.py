@@ -52,7 +52,7 @@ labeled = action_counts[action_counts["labeled_steps"] > 0]
 
 st.subheader("Action success rate per backbone (MAADBench Table 3)")
 if labeled.empty:
-    st.info("No labeled steps in this slice (its corpora carry run-level labels only), so there is no action success rate to show.")
+    st.info(rates.no_labeled_steps(summary))
 else:
     success = rates.action_success(labeled)
     action_order = sorted(success["action_short"].unique(), key=lambda s: actions.sort_key(next((a.code for a in actions.ACTIONS if a.short == s), s)))

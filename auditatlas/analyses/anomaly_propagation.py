@@ -134,7 +134,7 @@ def corpora(sources: pd.DataFrame, chain_counts: pd.DataFrame) -> pd.DataFrame:
     ``sources`` is ``propagation_sources`` and ``chain_counts`` is ``propagation_corpora``
     (runs and failures per scope); the steps are scanned once, by the first.
     """
-    cols = ["corpus", "runs", "steps", "labeled_steps", "failed_steps", "scopes_with_failures", "chains",
+    cols = ["corpus", "runs", "runs_with_outcome", "steps", "labeled_steps", "failed_steps", "scopes_with_failures", "chains",
             "max_failures_in_scope", "label_sources"]
     if chain_counts.empty:
         return pd.DataFrame(columns=cols)
@@ -160,7 +160,8 @@ def chain_status(corpora: pd.DataFrame) -> ChainStatus:
         if row.chains > 0:
             chain_corpora.append(row.corpus)
         elif row.labeled_steps == 0:
-            reasons[row.corpus] = "its steps carry no labels (run outcome only)"
+            reasons[row.corpus] = ("its steps carry no labels (run outcome only)" if getattr(row, "runs_with_outcome", 1)
+                                   else "its steps carry no labels and its runs no outcome")
         elif row.failed_steps == 0:
             reasons[row.corpus] = "none of its steps in this slice failed"
         elif row.max_failures_in_scope <= 1:

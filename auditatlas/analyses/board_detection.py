@@ -156,10 +156,14 @@ def compute_live(query: Query, corpus: str, slice_: dict | None = None) -> Board
                        family_labels={f.name: f.label for f in LIVE_CONTRAST_FAMILIES})
 
 
+BOTH_OUTCOMES = "runs with an outcome, both failed and succeeded ones"
+
+
 def corpora(query: Query) -> list[str]:
     return query("detection_corpora")["corpus"].tolist()
 
 
 POST_BOARD = Board("post-detection", "POST detection", Task("POST", "run", None), ("roc_auc",), _floor("post"),
-                   "runs with an outcome", compute_post, corpora)
-LIVE_BOARD = Board("live", "LIVE streaming", Task("LIVE", "run", None), LIVE_METRICS, _floor("live"), "runs", compute_live, corpora)
+                   "runs with an outcome", compute_post, corpora, needs=BOTH_OUTCOMES)
+LIVE_BOARD = Board("live", "LIVE streaming", Task("LIVE", "run", None), LIVE_METRICS, _floor("live"), "runs", compute_live,
+                   corpora, needs=BOTH_OUTCOMES)

@@ -194,4 +194,4 @@ def corpora(query: Query) -> list[str]:
 
 
 BOARD = Board("post-localization", "POST localization", Task("POST", "step", None), METRICS, RANDOM.name,
-              "failed runs", compute, corpora)
+              "failed runs", compute, corpora, needs="a failed run with a labeled anomalous step")

@@ -154,4 +154,5 @@ def corpora(query: Query) -> list[str]:
 
 
 BOARD = Board("pre", "PRE over-privilege", Task("PRE", "config", "catchbench-pre"), METRICS, pre.flag_all.name,
-              "configurations", compute, corpora, allows_slice=False)
+              "configurations", compute, corpora, allows_slice=False,
+              needs="declared configurations with their capabilities (a CatchBench PRE release)")

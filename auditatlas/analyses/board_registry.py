@@ -130,6 +130,8 @@ class Board:
     compute: Callable[[Query, str, dict | None], BoardResult]
     corpora: Callable[[Query], list[str]]  # corpora in the store this board can be computed on
     allows_slice: bool = True
+    # What a corpus must hold for the board, said when one lacks it ("runs of both outcomes").
+    needs: str = "what it scores"
 
 
 def registry() -> dict[str, Board]:
@@ -156,8 +158,22 @@ def run_board(name: str, query: Query, corpus: str | None = None, slice_: dict |
         corpus = available[0]
     elif corpus not in available:
         have = ", ".join(available) or "none"
-        raise AtlasError(f"board '{name}' cannot be computed on corpus '{corpus}' in this store (available: {have}).")
+        raise AtlasError(f"board '{name}' cannot be computed on corpus '{corpus}' in this store: it needs {board.needs}, "
+                         f"which that corpus lacks (available: {have}).")
     return board.compute(query, corpus, slice_ if board.allows_slice else None)
+
+
+def slice_lacks(board: Board, slice_: dict | None, available: Sequence[str]) -> str | None:
+    """One sentence when the slice names only corpora this board cannot score (an unlabeled
+    corpus of your own traces, one without outcomes), saying what they lack; else None."""
+    named = [str(c) for c in (slice_ or {}).get("corpus") or []]
+    if not board.allows_slice or not named or any(c in available for c in named):
+        return None
+    which = ", ".join(f"'{c}'" for c in named)
+    noun = "corpus" if len(named) == 1 else "corpora"
+    return (f"The {board.name} board needs {board.needs}, which the slice's {noun} {which} "
+            f"{'lacks' if len(named) == 1 else 'lack'}"
+            + (f"; it can score {', '.join(available)}." if available else "."))
 
 
 def contrasts_for(rows: Sequence[BoardRow], families: Sequence[ContrastFamily],

@@ -96,6 +96,17 @@ def span(values: pd.Series) -> str:
 
 # ----------------------------------------------------------------------------- prediction sets
 
+def nothing_to_compare(summary: pd.DataFrame) -> str:
+    """Why the slice shows no detector, in one sentence: none of its steps is labeled (a corpus
+    of your own traces before a labels file), or no step-level set scores it yet.
+    ``summary`` is the ``slice_summary`` query on the slice."""
+    if int(summary["labeled_steps"].sum()) == 0:
+        return ("No step of this slice carries a label, so no detector can be compared on it; add labels with "
+                "`auditatlas ingest labels FILE --corpus NAME`.")
+    return ("No step-level prediction set in this slice's corpora. Fit detectors on the [Re-score](/rescore) page, "
+            "or import released predictions with `auditatlas ingest predictions FILE`.")
+
+
 def prediction_sets(query: Query, corpus: str) -> pd.DataFrame:
     """Every prediction set about ``corpus`` with its detector, provenance and whether the
     step-level views can show it (``shown``, or ``not_shown`` with the reason)."""

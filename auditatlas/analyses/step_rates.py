@@ -48,3 +48,12 @@ def silent_failures(counts: pd.DataFrame) -> pd.DataFrame:
     out["silent_pct"] = 100 * _ratio(out["silent_action_failures"], out["action_failures"])
     out["format_silent_pct"] = 100 * _ratio(out["silent_format_errors"], out["format_errors"])
     return out
+
+
+def no_labeled_steps(summary: pd.DataFrame) -> str:
+    """The one sentence the Overview shows when no step of the slice is labeled, naming what its
+    corpora do carry (run outcomes, or nothing); ``summary`` is the ``slice_summary`` query."""
+    with_outcome = int(summary["runs_with_outcome"].sum()) if "runs_with_outcome" in summary else 0
+    carry = ("its corpora carry run-level labels only" if with_outcome
+             else "its corpora carry neither step labels nor run outcomes; add labels with `auditatlas ingest labels`")
+    return f"No labeled steps in this slice ({carry}), so there is no action success rate to show."

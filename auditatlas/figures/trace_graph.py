@@ -55,7 +55,8 @@ PLAIN_BORDER = ("#57606a", 1, False)
 OUTCOME_WORDS = {tg.TP: "TP: flagged, anomaly", tg.FP: "FP: flagged, normal", tg.FN: "FN: missed anomaly",
                  tg.TN: "TN: not flagged, normal"}
 EDGE_COLORS = {"data": "#0969da", "tool_parent": "#8250df", "puzzle_sequence": "#6e7781", "context": "#afb8c1",
-               "handoff": "#24292f", "tool_call": "#1b7c83", "read_write": "#9a6700"}
+               "handoff": "#24292f", "tool_call": "#1b7c83", "read_write": "#9a6700",
+               "child": "#bf3989", "link": "#953800"}  # child, link: OTLP parent and span links
 EDGE_DASHES: dict[str, Any] = {"observed": False, "modeled": [10, 6], "inferred": [2, 5]}
 LABEL_CHARS = 22
 NODE_ACTION_CHARS = 10  # a step's label under its node: number + action, short enough not to overlap
@@ -119,7 +120,9 @@ def _fmt(v: Any) -> str:
 
 
 def _step_tooltip(d: Mapping) -> str:
-    truth = d["truth"] + (" (human decisive step)" if d.get("decisive") else "")
+    # Who&When's is a human's pick; a labels file's or an annotation's is the user's own label.
+    who = "human decisive step" if d.get("label_source") == tg.DECISIVE_SOURCE else "decisive step, your labels"
+    truth = d["truth"] + (f" ({who})" if d.get("decisive") else "")
     lines = [
         f"step {d['step_idx']} · {text(d.get('action'), 60)}",
         f"agent: {text(d.get('agent'), 60)}",
@@ -238,7 +241,8 @@ def legend_html(g: nx.MultiDiGraph, color_by: str, has_detector: bool) -> str:
     swatches = "".join(f'<span class="sw"><i style="background:{c}"></i>{esc(n)}</span>' for n, c in colors.items())
     shapes = "".join(f'<span class="sw">{SHAPE_GLYPH[s]} {w}</span>' for w, s in
                      (("normal", "dot"), ("anomaly", "diamond"), ("unlabeled (no verdict)", "square"),
-                      ("human decisive step", "star")))
+                      ("decisive step" if any(d.get("decisive") and d.get("label_source") != tg.DECISIVE_SOURCE
+                                              for _, d in g.nodes(data=True)) else "human decisive step", "star")))
     borders = ""
     if has_detector:
         borders = "".join(
@@ -286,7 +290,7 @@ html, body {{ margin: 0; padding: 0; font-family: sans-serif; font-size: 12px; c
 {legend}
 <script>
 (function () {{
-  var DX = {dx}, DY = {dy}, EDGE = {edge}, BAND_GAP = {band_gap}, PACKED = {packed}, BOX = {box_columns};
+  var DX = {dx}, DY = {dy}, EDGE = {edge}, BAND_GAP = {band_gap}, PACKED = {packed}, BOX = {box_columns}, LANE_WORD = {lane_word};
   var READ = {read_scale}, MAX = {max_scale}, PAD = {frame_pad}, MIN_H = {min_frame}, MAX_H = {max_frame};
   // x = column * DX, y = lane * DY (auditatlas.graph.layout, lanes packed); EDGE: room for half
   // a label left and right of the outer columns.
@@ -351,7 +355,7 @@ html, body {{ margin: 0; padding: 0; font-family: sans-serif; font-size: 12px; c
     var parts = [];
     var boxes = base.some(function (n) {{ return n.shape === "box"; }});
     if (PACKED && layout.lanes > 1) {{
-      parts.push("One row per scope, in trace order" + (boxes ? " (collapsed scopes side by side)." : "."));
+      parts.push("One row per " + LANE_WORD + ", in trace order" + (boxes ? " (collapsed scopes side by side)." : "."));
     }}
     if (layout.wrapped) parts.push("A row that reaches the right edge continues on the next one.");
     if (cut) parts.push("More rows than the frame holds at a readable size: drag up to see the rest.");
@@ -411,6 +415,7 @@ def render_html(g: nx.MultiDiGraph, color_by: str = "agent", selected: int | Non
     return _PAGE.format(
         vis_css=vis_css, vis_js=vis_js if vis_script is None else vis_script, legend=legend_html(g, color_by, has_detector),
         dx=dx, dy=DY, edge=dx / 2 + LABEL_GAP_PX, band_gap=BAND_GAP, box_columns=tg.SCOPE_COLUMNS, packed=script_json(tg.lanes_take_turns(g)),
+        lane_word=script_json(g.graph.get("lanes", "scope")),
         read_scale=READ_SCALE, max_scale=MAX_SCALE, frame_pad=FRAME_PAD, min_frame=MIN_FRAME, max_frame=MAX_FRAME,
         nodes=script_json(nodes), edges=script_json(edges),
         options=script_json(net.options if isinstance(net.options, dict) else json.loads(options)),
@@ -420,9 +425,9 @@ def render_html(g: nx.MultiDiGraph, color_by: str = "agent", selected: int | Non
 
 def page_for_run(steps, edges, scores, top_k: int | None, threshold: float | None, run_id: str,
                  selected: int | None, color_by: str, show_context: bool, collapsed: tuple[str, ...],
-                 has_detector: bool, vis_script: str | None = None) -> str:
+                 has_detector: bool, vis_script: str | None = None, lanes: str = "scope") -> str:
     """Build, mark, filter, collapse and render one run's graph (the whole path the page takes)."""
-    g = tg.build(steps, edges, run_id)
+    g = tg.build(steps, edges, run_id, lanes=lanes)
     rule = tg.DecisionRule(top_k=top_k, threshold=threshold) if (top_k is not None or threshold is not None) else None
     tg.mark(g, scores, rule)
     view = tg.collapse(tg.visible(g, show_context), collapsed)

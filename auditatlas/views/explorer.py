@@ -41,6 +41,8 @@ EXPLORER = PageState(
               fallback="inferred context edges stay hidden"),
         Field("color", "choice", default="agent", choices=("agent", "action"), help="fill the graph's steps by",
               fallback="colouring by agent"),
+        Field("lanes", "choice", default="scope", choices=("scope", "agent"),
+              help="one graph row per scope or per agent", fallback="one row per scope"),
         Field("expand", "list", default=[], help="scopes opened in a collapsed long run"),
     ),
     check=_one_rule,

@@ -50,7 +50,7 @@ def build(doc: Document, query: Query, link: Link) -> None:
     edges = query("explorer_edges", {"run": run_id})
     set_id, rule = chosen_set(doc, query, run_id, values)
     scores = query("explorer_scores", {"run": run_id, "set": set_id}) if set_id else None
-    g = tg.build(steps, edges, run_id)
+    g = tg.build(steps, edges, run_id, lanes=values["lanes"])
     tg.mark(g, scores, rule)
     collapsed: list[str] = []
     if n > tg.COLLAPSE_ABOVE:
@@ -67,7 +67,7 @@ def build(doc: Document, query: Query, link: Link) -> None:
     doc.heading("Dependency graph", 3)
     doc.graph(page_for_run(steps, edges, scores, rule.top_k if rule else None, rule.threshold if rule else None,
                            run_id, selected, values["color"], values["context"], tuple(collapsed), rule is not None,
-                           vis_script=VIS_MARK))
+                           vis_script=VIS_MARK, lanes=values["lanes"]))
     doc.table(steps_frame(g), f"steps-{run_id}", caption="The run's steps")
     if selected is not None:
         step_section(doc, query, run_id, selected, labels_of(link.slice))

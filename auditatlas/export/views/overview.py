@@ -38,8 +38,7 @@ def build(doc: Document, query: Query, link: Link) -> None:
     labeled = labeled[labeled["labeled_steps"] > 0]
     doc.heading("Action success rate per backbone (MAADBench Table 3)")
     if labeled.empty:
-        doc.text("No labeled steps in this slice (its corpora carry run-level labels only), so there is no action "
-                 "success rate to show.", "info")
+        doc.text(rates.no_labeled_steps(summary), "info")
     else:
         success = rates.action_success(labeled)
         order = sorted(success["action_short"].unique(),
