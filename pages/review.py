@@ -65,7 +65,14 @@ def queue_view() -> None:
     """The open step of the queue, its verdict form and its context (or why there is none)."""
     # Everything but the verdicts is read through query_unreviewed: a verdict written does not make the
     # queue (seconds at 1,500 rooms) or the step be read again.
-    queue = review_queue.queue(cached.query_unreviewed, order.name, slice_, int(values["seed"]))
+    supervised = None
+    if order.name == "doubt":
+        with st.spinner("Fitting the supervised half of label doubt (out-of-fold, once per store version)…"):
+            half = cached.supervised_doubt(slice_)
+        for note in half.notes:  # our words and corpus names: as text
+            st.caption(md(note))
+        supervised = half.steps
+    queue = review_queue.queue(cached.query_unreviewed, order.name, slice_, int(values["seed"]), supervised)
     if queue.empty:
         st.warning(review_queue.why_empty(cached.query_unreviewed, order.name, slice_))  # our words only
         return
@@ -125,4 +132,5 @@ def queue_view() -> None:
 queue_view()
 # Below the queue, whatever it shows: the figures read every verdict (cached per store version,
 # so a verdict given makes them be computed again, and nothing else).
-review_agreement.draw(review_agreement_analysis.agreement(cached.query, slice_))
+# The error rate rests on the chosen seed's sample alone (review_agreement: never pooled across seeds).
+review_agreement.draw(review_agreement_analysis.agreement(cached.query, slice_, int(values["seed"])))
