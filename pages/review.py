@@ -61,6 +61,17 @@ right.text_input("Reviewer", value=values["reviewer"], key="review_reviewer", pl
 st.info(md(order.explains))
 
 
+def _next_step_now() -> None:
+    """Run the review panel again at once (not the sidebar and the rest of the app). A full run
+    of the script (the first one, AppTest's) cannot rerun a fragment alone: then the whole page."""
+    from streamlit.errors import StreamlitInvalidLayoutContextError
+
+    try:
+        st.rerun(scope="fragment")
+    except StreamlitInvalidLayoutContextError:
+        st.rerun()
+
+
 def queue_view() -> None:
     """The open step of the queue, its verdict form and its context (or why there is none)."""
     # Everything but the verdicts is read through query_unreviewed: a verdict written does not make the
@@ -121,7 +132,7 @@ def queue_view() -> None:
                 st.error(md(str(exc)))
             else:
                 _go(position=position + 1)
-                st.rerun()
+                _next_step_now()
 
     st.markdown("**Run context**")
     review_item.context(cached.query_unreviewed("review_context", {"run": run_id, "step": step_idx, "before": CONTEXT_STEPS,
@@ -129,8 +140,16 @@ def queue_view() -> None:
     step_detail.draw(step, cached.query_unreviewed("explorer_step_scores", {"run": run_id, "step": step_idx}), key="review-step")
 
 
-queue_view()
-# Below the queue, whatever it shows: the figures read every verdict (cached per store version,
-# so a verdict given makes them be computed again, and nothing else).
-# The error rate rests on the chosen seed's sample alone (review_agreement: never pooled across seeds).
-review_agreement.draw(review_agreement_analysis.agreement(cached.query, slice_, int(values["seed"])))
+@st.fragment
+def review_panel() -> None:
+    """The open step, its verdict form and the agreement figures: a verdict (or Previous, Skip)
+    reruns this panel alone, not the sidebar and the rest of the app, so the next step opens at
+    once and the figures take the verdict in."""
+    queue_view()
+    # Below the queue, whatever it shows: the figures read every verdict (cached per store
+    # version, so a verdict given makes them be computed again, and nothing else). The error
+    # rate rests on the chosen seed's sample alone (review_agreement: never pooled across seeds).
+    review_agreement.draw(review_agreement_analysis.agreement(cached.query, slice_, int(values["seed"])))
+
+
+review_panel()
