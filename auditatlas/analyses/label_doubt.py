@@ -19,7 +19,8 @@ maintained implementation; here:
 
 Why a random forest: on the simulated corpus with 5% of labels flipped (``bench/review_queue.py``)
 it put two thirds of the flips in the first 5% of steps at ~2 CPU-s for 14k steps; logistic
-regression was cheaper and found 43%, gradient boosting 68% at ten times the CPU.
+regression was cheaper and found 43%, gradient boosting 68% at over ten times the CPU. Its cost grows with
+the slice (all its labeled steps are fit five times): seconds at 1,500 rooms, minutes at 100,000.
 
 Where the half cannot be computed (a corpus with fewer than :data:`FOLDS` room groups, or fewer
 than :data:`FOLDS` steps of a class), it is left out for that corpus and a note says why; the
