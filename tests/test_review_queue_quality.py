@@ -110,3 +110,39 @@ def test_the_supervised_half_says_why_it_is_left_out_on_a_tiny_corpus(tmp_path):
     # Corpus r: 8 labeled steps in 2 runs (no rooms, so a run is a group); corpus u has no label.
     assert half.notes == ["The supervised half of label doubt is left out on corpus 'r': its labeled steps are in "
                           "2 room group(s), and 5 folds need 5."]
+
+
+class _Counting:
+    """A classifier that remembers how many rows it was fit on (P = the training prior)."""
+
+    def get_params(self, deep: bool = True) -> dict:
+        return {}
+
+    def fit(self, X, y):
+        import numpy as np
+
+        self.rows_, self.classes_ = len(y), np.array([0, 1])
+        self.prior_ = np.array([(y == 0).mean(), (y == 1).mean()])
+        return self
+
+    def predict_proba(self, X):
+        import numpy as np
+
+        return np.tile(self.prior_, (len(X), 1))
+
+    def predict(self, X):
+        return self.predict_proba(X).argmax(axis=1)
+
+
+def test_a_capped_fit_uses_at_most_its_rows():
+    import numpy as np
+
+    from auditatlas.analyses import label_doubt
+
+    y = np.array([1, 0, 0, 0] * 25)
+    assert label_doubt.CappedFit(_Counting(), max_rows=40).fit(np.zeros((100, 1)), y).estimator_.rows_ == 40
+    assert label_doubt.CappedFit(_Counting(), max_rows=400).fit(np.zeros((100, 1)), y).estimator_.rows_ == 100
+    # Out of fold, the forest capped at 30 rows a fold: one probability row per step, each summing to 1.
+    groups = np.arange(100) % 10
+    probabilities = label_doubt.out_of_fold(np.random.default_rng(0).random((100, 2)), y, groups, max_fit=30)
+    assert probabilities.shape == (100, 2) and np.allclose(probabilities.sum(axis=1), 1)
