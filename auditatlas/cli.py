@@ -72,6 +72,9 @@ def _parser() -> argparse.ArgumentParser:
     reviews_agreement = reviews_sub.add_parser(
         "agreement", help="kappa between reviewers and against the release, the confusion table per label process, "
                           "the released labels' error rate from the random order (as /review shows them)")
+    reviews_agreement.add_argument("--seed", type=count, metavar="N",
+                                   help="the error rate from the random order under this seed only (default: one "
+                                        "estimate per seed; seeds are never pooled)")
     reviews_agreement.add_argument("--json", action="store_true")
 
     from .detectors import cli as detectors_cli  # score, cross-backbone, detectors
@@ -233,7 +236,7 @@ def _command(args: argparse.Namespace, root: Path) -> int:
         if args.command == "export":
             return _export(root, args.url, args.out)
         if args.command == "reviews" and args.reviews_command == "agreement":
-            return _reviews_agreement(root, args.json)
+            return _reviews_agreement(root, args.json, args.seed)
         if args.command == "reviews":
             return _reviews_export(root, args.out)
         if args.command in detectors_cli.COMMANDS:
@@ -527,13 +530,14 @@ def _reviews_export(root: Path, out: str) -> int:
     return 0
 
 
-def _reviews_agreement(root: Path, as_json: bool) -> int:
-    """The Agreement section of /review over the whole store: the same figures, as text or JSON."""
+def _reviews_agreement(root: Path, as_json: bool, seed: int | None = None) -> int:
+    """The Agreement section of /review over the whole store: the same figures, as text or JSON
+    (the error rate per seed of the random order, or under ``seed`` alone)."""
     import queries
 
     from .analyses import review_agreement as ra
 
-    result = ra.agreement(queries.runner(root))
+    result = ra.agreement(queries.runner(root), seed=seed)
     if as_json:
         print(json.dumps(result.to_json(), indent=2))
         return 0

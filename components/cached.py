@@ -139,3 +139,17 @@ def search_index():
     from queries.search import index_for
 
     return index_for(store_root(), wait=False)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _supervised_doubt(slice_json: str, root: str, data_stamp: str):
+    from auditatlas.analyses import label_doubt
+
+    return label_doubt.supervised_doubt(lambda name, params=None: queries.run(name, params, root=root), root,
+                                        json.loads(slice_json))
+
+
+def supervised_doubt(slice_: Mapping[str, Any] | None):
+    """The supervised half of label doubt on the slice (``auditatlas.analyses.label_doubt``: a
+    cross-validated fit, seconds at 1,500 rooms), kept while only verdicts are written."""
+    return _supervised_doubt(json.dumps(dict(slice_ or {}), sort_keys=True, default=str), str(store_root()), data_stamp())

@@ -38,8 +38,16 @@ def signal(item: Mapping[str, Any], order: str) -> None:
         return
     n_sets, n_top = int(item["n_sets"]), int(item["n_top"])
     if order == "doubt":
-        st.caption(f"{int(item['contradicting'])} of the {n_sets} label-free prediction set(s) scoring this step "
-                   f"contradict its label ({n_top} rank it in their top decile).")
+        confidence = item.get("self_confidence")
+        if confidence is not None and not pd.isna(confidence):
+            issue = "cleanlab calls it a label issue" if bool(item.get("label_issue")) else \
+                "cleanlab does not call it a label issue"
+            st.caption(f"Supervised half: out-of-fold probability of its label {float(confidence):.3f} ({issue}).")
+        if n_sets:
+            st.caption(f"Label-free half: {int(item['contradicting'])} of the {n_sets} label-free prediction set(s) "
+                       f"scoring this step contradict its label ({n_top} rank it in their top decile).")
+        else:
+            st.caption("Label-free half: no label-free prediction set scores this step.")
     else:
         st.caption(f"{n_top} of the {n_sets} step-level prediction set(s) scoring this step rank it in their top decile.")
 

@@ -61,11 +61,34 @@ right.text_input("Reviewer", value=values["reviewer"], key="review_reviewer", pl
 st.info(md(order.explains))
 
 
+def _next_step_now() -> None:
+    """Run the review panel again at once (not the sidebar and the rest of the app). A full run
+    of the script (the first one, AppTest's) cannot rerun a fragment alone: then the whole page."""
+    from streamlit.errors import StreamlitInvalidLayoutContextError
+
+    try:
+        st.rerun(scope="fragment")
+    except StreamlitInvalidLayoutContextError:
+        st.rerun()
+
+
 def queue_view() -> None:
     """The open step of the queue, its verdict form and its context (or why there is none)."""
     # Everything but the verdicts is read through query_unreviewed: a verdict written does not make the
     # queue (seconds at 1,500 rooms) or the step be read again.
-    queue = review_queue.queue(cached.query_unreviewed, order.name, slice_, int(values["seed"]))
+    supervised = None
+    if order.name == "doubt":
+        try:
+            with st.spinner("Fitting the supervised half of label doubt (out-of-fold, once per store version)…"):
+                half = cached.supervised_doubt(slice_)
+        except AtlasError as exc:  # e.g. the store changed while its features were read
+            st.warning(md(f"The supervised half of label doubt could not be computed ({exc}); the order below rests "
+                          "on the label-free half alone."))
+        else:
+            for note in half.notes:  # our words and corpus names: as text
+                st.caption(md(note))
+            supervised = half.steps
+    queue = review_queue.queue(cached.query_unreviewed, order.name, slice_, int(values["seed"]), supervised)
     if queue.empty:
         st.warning(review_queue.why_empty(cached.query_unreviewed, order.name, slice_))  # our words only
         return
@@ -114,7 +137,7 @@ def queue_view() -> None:
                 st.error(md(str(exc)))
             else:
                 _go(position=position + 1)
-                st.rerun()
+                _next_step_now()
 
     st.markdown("**Run context**")
     review_item.context(cached.query_unreviewed("review_context", {"run": run_id, "step": step_idx, "before": CONTEXT_STEPS,
@@ -122,7 +145,16 @@ def queue_view() -> None:
     step_detail.draw(step, cached.query_unreviewed("explorer_step_scores", {"run": run_id, "step": step_idx}), key="review-step")
 
 
-queue_view()
-# Below the queue, whatever it shows: the figures read every verdict (cached per store version,
-# so a verdict given makes them be computed again, and nothing else).
-review_agreement.draw(review_agreement_analysis.agreement(cached.query, slice_))
+@st.fragment
+def review_panel() -> None:
+    """The open step, its verdict form and the agreement figures: a verdict (or Previous, Skip)
+    reruns this panel alone, not the sidebar and the rest of the app, so the next step opens at
+    once and the figures take the verdict in."""
+    queue_view()
+    # Below the queue, whatever it shows: the figures read every verdict (cached per store
+    # version, so a verdict given makes them be computed again, and nothing else). The error
+    # rate rests on the chosen seed's sample alone (review_agreement: never pooled across seeds).
+    review_agreement.draw(review_agreement_analysis.agreement(cached.query, slice_, int(values["seed"])))
+
+
+review_panel()

@@ -68,13 +68,13 @@ def build(root: Path) -> Path:
     return root
 
 
-def rows(plan=VERDICTS, queue: str = "doubt", revise: bool = True) -> list[dict]:
+def rows(plan=VERDICTS, queue: str = "doubt", revise: bool = True, seed: int | None = None) -> list[dict]:
     """Verdict rows of ``plan`` (step i of a line given at minute i of its hour), plus
-    :data:`REVISION` when ``revise``."""
+    :data:`REVISION` when ``revise``; ``seed``: the random order's seed they were given under."""
     found = []
     for reviewer, hour, run_id, idx, letters in plan:
         for minute, (i, letter) in enumerate(zip(idx, letters)):
-            found.append(reviews.verdict("k", run_id, i, V[letter], reviewer, queue=queue,
+            found.append(reviews.verdict("k", run_id, i, V[letter], reviewer, queue=queue, seed=seed,
                                          reviewed_at=f"2026-01-01T{hour:02d}:{minute:02d}:00+00:00"))
     if revise:
         reviewer, run_id, i, letter, at = REVISION

@@ -92,8 +92,8 @@ def test_review_against_release_per_label_process(reviewed):
 def test_no_random_order_verdict_says_so_plainly(reviewed):
     result = _agreement(reviewed)
     assert result.error_rates == []
-    assert any(n.startswith("No verdict in this slice was given in the random order, so there is no error rate")
-               for n in result.notes)
+    assert any(n.startswith("No verdict in this slice was given in the random order under seed 0, so there is no "
+                            "error rate") for n in result.notes)
 
 
 def test_a_slice_without_verdicts_and_a_store_without_any(root, reviewed):
@@ -119,18 +119,19 @@ def _random_plan(letters: str) -> list[tuple]:
 
 def test_error_rate_counts_random_order_verdicts_only(root):
     released = "AANNANNANN"  # k:a's released labels: every random-order verdict agrees
-    reviews.append_verdicts(root, agreement_store.rows(_random_plan(released), queue="random", revise=False))
+    reviews.append_verdicts(root, agreement_store.rows(_random_plan(released), queue="random", revise=False, seed=0))
     # Doubt-order verdicts that all disagree, later: not a uniform sample, so they do not count.
     reviews.append_verdicts(root, agreement_store.rows([("fay", 15, "k:a", range(10), "NNAANAANAA")], revise=False))
     (rate,) = _agreement(root).error_rates
-    assert (rate.scope, rate.decided, rate.disagreements, rate.unsure, rate.rate) == ("all label processes", 10, 0, 0, 0)
+    assert (rate.seed, rate.scope, rate.decided, rate.disagreements, rate.unsure, rate.rate) == (
+        0, "all label processes", 10, 0, 0, 0)
     assert (rate.low, rate.high) == pytest.approx((0.0, 0.3085), abs=5e-5)
 
 
 def test_error_rate_five_of_ten_with_an_unsure_left_out(root):
     # k:a released A A N N A N N A N N; eve disagrees on steps 0-4 and agrees on 5-9.
-    reviews.append_verdicts(root, agreement_store.rows(_random_plan("NNAANNNANN"), queue="random", revise=False))
-    reviews.append_verdicts(root, agreement_store.rows([("eve", 14, "k:b", [1], "U")], queue="random", revise=False))
+    reviews.append_verdicts(root, agreement_store.rows(_random_plan("NNAANNNANN"), queue="random", revise=False, seed=0)
+                            + agreement_store.rows([("eve", 14, "k:b", [1], "U")], queue="random", revise=False, seed=0))
     rates = {r.scope: r for r in _agreement(root).error_rates}
     assert sorted(rates) == ["all label processes", "annotator", "verifier"]
     everything = rates["all label processes"]
@@ -138,8 +139,39 @@ def test_error_rate_five_of_ten_with_an_unsure_left_out(root):
     assert (everything.low, everything.high) == pytest.approx((0.1871, 0.8129), abs=5e-5)
     assert rates["annotator"].rate is None
     assert ra.error_sentence(everything) == ("Released labels' error rate (all label processes), from the random "
-                                             "order: 5 of 10 decided verdict(s) disagree, 50.0% (exact 95% interval "
-                                             "18.7% to 81.3%); 1 unsure left out.")
+                                             "order under seed 0: 5 of 10 decided verdict(s) disagree, 50.0% (exact "
+                                             "95% interval 18.7% to 81.3%); 1 unsure left out.")
+
+
+def test_error_rate_is_estimated_per_seed_and_a_step_counts_once(root):
+    """Two seeds' samples share k:a steps 2 and 3; pooled, the latest per step would mix them.
+    k:a released (steps 0-9): A A N N A N N A N N.
+    seed 0, eve at 14:00-14:03 on steps 0-3: N A A N -> step 0 disagrees, 2 disagrees; eve revises
+    step 0 to A at 16:00 (same seed: the latest counts) -> 1 of 4 (step 2).
+    seed 1, fay at 15:00-15:04 on steps 2-6: N A A N N -> step 3 disagrees -> 1 of 5.
+    Pooled (latest per step over both): 0 A, 1 A, 2 N, 3 A, 4 A, 5 N, 6 N -> 1 of 7 (step 3):
+    neither seed's figure."""
+    reviews.append_verdicts(
+        root, agreement_store.rows([("eve", 14, "k:a", range(4), "NAAN")], queue="random", revise=False, seed=0)
+        + agreement_store.rows([("fay", 15, "k:a", range(2, 7), "NAANN")], queue="random", revise=False, seed=1)
+        + agreement_store.rows([("eve", 16, "k:a", [0], "A")], queue="random", revise=False, seed=0))
+    (zero,) = _agreement(root).error_rates  # the page's default seed
+    assert (zero.seed, zero.decided, zero.disagreements, zero.rate) == (0, 4, 1, 0.25)
+    assert any(n.startswith("Random-order verdicts under seed(s) 1 are another sample") for n in _agreement(root).notes)
+    (one,) = ra.agreement(queries.runner(root), None, seed=1).error_rates
+    assert (one.seed, one.decided, one.disagreements) == (1, 5, 1)
+    # The CLI's reading (seed None): one estimate per seed, never a pooled one.
+    per_seed = ra.agreement(queries.runner(root), None, seed=None).error_rates
+    assert [(r.seed, r.decided, r.disagreements) for r in per_seed] == [(0, 4, 1), (1, 5, 1)]
+    assert ra.error_frame(ra.agreement(queries.runner(root), None, seed=None))["seed"].tolist() == [0, 1]
+
+
+def test_a_random_order_verdict_without_a_seed_is_in_no_sample(root):
+    reviews.append_verdicts(root, agreement_store.rows(_random_plan("NNAANNNANN"), queue="random", revise=False))
+    result = _agreement(root)
+    assert result.error_rates == []
+    assert "10 random-order verdict(s) carry no seed, so they belong to no sample and are left out of the error rate." \
+        in result.notes
 
 
 def test_orphaned_verdicts_are_counted_and_left_out(root):

@@ -10,9 +10,17 @@ history included) and the released labels of the steps they are on:
   latest verdict per step (any reviewer) and the released label, and the confusion table
   (released anomaly / normal x reviewed anomaly / normal / unsure);
 - **the released labels' error rate**, from verdicts given in the ``random`` review order only
-  (the verdict row records the order it was given from: ``verdicts.queue``): disagreements over
-  decided verdicts, with an exact (Clopper-Pearson) 95% interval from scipy. Every other order
-  picks the steps most likely to be wrong, so only the seeded uniform sample may estimate a rate.
+  (the verdict row records the order it was given from: ``verdicts.queue``, and its seed:
+  ``verdicts.seed``): disagreements over decided verdicts, with an exact (Clopper-Pearson) 95%
+  interval from scipy. Every other order picks the steps most likely to be wrong, so only the
+  seeded uniform sample may estimate a rate.
+
+Why one estimate per seed, never pooled: each seed's shuffle is one uniform sample of the labeled
+steps, but two seeds' samples overlap. Pooling them counts a step reviewed under both twice, and
+the union of two prefixes of two shuffles is not a uniform sample (the binomial interval assumes
+one). So the page estimates from its chosen seed's verdicts alone (the latest per step), and the
+CLI gives one estimate per seed. A random-order verdict without a seed (from a reviews file that
+did not say) belongs to no sample: it is counted in a note and left out.
 
 Why "unsure" is left out of kappa and the rate (and counted): it is no label, so it can neither
 agree nor disagree. Why kappa is sometimes undefined: when both sides gave one and the same
@@ -73,8 +81,10 @@ class ReleaseAgreement:
 
 @dataclass(frozen=True)
 class ErrorRate:
-    """The released labels' error rate from the random order (``scope``: all, or one label process)."""
+    """The released labels' error rate from the random order under one ``seed`` (``scope``: all,
+    or one label process)."""
 
+    seed: int
     scope: str
     decided: int
     disagreements: int
@@ -166,44 +176,72 @@ def release_agreement(held: pd.DataFrame) -> list[ReleaseAgreement]:
     return found
 
 
-def error_rates(held: pd.DataFrame) -> list[ErrorRate]:
-    """The released labels' error rate from random-order verdicts (the latest such verdict per
-    step, any reviewer): over all of them, then per label process when there are several."""
-    sampled = latest(held[(held["queue"] == RANDOM_ORDER) & held["released_label"].notna()], STEP)
+def random_seeds(held: pd.DataFrame) -> list[int]:
+    """The seeds of the random order that verdicts on labeled steps were given under."""
+    sampled = held[(held["queue"] == RANDOM_ORDER) & held["released_label"].notna() & held["seed"].notna()]
+    return sorted(int(s) for s in sampled["seed"].unique())
+
+
+def error_rates(held: pd.DataFrame, seed: int) -> list[ErrorRate]:
+    """The released labels' error rate from the random-order verdicts given under ``seed`` (the
+    latest such verdict per step, any reviewer): over all of them, then per label process when
+    there are several. Verdicts under other seeds are another sample and are not counted."""
+    under_seed = held["seed"].eq(seed).fillna(False).astype(bool)  # a verdict without a seed is in no sample
+    mine = held[(held["queue"] == RANDOM_ORDER) & held["released_label"].notna() & under_seed]
+    sampled = latest(mine, STEP)
     if sampled.empty:
         return []
     sampled = sampled.assign(label_process=sampled["label_process"].fillna(NO_PROCESS))
     groups = [("all label processes", sampled)]
     if sampled["label_process"].nunique() > 1:
         groups += [(str(p), g) for p, g in sampled.groupby("label_process", sort=True)]
-    return [_rate(scope, steps) for scope, steps in groups]
+    return [_rate(seed, scope, steps) for scope, steps in groups]
 
 
-def _rate(scope: str, steps: pd.DataFrame) -> ErrorRate:
+def _rate(seed: int, scope: str, steps: pd.DataFrame) -> ErrorRate:
     decided = steps[steps["verdict"].isin(VERDICT_LABEL)]
     n, unsure = len(decided), len(steps) - len(decided)
     if n == 0:
-        return ErrorRate(scope, 0, 0, unsure, None, None, None)
+        return ErrorRate(seed, scope, 0, 0, unsure, None, None, None)
     errors = int((decided["verdict"].map(VERDICT_LABEL) != decided["released_label"].astype(int)).sum())
     low, high = exact_interval(errors, n)
-    return ErrorRate(scope, n, errors, unsure, errors / n, low, high)
+    return ErrorRate(seed, scope, n, errors, unsure, errors / n, low, high)
 
 
-def agreement(query: Query, slice_: Mapping[str, Any] | None = None) -> Agreement:
+def agreement(query: Query, slice_: Mapping[str, Any] | None = None, seed: int | None = 0) -> Agreement:
     """The agreement figures of the verdicts on the steps of ``slice_`` (against the released
-    labels, whatever the slice's label choice)."""
+    labels, whatever the slice's label choice). The error rate: from the random order's
+    verdicts under ``seed`` (the page's chosen seed), or one estimate per seed held when
+    ``seed`` is None (the CLI)."""
     verdicts = query("review_agreement_verdicts", {"slice": on_release(slice_)})
     held = verdicts[verdicts["in_slice"].astype(bool)]
     notes = _notes(verdicts, held)
-    pairs, release, rates = reviewer_pairs(held), release_agreement(held), error_rates(held)
-    if rates and rates[0].decided == 0:
-        notes.append(f"Every random-order verdict on a labeled step is unsure ({rates[0].unsure}), so there is no "
-                     "error rate of the released labels.")
-        rates = []
-    elif not rates:
+    pairs, release = reviewer_pairs(held), release_agreement(held)
+    held_seeds = random_seeds(held)
+    rates = []
+    for one in (held_seeds if seed is None else [int(seed)]):
+        found = error_rates(held, one)
+        if found and found[0].decided == 0:
+            notes.append(f"Every random-order verdict under seed {one} on a labeled step is unsure ({found[0].unsure}), "
+                         "so that sample gives no error rate of the released labels.")
+            found = []
+        rates += found
+    if seed is not None and not rates and not any(n.startswith("Every random-order verdict") for n in notes):
+        notes.append(f"No verdict in this slice was given in the random order under seed {int(seed)}, so there is no "
+                     "error rate of the released labels: only that seeded uniform sample may estimate one (every "
+                     "other order picks the steps most likely to be wrong).")
+    elif seed is None and not held_seeds:
         notes.append("No verdict in this slice was given in the random order, so there is no error rate of the "
                      "released labels: only that seeded uniform sample may estimate one (every other order picks "
                      "the steps most likely to be wrong).")
+    others = [s for s in held_seeds if seed is not None and s != int(seed)]
+    if others:
+        notes.append(f"Random-order verdicts under seed(s) {', '.join(map(str, others))} are another sample and are "
+                     f"not counted in seed {int(seed)}'s estimate (choose that seed to see its own).")
+    unseeded = held[(held["queue"] == RANDOM_ORDER) & held["seed"].isna()]
+    if len(unseeded):
+        notes.append(f"{len(unseeded)} random-order verdict(s) carry no seed, so they belong to no sample and are left "
+                     "out of the error rate.")
     return Agreement(pairs, release, rates, notes)
 
 
@@ -269,9 +307,9 @@ def confusion_frame(result: Agreement) -> pd.DataFrame:
 def error_frame(result: Agreement) -> pd.DataFrame:
     """The error rate with its exact interval, over all label processes and per process."""
     rates = result.error_rates
-    frame = pd.DataFrame([{"label processes": e.scope, "decided verdicts": e.decided, "disagreements": e.disagreements,
-                           "left out (unsure)": e.unsure} for e in rates],
-                         columns=["label processes", "decided verdicts", "disagreements", "left out (unsure)"])
+    frame = pd.DataFrame([{"seed": e.seed, "label processes": e.scope, "decided verdicts": e.decided,
+                           "disagreements": e.disagreements, "left out (unsure)": e.unsure} for e in rates],
+                         columns=["seed", "label processes", "decided verdicts", "disagreements", "left out (unsure)"])
     return _figures(frame, {"error rate": [e.rate for e in rates], "95% low": [e.low for e in rates],
                             "95% high": [e.high for e in rates]}, 4)
 
@@ -279,9 +317,10 @@ def error_frame(result: Agreement) -> pd.DataFrame:
 def error_sentence(rate: ErrorRate) -> str:
     """The estimate in words."""
     if rate.rate is None:
-        return (f"Released labels' error rate ({rate.scope}): no decided random-order verdict "
+        return (f"Released labels' error rate ({rate.scope}): no decided random-order verdict under seed {rate.seed} "
                 f"({rate.unsure} unsure), so no estimate.")
-    return (f"Released labels' error rate ({rate.scope}), from the random order: {rate.disagreements} of "
+    return (f"Released labels' error rate ({rate.scope}), from the random order under seed {rate.seed}: "
+            f"{rate.disagreements} of "
             f"{rate.decided} decided verdict(s) disagree, {rate.rate:.1%} (exact 95% interval "
             f"{rate.low:.1%} to {rate.high:.1%})" + (f"; {rate.unsure} unsure left out." if rate.unsure else "."))
 
@@ -289,6 +328,7 @@ def error_sentence(rate: ErrorRate) -> str:
 EXPLAINS = ("Cohen's kappa: agreement beyond chance, (po - pe) / (1 - pe); 1 is full agreement, 0 what chance "
             "gives. Each reviewer's latest verdict per step counts; unsure verdicts are no label and are left out "
             "(counted). Review against release takes the latest verdict per step, any reviewer, and the label "
-            "process is the step's label source. The error rate counts random-order verdicts only (the latest "
-            "per step), the one order that samples the labeled steps uniformly; its interval is the exact "
-            "(Clopper-Pearson) binomial one.")
+            "process is the step's label source. The error rate counts random-order verdicts only, under one "
+            "seed (the latest per step): the one order that samples the labeled steps uniformly, and each seed's "
+            "shuffle is its own sample (two seeds' verdicts are never pooled, so no step counts twice); its "
+            "interval is the exact (Clopper-Pearson) binomial one.")

@@ -11,7 +11,7 @@ from ..link import Link, Query
 
 
 def build(doc: Document, query: Query, link: Link) -> None:
-    result = ra.agreement(query, link.slice)
+    result = ra.agreement(query, link.slice, int(link.values["seed"]))
     doc.heading("Agreement")
     doc.text(ra.EXPLAINS, "note")
     for note in result.notes:

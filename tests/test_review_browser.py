@@ -1,0 +1,87 @@
+"""Real headless Chromium on /review (issue 18, point 7): a reviewer works through ten steps
+with the keyboard alone and finds every verdict stored; a second browser session reviews the
+same slice at the same time, and nothing either of them gave is lost.
+
+One Streamlit server on a copy of the small hand-made store of agreement_store.py (14 labeled
+steps), two pages. What each verdict should be is read from the page itself (the run and step it
+shows when the key is pressed), never from the queue code under test.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import agreement_store
+import queries
+from browser_support import exceptions_on, new_page, streamlit_server, wait_idle
+
+pytestmark = pytest.mark.browser
+
+KEYS = {"a": "anomaly", "n": "normal", "u": "unsure"}
+FIRST = "anuannaanu"  # kim's ten keys
+SECOND = "nan"  # lee's three, each pressed right after one of kim's
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Path:
+    return agreement_store.build(tmp_path_factory.mktemp("review-browser") / "store")
+
+
+@pytest.fixture(scope="module")
+def server(store):
+    with streamlit_server(store) as url:
+        yield url
+
+
+def _open(browser, url: str, reviewer: str, outside: list[str]):
+    page = new_page(browser, outside, width=1200, height=800)
+    page.goto(f"{url}/review?queue=random&seed=0&reviewer={reviewer}")
+    wait_idle(page, "Step 1 of 14")
+    page.get_by_role("heading", name="Review").first.click()  # the keys count outside a text field
+    return page
+
+
+def _shown(page) -> tuple[str, int]:
+    """The run and step the page has open ("Run k:a, step 3")."""
+    text = page.inner_text("body").replace("\u2060", "")
+    found = re.search(r"Run (k:[abc]), step (\d+)", text)
+    assert found, text[:500]
+    return found.group(1), int(found.group(2))
+
+
+def _press(page, key: str, given: list[tuple[str, int, str]]) -> None:
+    run, step = _shown(page)
+    page.keyboard.press(key)
+    given.append((run, step, KEYS[key]))
+
+
+def _wait_step(page, number: int) -> None:
+    page.get_by_text(f"Step {number} of 14", exact=True).first.wait_for(timeout=60_000)
+
+
+def test_ten_verdicts_by_keyboard_and_a_second_session_lose_nothing(server, store, browser):
+    outside: list[str] = []
+    kim = _open(browser, server, "kim", outside)
+    lee = _open(browser, server, "lee", outside)
+    given: dict[str, list] = {"kim": [], "lee": []}
+    for i, key in enumerate(FIRST):
+        _press(kim, key, given["kim"])
+        if i < len(SECOND):  # both sessions write at about the same moment
+            _press(lee, SECOND[i], given["lee"])
+        _wait_step(kim, i + 2)
+        if i < len(SECOND):
+            _wait_step(lee, i + 2)
+    assert exceptions_on(kim) == [] and exceptions_on(lee) == []
+    assert not outside
+
+    history = queries.run("review_history", root=store)
+    for reviewer, expected in given.items():
+        mine = history[history["reviewer"] == reviewer].sort_values("reviewed_at")
+        stored = [(r, int(s), v) for r, s, v in mine[["run_id", "step_idx", "verdict"]].itertuples(index=False)]
+        assert stored == expected, reviewer
+        assert set(mine["queue"]) == {"random"} and set(mine["seed"]) == {0}
+    # Ten different steps: the queue moved on after each key.
+    assert len({(r, s) for r, s, _ in given["kim"]}) == 10
+    assert len(history) == len(FIRST) + len(SECOND) and history["verdict_id"].is_unique
