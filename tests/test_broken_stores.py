@@ -260,8 +260,10 @@ PAGES = ("pages/overview.py", "pages/boards.py", "pages/explorer.py", "pages/pro
          "pages/detectors.py", "pages/rescore.py")
 
 RUN_PAGES = """
-import json, os, sys
+import functools, json, os, sys
 from streamlit.testing.v1 import AppTest
+from streamlit.components.v2 import manifest_scanner  # scanned once, as conftest does in process
+manifest_scanner.scan_component_manifests = functools.lru_cache(None)(manifest_scanner.scan_component_manifests)
 out = {}
 for page in json.loads(sys.argv[1]):
     at = AppTest.from_file("app.py", default_timeout=240)
