@@ -7,20 +7,31 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 import pytest
 
 from browser_support import REPO, exceptions_on, new_page, streamlit_server, wait_idle
+from auditatlas.store import read_manifest
 from conftest import WHOWHEN
 
 pytestmark = pytest.mark.browser
 
+# The writer replaces the source again and again until the stop file appears, so every page
+# load below reads while replacements land (a fixed count finished before the second load).
 REINGEST = """
-import sys
+import sys, time
+from pathlib import Path
 from auditatlas.ingest import ingest
-for _ in range(int(sys.argv[3])):
-    ingest(sys.argv[1], sys.argv[2], sys.argv[4])
+fmt, folder, root, stop = sys.argv[1], sys.argv[2], sys.argv[3], Path(sys.argv[4])
+n = 0
+while not stop.exists():
+    ingest(fmt, folder, root)
+    n += 1
+    time.sleep(1.0)  # a replacement a second: several land under each load
+print(n)
 """
+LOADS = 2
 
 
 @pytest.fixture(scope="module")
@@ -36,23 +47,28 @@ def test_pages_stay_whole_while_a_source_is_replaced(store, tmp_path, browser):
     from auditatlas import simulator
 
     folder = tmp_path / "rooms"
-    simulator.simulate(folder, rooms=200, seed=9)
-    # Three replacements: the page loads meet retired folders at each; more only repeat the race
-    # (tests/test_query_versions.py runs it a thousand queries deep, without a browser).
-    writer = subprocess.Popen([sys.executable, "-c", REINGEST, "maadbench", str(folder), "3", str(store)], cwd=REPO,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    simulator.simulate(folder, rooms=60, seed=9)  # small: each replacement lands in a fraction of a second
+    stop = tmp_path / "stop"
+    versions = set()
     outside: list[str] = []
-    loads = 0
     with streamlit_server(store) as url:
-        page = new_page(browser, outside)
-        while writer.poll() is None or loads < 4:
-            page.goto(url + "/")
-            wait_idle(page, "Action success rate per backbone")
-            assert exceptions_on(page) == []
-            assert page.get_by_text("cannot be read", exact=False).count() == 0
-            loads += 1
-            if loads > 40:
-                break
-    assert writer.wait(120) == 0, writer.stderr.read().decode()
-    assert loads >= 4
+        writer = subprocess.Popen([sys.executable, "-c", REINGEST, "maadbench", str(folder), str(store), str(stop)],
+                                  cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            began = time.monotonic()  # the loads start once the writer has landed its first replacement
+            while "maadbench" not in read_manifest(store)["sources"] and time.monotonic() < began + 60:
+                time.sleep(0.1)
+            page = new_page(browser, outside)
+            for _ in range(LOADS):
+                page.goto(url + "/")
+                wait_idle(page, "Action success rate per backbone")
+                assert exceptions_on(page) == []
+                assert page.get_by_text("cannot be read", exact=False).count() == 0
+                versions.add(read_manifest(store)["sources"]["maadbench"]["dir"])
+        finally:
+            stop.touch()
+            out, err = writer.communicate(timeout=120)
+    assert writer.returncode == 0, err
+    # The race was on: the source was replaced under the loads, more than once per load.
+    assert int(out.strip().splitlines()[-1]) > LOADS and len(versions) >= 2, (out, versions)
     assert not outside
