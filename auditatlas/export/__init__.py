@@ -64,10 +64,6 @@ def not_covered(link: Link) -> str | None:
     if page.path not in BUILDERS:
         return (f"The {page.title} page ({page.path}) is not covered by export yet; "
                 f"exportable pages: {', '.join(BUILDERS)}.")
-    if page.path == "/propagation" and link.values["tab"] != "Heatmap":
-        return f"The Propagation page's {link.values['tab']} tab is not covered by export yet; its Heatmap tab is (tab=Heatmap)."
-    if page.path == "/explorer" and not link.values["run"]:
-        return "The link opens no run (it has no run=...); export the Explorer with a run open."
     if page.path == "/search" and not str(link.values["q"]).strip():
         return "The link searches for nothing (it has no q=...); export the Search page with a query."
     if page.path == "/tour" and not str(link.values["name"]).strip():
