@@ -160,3 +160,90 @@ def _a_run(root: Path) -> str:
         return con.execute("SELECT run_id FROM runs WHERE n_steps >= 4 ORDER BY run_id LIMIT 1").fetchone()[0]
     finally:
         con.close()
+
+
+def _table(page: str, name: str) -> "pd.DataFrame":
+    """The file's own CSV of its table ``name`` (what a reviewer downloads), read back."""
+    import io
+    from urllib.parse import unquote
+
+    import pandas as pd
+
+    found = re.search(rf'data-table="{re.escape(name)}".*?href="data:text/csv;charset=utf-8,([^"]*)"', page, re.S)
+    assert found, f"no table {name} in the file"
+    return pd.read_csv(io.StringIO(unquote(html.unescape(found.group(1)))))
+
+
+def _hand(root: Path, sql: str) -> list[tuple]:
+    con = queries.connect(root)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+# A chain is the failed (label 1) steps of one scope when there are two or more (pages/propagation.py).
+CHAIN_SCOPES = "SELECT run_id, scope, count(*) AS n FROM steps WHERE label = 1 GROUP BY ALL HAVING count(*) >= 2"
+
+
+def test_propagation_chains_and_failure_modes_tabs_hold_the_hand_counts():
+    root = shared_store("demo-300-s0")
+    [(chains,)] = _hand(root, f"SELECT count(*) FROM ({CHAIN_SCOPES})")
+    [(of_three,)] = _hand(root, f"SELECT count(*) FROM ({CHAIN_SCOPES}) WHERE n = 3")
+    page = _export(root, "/propagation?tab=Chains")
+    assert f"{chains:,} chains." in page and f"Page 1 of {-(-chains // 50)} ({chains:,} chains)." in page
+    assert page.count('id="lib-plotly"') == 1 and page.count('data-figure="figure-') == 1  # the length chart
+    page = _export(root, "/propagation?tab=Chains&length=3&length=3&origin=NOPE")
+    assert f"({of_three:,} chains)." in page and "length 3 to 3" in page
+    assert "The link asks for origin action &#x27;NOPE&#x27;, which this view does not hold here; left out." in page
+    listed = _table(page, "chains")
+    assert set(listed["length"]) == {3} and len(listed) == min(of_three, 50)
+    page = _export(root, "/propagation?tab=Failure+modes")
+    modes = _table(page, "failure-modes")
+    per_backbone = dict(_hand(root, "SELECT r.backbone, count(*) FROM steps s JOIN runs r USING (run_id) "
+                                    "WHERE s.label = 1 GROUP BY 1"))
+    assert modes.groupby("backbone")["failed_steps"].sum().to_dict() == per_backbone
+    assert "Propagation heatmap" not in page and "Silent vs loud" not in page  # the open tab only, as the page
+
+
+def test_explorer_without_a_run_exports_the_run_list():
+    root = shared_store("demo-300-s0")
+    ids = [r for (r,) in _hand(root, "SELECT run_id FROM runs WHERE backbone = 'GPT-4.1' ORDER BY run_id")]
+    page = _export(root, "/explorer?backbone=GPT-4.1")
+    assert f"{len(ids):,} runs, sorted by run id." in page
+    runs = _table(page, "runs")
+    assert list(runs["run_id"]) == ids and set(runs["backbone"]) == {"GPT-4.1"}
+    assert 'data-graph="' not in page  # no run open, no graph
+
+
+def test_detectors_cell_errors_and_recall_by_role_hold_the_page_numbers(app_store):
+    from auditatlas.analyses import anomaly_propagation as P
+    from auditatlas.analyses import detector_comparison as dv
+
+    query = queries.runner(app_store)
+    sets = dv.step_sets(dv.prediction_sets(query, "maadbench-sim"))
+    detector = sorted(sets["detector"])[-1]
+    set_id = sorted(sets.loc[sets["detector"] == detector, "set_id"])[0]
+    action = "SOLVE_CLUE"
+    page = _export(app_store, "/detectors?" + urlencode({"detectors_corpus": "maadbench-sim", "grid_backbone": "GPT-4.1",
+                                                         "action": action, "detector": detector, "set": set_id}))
+    # What the page lists for this cell: its own query (analyses.detector_comparison.cell_errors).
+    errors = dv.cell_errors(query, set_id, "GPT-4.1", action, {}, "own", 10.0)
+    assert f"Backbone GPT-4.1; action {action}; detector {html.escape(detector)}; prediction set {set_id}." in page
+    for kind, table_name in (("false positive", "errors-positive"), ("false negative", "errors-negative")):
+        part = errors[errors["kind"] == kind]
+        total = int(part["n_in_cell"].iloc[0]) if len(part) else 0
+        assert f"{kind.capitalize()}s " in page and f": {len(part)} of {total:,} shown." in page
+        if len(part):
+            shown = _table(page, table_name)
+            assert list(zip(shown["run_id"], shown["step"])) == list(zip(part["run_id"], part["step_idx"]))
+            assert set(shown["action"]) == {action} and set(shown["backbone"]) == {"GPT-4.1"}
+    assert (errors["label"] != errors["pred_label"]).all() and len(errors)  # the cell has errors to show
+    page = _export(app_store, "/propagation?tab=Recall+by+role&rule=top_pct&top_pct=20")
+    per_set = P.role_recall(P.role_recall_counts(query, {}, 20.0))  # the page's own computation
+    long = _table(page, "role-recall-long")
+    assert len(long) == len(per_set)
+    mine = per_set.set_index(["set_id", per_set["role"].astype(str)])["recall"]
+    for row in long.itertuples():
+        assert row.recall == round(100 * float(mine[(row.set_id, str(row.role))]), 1)
+    assert "score among the top 20% of the set" in page
