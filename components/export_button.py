@@ -31,6 +31,13 @@ def exported(link: str, root: str, stamp: int) -> Export:
     return export_view(cached.query, root, link)
 
 
+@lru_cache(maxsize=16)
+def stop_view(link: str, root: str, stamp: int) -> Export:
+    """A tour stop's view for the tour page's frame: its warnings are left out of the file, as the
+    page shows them above the frame (with them in the frame too, each stood there twice)."""
+    return export_view(cached.query, root, link, inline_warnings=False)
+
+
 def _file(link: str, root: str, stamp: int) -> bytes:
     return exported(link, root, stamp).html.encode("utf-8")
 

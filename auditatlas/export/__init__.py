@@ -72,14 +72,16 @@ def not_covered(link: Link) -> str | None:
 
 
 def export_view(query: Query, root: str | Path, given: str, made_at: datetime | None = None,
-                strict: bool = False) -> Export:
+                strict: bool = False, inline_warnings: bool = True) -> Export:
     """The view ``given`` (an app link) as one HTML file; raises ``ExportError`` (one sentence)
     for a page the export does not cover or a link it cannot open. ``strict`` (the CLI): a value
-    the page cannot use is an error too, instead of a warning in the file beside the fallback."""
+    the page cannot use is an error too, instead of a warning in the file beside the fallback.
+    ``inline_warnings`` False: the warnings are only in ``Export.warnings`` (for a page that
+    shows them itself), not in the file."""
     link = parse_link(given)
     if strict and link.problems:
         raise ExportError(" ".join(link.problems))
-    doc = Document()
+    doc = Document(inline_warnings=inline_warnings)
     write_view(doc, query, root, link)
     made = (made_at or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M:%S UTC")
     title = f"Audit Atlas · {link.page.title}" + (f": {link.values['name']}" if link.page.path == "/tour" else "")
