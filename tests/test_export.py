@@ -247,3 +247,69 @@ def test_detectors_cell_errors_and_recall_by_role_hold_the_page_numbers(app_stor
     for row in long.itertuples():
         assert row.recall == round(100 * float(mine[(row.set_id, str(row.role))]), 1)
     assert "score among the top 20% of the set" in page
+
+
+# Pages the export does not cover yet (their export action says so in one sentence): when one is
+# covered, this test fails until it is taken out of here, and from then on it is exported below.
+NOT_COVERED = {"/rescore"}
+LIBRARIES = re.compile(r'<script type="application/octet-stream" id="lib-[a-z]+">[^<]*</script>')
+
+
+def test_every_declared_page_exports_with_its_title_store_version_and_link(app_store, tmp_path):
+    """One file per page of auditatlas/views/pages.py, with a run, a step, a cell (Propagation's
+    and Detectors'), a chain (the Explorer at a chain's origin step) and a tour chosen where the
+    page has them: each holds its view's title, the store version and its link, and refers to
+    nothing outside itself (no script source, no http(s) address) beyond its inlined libraries."""
+    from auditatlas import tours
+    from auditatlas.export import BUILDERS, not_covered, parse_link, store_version
+    from auditatlas.views.pages import PAGES
+    from stores import copy_of
+
+    copy = copy_of("app", tmp_path / "store")  # the tour is saved into a copy; every other view reads the shared store
+    [(run, backbone, src, later, origin)] = _hand(app_store, """
+        WITH failed AS (SELECT s.run_id, s.scope, s.step_idx, s.action, r.backbone FROM steps s JOIN runs r USING (run_id)
+                        WHERE s.label = 1 AND r.corpus = 'maadbench-sim'),
+             pairs AS (SELECT a.run_id, a.backbone, a.action AS src, b.action AS later, a.step_idx AS origin
+                       FROM failed a JOIN failed b ON a.run_id = b.run_id AND a.scope = b.scope AND b.step_idx > a.step_idx)
+        SELECT run_id, backbone, src, later, origin FROM pairs ORDER BY run_id, origin LIMIT 1""")
+    query = queries.runner(app_store)
+    detector = sorted(dv_sets(query)["detector"])[0]
+    links = {
+        "/": "/?corpus=maadbench-sim",
+        "/boards": "/boards?tab=PRE",  # as the boards test above: the same computation
+        "/explorer": "/explorer?" + urlencode({"run": run, "step": origin}),  # a chain's origin step
+        "/search": "/search?q=the",
+        "/patterns": "/patterns?" + urlencode({"run": run, "step": origin}),
+        "/propagation": "/propagation?" + urlencode({"cell_backbone": backbone, "src_action": src, "later_action": later}),
+        "/detectors": "/detectors?" + urlencode({"detectors_corpus": "maadbench-sim", "action": src, "detector": detector}),
+        "/rescore": "/rescore",
+        "/review": "/review?position=1",
+        "/tour": "/tour?name=every+page",
+    }
+    assert set(links) == {p.path for p in PAGES}  # a page declared later gets a link here
+    assert {p.path for p in PAGES} - set(BUILDERS) == NOT_COVERED
+    tours.save(copy, tours.Tour("every page").add(links["/explorer"], "A chain's origin.")
+               .add(links["/propagation"], "Its cell."))
+    for page in PAGES:
+        link = links[page.path]
+        if page.path in NOT_COVERED:
+            assert not_covered(parse_link(link)).startswith(f"The {page.title} page ({page.path}) is not covered")
+            continue
+        root = copy if page.path == "/tour" else app_store
+        made = export_view(queries.runner(root), root, link)
+        text = made.html
+        assert f"<h1>Audit Atlas · {html.escape(page.title)}" in text, page.path
+        assert html.escape(store_version(root)) in text and html.escape(made.link.app_link) in text, page.path
+        assert made.warnings == (), (page.path, made.warnings)  # every choice held: the view asked for
+        outside = LIBRARIES.sub("", text)
+        assert "<script src=" not in outside.lower() and URL.findall(outside) == [], page.path
+    explorer = export_view(query, app_store, links["/explorer"]).html
+    assert f"<td>{origin}</td>" in explorer and 'data-graph="graph-1"' in explorer
+    cell = export_view(query, app_store, links["/propagation"]).html
+    assert "Chains behind a cell" in cell and f"failed {html.escape(later)} step in their scope" in cell
+
+
+def dv_sets(query):
+    from auditatlas.analyses import detector_comparison as dv
+
+    return dv.step_sets(dv.prediction_sets(query, "maadbench-sim"))
