@@ -15,13 +15,14 @@ from auditatlas.export import Export, export_view, not_covered
 from auditatlas.export.link import parse_link
 from auditatlas.figures.tables import file_name
 from auditatlas.views import PageState
-from auditatlas.views.fields import names_in, values_of
+from auditatlas.views.fields import APP_PARAMS, names_in, values_of
 from components import cached
 
 
 def current_link(page: PageState) -> str:
     """The page's link as the URL holds it now (slice and choices), e.g. ``/boards?tab=POST``."""
-    items = [(name, value) for name in names_in(st.query_params) for value in values_of(st.query_params, name)]
+    items = [(name, value) for name in names_in(st.query_params) if name not in APP_PARAMS  # not the tour draft
+             for value in values_of(st.query_params, name)]
     return page.path + ("?" + urlencode(items) if items else "")
 
 

@@ -243,6 +243,13 @@ def test_a_view_is_added_from_the_sidebar_reordered_removed_and_saved(root, monk
     at.sidebar.button(key="tour_add").click().run()
     assert not at.exception, at.exception
     assert "2 stop(s) in the draft" in at.sidebar.expander[0].label
+    # A reload: a new session on the URL the browser shows, which carries the draft.
+    reloaded = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
+    assert "draft" in at.query_params
+    reloaded.query_params.update(dict(at.query_params))
+    reloaded.run()
+    assert not reloaded.exception, reloaded.exception
+    assert "2 stop(s) in the draft" in reloaded.sidebar.expander[0].label
     at.switch_page("pages/tour.py")
     at.run()
     assert [t.value for t in at.text_input if t.key.startswith("tour_sentence_")] == ["Backbone X.", PAYLOAD]
@@ -255,3 +262,17 @@ def test_a_view_is_added_from_the_sidebar_reordered_removed_and_saved(root, monk
     assert saved.stops == (tours.Stop("/?backbone=Y", PAYLOAD),)
     assert at.query_params["name"] == "from the sidebar"  # the saved tour is open
     assert PAYLOAD in _plain(page_texts(at))
+
+
+def test_the_draft_travels_in_the_url_text_as_it_was_and_a_bad_one_is_one_sentence():
+    from components.tour_draft import decode, encode
+
+    made = tours.Tour("d").add("/?backbone=X", PAYLOAD).add("/explorer?run=r%3Ab&step=1", "Two.")
+    text = encode(made)
+    assert set(text) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")  # URL-safe as is
+    back = decode(text)
+    assert back.stops == made.stops and back.name == "d"
+    with pytest.raises(tours.BadTour, match=r"^The URL's draft=\.\.\. is not a tour draft \(error\)\.$"):
+        decode(text[:-6])
+    with pytest.raises(tours.BadTour, match="stop 1's link"):
+        decode(encode(tours.Tour("d", (tours.Stop("https://elsewhere.example/x", "no"),))))
