@@ -24,13 +24,13 @@ from ..store import read_manifest
 from ..views.fields import describe_slice
 from .document import Document
 from .link import ExportError, Link, Query, check_slice, parse_link
-from .views import boards, detectors, explorer, overview, patterns, propagation, review, search, tour
+from .views import boards, detectors, explorer, overview, patterns, propagation, rescore, review, search, tour
 
 # Page path -> the builder writing its view into a document.
 BUILDERS: dict[str, Callable[..., None]] = {
     "/": overview.build, "/boards": boards.build, "/explorer": explorer.build,
     "/detectors": detectors.build, "/propagation": propagation.build, "/search": search.build,
-    "/patterns": patterns.build, "/review": review.build, "/tour": tour.build,
+    "/patterns": patterns.build, "/rescore": rescore.build, "/review": review.build, "/tour": tour.build,
 }
 # Builders that also read the store folder itself (the search index, the step vectors beside
 # the tables; a tour, whose stops may be either): given its root.
