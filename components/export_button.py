@@ -15,13 +15,14 @@ from auditatlas.export import Export, export_view, not_covered
 from auditatlas.export.link import parse_link
 from auditatlas.figures.tables import file_name
 from auditatlas.views import PageState
-from auditatlas.views.fields import names_in, values_of
+from auditatlas.views.fields import APP_PARAMS, names_in, values_of
 from components import cached
 
 
 def current_link(page: PageState) -> str:
     """The page's link as the URL holds it now (slice and choices), e.g. ``/boards?tab=POST``."""
-    items = [(name, value) for name in names_in(st.query_params) for value in values_of(st.query_params, name)]
+    items = [(name, value) for name in names_in(st.query_params) if name not in APP_PARAMS  # not the tour draft
+             for value in values_of(st.query_params, name)]
     return page.path + ("?" + urlencode(items) if items else "")
 
 
@@ -29,6 +30,13 @@ def current_link(page: PageState) -> str:
 def exported(link: str, root: str, stamp: int) -> Export:
     """The view ``link`` as its export draws it, per store version (the tour page draws its stops so)."""
     return export_view(cached.query, root, link)
+
+
+@lru_cache(maxsize=16)
+def stop_view(link: str, root: str, stamp: int) -> Export:
+    """A tour stop's view for the tour page's frame: its warnings are left out of the file, as the
+    page shows them above the frame (with them in the frame too, each stood there twice)."""
+    return export_view(cached.query, root, link, inline_warnings=False)
 
 
 def _file(link: str, root: str, stamp: int) -> bytes:

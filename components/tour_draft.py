@@ -1,13 +1,22 @@
 """The tour being made: added to from every page's sidebar, edited and saved on /tour.
 
 The draft is an ``auditatlas.tours.Tour`` held in the reader's session until it is saved in
-the store. A view is added by its link as the URL holds it when the button is clicked (the
+the store, and kept in the URL too (``draft=``, compressed JSON), so a reload keeps it. Why the
+URL, not the store: the draft is one author's work in progress in one tab, edited click by click;
+written to the store, every add, move and sentence would switch the store's manifest, which
+makes every page's cached queries cold (they are cached per store version) and shares one draft
+between everyone reading that store. The view links (the export, "link to this view", a tour
+stop) are written from each page's declared fields, so they never carry the draft. A view is added by its link as the URL holds it when the button is clicked (the
 callback runs before the page, with the URL the browser sent), so what is added is what the
 reader sees, whichever widgets the page binds to the URL. Every sentence and name is the
 author's text: shown in text widgets or escaped (``components.safe``).
 """
 from __future__ import annotations
 
+import base64
+import binascii
+import json
+import zlib
 from dataclasses import replace
 from typing import Callable
 
@@ -25,15 +34,62 @@ NOTE_KEY = "tour_draft_note"  # (kind, sentence) said once after the last action
 SENTENCE_KEY = "tour_sentence"
 NAME_KEY = "tour_draft_name"
 AUTHOR_KEY = "tour_draft_author"
+DRAFT_PARAM = "draft"  # the URL's copy of the draft
+
+
+def encode(tour: tours.Tour) -> str:
+    """The draft as URL text: its JSON (``Tour.to_json``), compressed, base64url without padding."""
+    packed = zlib.compress(json.dumps(tour.to_json(), separators=(",", ":")).encode("utf-8"), 9)
+    return base64.urlsafe_b64encode(packed).decode("ascii").rstrip("=")
+
+
+def decode(text: str) -> tours.Tour:
+    """``encode``'s draft back (links checked as a saved tour's); BadTour in one sentence when the
+    text is not one (a URL edited by hand, cut short)."""
+    try:
+        data = json.loads(zlib.decompress(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))))
+    except (binascii.Error, zlib.error, ValueError) as exc:
+        raise tours.BadTour(f"The URL's draft=... is not a tour draft ({type(exc).__name__}).") from None
+    tour = tours.Tour.from_json(data, "The URL's draft=...")
+    if len(tour.stops) > tours.STOP_LIMIT:
+        raise tours.BadTour(f"The URL's draft=... has {len(tour.stops)} stops; a tour holds at most {tours.STOP_LIMIT}.")
+    return tour
 
 
 def draft() -> tours.Tour:
-    return st.session_state.get(DRAFT_KEY) or tours.Tour("")
+    """The session's draft; in a new session (a reload), the one the URL carries."""
+    if DRAFT_KEY not in st.session_state:
+        st.session_state[DRAFT_KEY] = _from_url()
+    return st.session_state[DRAFT_KEY] or tours.Tour("")
+
+
+def _from_url() -> tours.Tour | None:
+    text = st.query_params.get(DRAFT_PARAM)
+    if not text:
+        return None
+    try:
+        tour = decode(text)
+    except AtlasError as exc:
+        st.session_state[NOTE_KEY] = ("warning", f"{exc} The draft starts empty.")
+        return None
+    st.session_state.setdefault(NAME_KEY, tour.name)
+    st.session_state.setdefault(AUTHOR_KEY, tour.author or "")
+    return tour
+
+
+def _keep_in_url(tour: tours.Tour) -> None:
+    """The URL's copy follows the draft (a page switch starts a URL without it: written again)."""
+    text = encode(tour) if tour.stops else None
+    if text and st.query_params.get(DRAFT_PARAM) != text:
+        st.query_params[DRAFT_PARAM] = text
+    elif not text and DRAFT_PARAM in st.query_params:
+        del st.query_params[DRAFT_PARAM]
 
 
 def _set(tour: tours.Tour, note: tuple[str, str] | None = None) -> None:
     st.session_state[DRAFT_KEY] = tour
     st.session_state[NOTE_KEY] = note
+    _keep_in_url(tour)
 
 
 def _note() -> None:
@@ -48,6 +104,7 @@ def _note() -> None:
 def sidebar(page: PageState) -> None:
     """The sidebar's Tour box: a sentence and "Add this view", or on /tour where the draft is."""
     current = draft()
+    _keep_in_url(current)
     with st.sidebar.expander(f"Tour · {len(current.stops)} stop(s) in the draft", expanded=False):
         if page.path == tours.TOUR_PATH:
             st.caption("The draft is on this page, below the tour shown. A tour's stops are views of the other pages.")

@@ -25,7 +25,7 @@ from auditatlas.detectors.registry import engine_detectors, registry
 from auditatlas.errors import AtlasError
 from auditatlas.views.pages import RESCORE
 from auditatlas.views import labels_of
-from components import cached, view_state
+from components import cached, export_button, view_state
 from components.filters import describe
 from components.safe import md, plotly, plotly_list
 from components.tables import table
@@ -44,6 +44,7 @@ st.caption("Fit detectors from the registry on the steps of the sidebar slice an
 st.markdown(f"**Slice:** {md(describe(slice_))}")
 # Read before the widgets: a bound widget drops a value it does not offer (see view_state).
 link = view_state.read(RESCORE)
+export_button.draw(RESCORE)
 
 counts = cached.query("step_label_counts", {"slice": slice_})
 scorable, notes = engine.scorable_corpora(counts.to_dict(orient="records"))

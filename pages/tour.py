@@ -57,11 +57,11 @@ def present(tour: tours.Tour) -> None:
                  width="stretch")
     try:
         with st.spinner(f"Drawing stop {index}…"):
-            shown = export_button.exported(stop.link, str(cached.store_root()), cached.store_stamp())
+            shown = export_button.stop_view(stop.link, str(cached.store_root()), cached.store_stamp())
     except ExportError as exc:
         st.warning(md(f"Stop {index} cannot be drawn here: {exc} Open it in its page instead."))
         return
-    view_state.report(shown.warnings)  # values the store lacks: the page's own sentences
+    view_state.report(shown.warnings)  # values the store lacks: the page's own sentences, here only
     st.iframe(shown.html, height="content", alt=f"stop {index} of the tour")
 
 

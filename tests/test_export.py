@@ -88,10 +88,9 @@ def test_a_link_the_page_cannot_use_is_one_sentence(capsys, tmp_path):
         _export(root, "/boards?tab=NOPE", strict=True)
     assert "The link&#x27;s tab &#x27;NOPE&#x27;" in _export(root, "/boards?tab=NOPE")  # the app's export: a warning
     out = tmp_path / "x.html"
-    assert cli.main(["--store", str(root), "export", "/rescore", "--out", str(out)]) == 1
-    assert capsys.readouterr().err.strip() == ("error: The Re-score page (/rescore) is not covered by export yet; "
-                                               "exportable pages: /, /boards, /explorer, /detectors, /propagation, /search, "
-                                               "/patterns, /review, /tour.")
+    assert cli.main(["--store", str(root), "export", "/tour", "--out", str(out)]) == 1
+    assert capsys.readouterr().err.strip() == ("error: The link names no tour (it has no name=...); save the draft "
+                                               "under a name, then export /tour?name=NAME.")
     assert not out.exists()
     assert cli.main(["--store", str(root), "export", "/nowhere?x=1", "--out", str(out)]) == 1
     assert "'/nowhere' is not a page of the app" in capsys.readouterr().err
@@ -160,3 +159,159 @@ def _a_run(root: Path) -> str:
         return con.execute("SELECT run_id FROM runs WHERE n_steps >= 4 ORDER BY run_id LIMIT 1").fetchone()[0]
     finally:
         con.close()
+
+
+def _table(page: str, name: str) -> "pd.DataFrame":
+    """The file's own CSV of its table ``name`` (what a reviewer downloads), read back."""
+    import io
+    from urllib.parse import unquote
+
+    import pandas as pd
+
+    found = re.search(rf'data-table="{re.escape(name)}".*?href="data:text/csv;charset=utf-8,([^"]*)"', page, re.S)
+    assert found, f"no table {name} in the file"
+    return pd.read_csv(io.StringIO(unquote(html.unescape(found.group(1)))))
+
+
+def _hand(root: Path, sql: str) -> list[tuple]:
+    con = queries.connect(root)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+# A chain is the failed (label 1) steps of one scope when there are two or more (pages/propagation.py).
+CHAIN_SCOPES = "SELECT run_id, scope, count(*) AS n FROM steps WHERE label = 1 GROUP BY ALL HAVING count(*) >= 2"
+
+
+def test_propagation_chains_and_failure_modes_tabs_hold_the_hand_counts():
+    root = shared_store("demo-300-s0")
+    [(chains,)] = _hand(root, f"SELECT count(*) FROM ({CHAIN_SCOPES})")
+    [(of_three,)] = _hand(root, f"SELECT count(*) FROM ({CHAIN_SCOPES}) WHERE n = 3")
+    page = _export(root, "/propagation?tab=Chains")
+    assert f"{chains:,} chains." in page and f"Page 1 of {-(-chains // 50)} ({chains:,} chains)." in page
+    assert page.count('id="lib-plotly"') == 1 and page.count('data-figure="figure-') == 1  # the length chart
+    page = _export(root, "/propagation?tab=Chains&length=3&length=3&origin=NOPE")
+    assert f"({of_three:,} chains)." in page and "length 3 to 3" in page
+    assert "The link asks for origin action &#x27;NOPE&#x27;, which this view does not hold here; left out." in page
+    listed = _table(page, "chains")
+    assert set(listed["length"]) == {3} and len(listed) == min(of_three, 50)
+    page = _export(root, "/propagation?tab=Failure+modes")
+    modes = _table(page, "failure-modes")
+    per_backbone = dict(_hand(root, "SELECT r.backbone, count(*) FROM steps s JOIN runs r USING (run_id) "
+                                    "WHERE s.label = 1 GROUP BY 1"))
+    assert modes.groupby("backbone")["failed_steps"].sum().to_dict() == per_backbone
+    assert "Propagation heatmap" not in page and "Silent vs loud" not in page  # the open tab only, as the page
+
+
+def test_explorer_without_a_run_exports_the_run_list():
+    root = shared_store("demo-300-s0")
+    ids = [r for (r,) in _hand(root, "SELECT run_id FROM runs WHERE backbone = 'GPT-4.1' ORDER BY run_id")]
+    page = _export(root, "/explorer?backbone=GPT-4.1")
+    assert f"{len(ids):,} runs, sorted by run id." in page
+    runs = _table(page, "runs")
+    assert list(runs["run_id"]) == ids and set(runs["backbone"]) == {"GPT-4.1"}
+    assert 'data-graph="' not in page  # no run open, no graph
+
+
+def test_detectors_cell_errors_and_recall_by_role_hold_the_page_numbers(app_store):
+    from auditatlas.analyses import anomaly_propagation as P
+    from auditatlas.analyses import detector_comparison as dv
+
+    query = queries.runner(app_store)
+    sets = dv.step_sets(dv.prediction_sets(query, "maadbench-sim"))
+    detector = sorted(sets["detector"])[-1]
+    set_id = sorted(sets.loc[sets["detector"] == detector, "set_id"])[0]
+    action = "SOLVE_CLUE"
+    page = _export(app_store, "/detectors?" + urlencode({"detectors_corpus": "maadbench-sim", "grid_backbone": "GPT-4.1",
+                                                         "action": action, "detector": detector, "set": set_id}))
+    # What the page lists for this cell: its own query (analyses.detector_comparison.cell_errors).
+    errors = dv.cell_errors(query, set_id, "GPT-4.1", action, {}, "own", 10.0)
+    assert f"Backbone GPT-4.1; action {action}; detector {html.escape(detector)}; prediction set {set_id}." in page
+    for kind, table_name in (("false positive", "errors-positive"), ("false negative", "errors-negative")):
+        part = errors[errors["kind"] == kind]
+        total = int(part["n_in_cell"].iloc[0]) if len(part) else 0
+        assert f"{kind.capitalize()}s " in page and f": {len(part)} of {total:,} shown." in page
+        if len(part):
+            shown = _table(page, table_name)
+            assert list(zip(shown["run_id"], shown["step"])) == list(zip(part["run_id"], part["step_idx"]))
+            assert set(shown["action"]) == {action} and set(shown["backbone"]) == {"GPT-4.1"}
+    assert (errors["label"] != errors["pred_label"]).all() and len(errors)  # the cell has errors to show
+    page = _export(app_store, "/propagation?tab=Recall+by+role&rule=top_pct&top_pct=20")
+    per_set = P.role_recall(P.role_recall_counts(query, {}, 20.0))  # the page's own computation
+    long = _table(page, "role-recall-long")
+    assert len(long) == len(per_set)
+    mine = per_set.set_index(["set_id", per_set["role"].astype(str)])["recall"]
+    for row in long.itertuples():
+        assert row.recall == round(100 * float(mine[(row.set_id, str(row.role))]), 1)
+    assert "score among the top 20% of the set" in page
+
+
+# Pages the export does not cover yet (their export action says so in one sentence): when one is
+# covered, this test fails until it is taken out of here, and from then on it is exported below.
+NOT_COVERED: set[str] = set()
+LIBRARIES = re.compile(r'<script type="application/octet-stream" id="lib-[a-z]+">[^<]*</script>')
+
+
+def test_every_declared_page_exports_with_its_title_store_version_and_link(app_store, tmp_path):
+    """One file per page of auditatlas/views/pages.py, with a run, a step, a cell (Propagation's
+    and Detectors'), a chain (the Explorer at a chain's origin step) and a tour chosen where the
+    page has them: each holds its view's title, the store version and its link, and refers to
+    nothing outside itself (no script source, no http(s) address) beyond its inlined libraries."""
+    from auditatlas import tours
+    from auditatlas.export import BUILDERS, not_covered, parse_link, store_version
+    from auditatlas.views.pages import PAGES
+    from stores import copy_of
+
+    copy = copy_of("app", tmp_path / "store")  # the tour is saved into a copy; every other view reads the shared store
+    [(run, backbone, src, later, origin)] = _hand(app_store, """
+        WITH failed AS (SELECT s.run_id, s.scope, s.step_idx, s.action, r.backbone FROM steps s JOIN runs r USING (run_id)
+                        WHERE s.label = 1 AND r.corpus = 'maadbench-sim'),
+             pairs AS (SELECT a.run_id, a.backbone, a.action AS src, b.action AS later, a.step_idx AS origin
+                       FROM failed a JOIN failed b ON a.run_id = b.run_id AND a.scope = b.scope AND b.step_idx > a.step_idx)
+        SELECT run_id, backbone, src, later, origin FROM pairs ORDER BY run_id, origin LIMIT 1""")
+    query = queries.runner(app_store)
+    detector = sorted(dv_sets(query)["detector"])[0]
+    links = {
+        "/": "/?corpus=maadbench-sim",
+        "/boards": "/boards?tab=PRE",  # as the boards test above: the same computation
+        "/explorer": "/explorer?" + urlencode({"run": run, "step": origin}),  # a chain's origin step
+        "/search": "/search?q=the",
+        "/patterns": "/patterns?" + urlencode({"run": run, "step": origin}),
+        "/propagation": "/propagation?" + urlencode({"cell_backbone": backbone, "src_action": src, "later_action": later}),
+        "/detectors": "/detectors?" + urlencode({"detectors_corpus": "maadbench-sim", "action": src, "detector": detector}),
+        "/rescore": "/rescore?rescore_seeds=2",
+        "/review": "/review?position=1",
+        "/tour": "/tour?name=every+page",
+    }
+    assert set(links) == {p.path for p in PAGES}  # a page declared later gets a link here
+    assert {p.path for p in PAGES} - set(BUILDERS) == NOT_COVERED
+    tours.save(copy, tours.Tour("every page").add(links["/explorer"], "A chain's origin.")
+               .add(links["/propagation"], "Its cell."))
+    files: dict[str, str] = {}
+    for page in PAGES:
+        link = links[page.path]
+        if page.path in NOT_COVERED:
+            assert not_covered(parse_link(link)).startswith(f"The {page.title} page ({page.path}) is not covered")
+            continue
+        root = copy if page.path == "/tour" else app_store
+        made = export_view(queries.runner(root), root, link)
+        text = files[page.path] = made.html
+        assert f"<h1>Audit Atlas · {html.escape(page.title)}" in text, page.path
+        assert html.escape(store_version(root)) in text and html.escape(made.link.app_link) in text, page.path
+        assert made.warnings == (), (page.path, made.warnings)  # every choice held: the view asked for
+        outside = LIBRARIES.sub("", text)
+        assert "<script src=" not in outside.lower() and URL.findall(outside) == [], page.path
+    explorer, cell = files["/explorer"], files["/propagation"]
+    assert f"<td>{origin}</td>" in explorer and 'data-graph="graph-1"' in explorer
+    [(rescored,)] = _hand(app_store, "SELECT count(*) FROM prediction_sets WHERE origin = 'rescore'")
+    assert rescored == 55  # the standard panel: 11 detectors x 5 seeds
+    assert f"{rescored} re-scored set(s) on the slice" in files["/rescore"] and "seeds 0..1" in files["/rescore"]
+    assert "Chains behind a cell" in cell and f"failed {html.escape(later)} step in their scope" in cell
+
+
+def dv_sets(query):
+    from auditatlas.analyses import detector_comparison as dv
+
+    return dv.step_sets(dv.prediction_sets(query, "maadbench-sim"))

@@ -24,13 +24,13 @@ from ..store import read_manifest
 from ..views.fields import describe_slice
 from .document import Document
 from .link import ExportError, Link, Query, check_slice, parse_link
-from .views import boards, detectors, explorer, overview, patterns, propagation, review, search, tour
+from .views import boards, detectors, explorer, overview, patterns, propagation, rescore, review, search, tour
 
 # Page path -> the builder writing its view into a document.
 BUILDERS: dict[str, Callable[..., None]] = {
     "/": overview.build, "/boards": boards.build, "/explorer": explorer.build,
     "/detectors": detectors.build, "/propagation": propagation.build, "/search": search.build,
-    "/patterns": patterns.build, "/review": review.build, "/tour": tour.build,
+    "/patterns": patterns.build, "/rescore": rescore.build, "/review": review.build, "/tour": tour.build,
 }
 # Builders that also read the store folder itself (the search index, the step vectors beside
 # the tables; a tour, whose stops may be either): given its root.
@@ -64,10 +64,6 @@ def not_covered(link: Link) -> str | None:
     if page.path not in BUILDERS:
         return (f"The {page.title} page ({page.path}) is not covered by export yet; "
                 f"exportable pages: {', '.join(BUILDERS)}.")
-    if page.path == "/propagation" and link.values["tab"] != "Heatmap":
-        return f"The Propagation page's {link.values['tab']} tab is not covered by export yet; its Heatmap tab is (tab=Heatmap)."
-    if page.path == "/explorer" and not link.values["run"]:
-        return "The link opens no run (it has no run=...); export the Explorer with a run open."
     if page.path == "/search" and not str(link.values["q"]).strip():
         return "The link searches for nothing (it has no q=...); export the Search page with a query."
     if page.path == "/tour" and not str(link.values["name"]).strip():
@@ -76,14 +72,16 @@ def not_covered(link: Link) -> str | None:
 
 
 def export_view(query: Query, root: str | Path, given: str, made_at: datetime | None = None,
-                strict: bool = False) -> Export:
+                strict: bool = False, inline_warnings: bool = True) -> Export:
     """The view ``given`` (an app link) as one HTML file; raises ``ExportError`` (one sentence)
     for a page the export does not cover or a link it cannot open. ``strict`` (the CLI): a value
-    the page cannot use is an error too, instead of a warning in the file beside the fallback."""
+    the page cannot use is an error too, instead of a warning in the file beside the fallback.
+    ``inline_warnings`` False: the warnings are only in ``Export.warnings`` (for a page that
+    shows them itself), not in the file."""
     link = parse_link(given)
     if strict and link.problems:
         raise ExportError(" ".join(link.problems))
-    doc = Document()
+    doc = Document(inline_warnings=inline_warnings)
     write_view(doc, query, root, link)
     made = (made_at or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M:%S UTC")
     title = f"Audit Atlas · {link.page.title}" + (f": {link.values['name']}" if link.page.path == "/tour" else "")

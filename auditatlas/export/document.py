@@ -48,6 +48,9 @@ class Document:
     n_figures: int = 0
     n_graphs: int = 0
     warnings: list[str] = field(default_factory=list)  # every warning sentence, in order (a tour's page shows them)
+    # False: warnings are kept in ``warnings`` only, not written into the file (the tour page
+    # shows them itself, above the stop's frame; written in the frame too, each read twice).
+    inline_warnings: bool = True
 
     def heading(self, text: str, level: int = 2, anchor: str | None = None) -> None:
         """A heading; ``anchor`` (our own id, never the store's text) lets a link jump to it."""
@@ -61,7 +64,8 @@ class Document:
 
     def warning(self, sentence: str) -> None:
         self.warnings.append(sentence)
-        self.text(sentence, "warning")
+        if self.inline_warnings:
+            self.text(sentence, "warning")
 
     def facts(self, pairs: Sequence[tuple[str, str]]) -> None:
         """Name-value pairs (a tour stop's link, slice and choices) in the file's facts box."""

@@ -23,6 +23,9 @@ TRUE_TEXTS = ("1", "true", "yes")
 FALSE_TEXTS = ("0", "false", "no")
 # Streamlit's own query parameters: a link may carry them on any page.
 STREAMLIT_PARAMS = frozenset({"embed", "embed_options"})
+# The app's own parameters that are no view's state: the tour draft the author's URL carries
+# (components/tour_draft.py). Known on every page, never written into a view's link.
+APP_PARAMS = frozenset({"draft"})
 
 
 @dataclass(frozen=True)
@@ -308,7 +311,7 @@ class PageState:
             values[f.name], problem = f.parse(values_of(params, f.name))
             if problem:
                 problems.append(problem)
-        known = set(self.names) | SHARED_NAMES | STREAMLIT_PARAMS
+        known = set(self.names) | SHARED_NAMES | STREAMLIT_PARAMS | APP_PARAMS
         _, problem = LABELS.parse(values_of(params, LABELS.name))
         if problem:
             problems.append(problem)

@@ -77,6 +77,39 @@ def grid_tab(doc: Document, query: Query, link: Link, corpus: str, sets: pd.Data
     doc.table(text.reset_index(drop=True), f"grid-{corpus}-{facet}", caption=f"The grid for backbone {facet}",
               styles=styles.reset_index(drop=True))
     doc.table(figs.long_cells(shown), f"grid-long-{corpus}", caption="The same grid, one row per cell.")
+    cell_errors(doc, query, link, corpus, sets, list(num["action"].iloc[:-1]), list(grid.detectors["detector"]), facet)
+
+
+# The columns of a cell's errors, as the page's table lists them (components/auroc_grid.errors_table).
+ERROR_COLUMNS = ["position", "explorer", "run_id", "step_idx", "step_id", "agent", "backbone", "action", "score",
+                 "label", "pred_label", "scope_success"]
+
+
+def cell_errors(doc: Document, query: Query, link: Link, corpus: str, sets: pd.DataFrame, actions: list[str],
+                detectors: list[str], facet: str) -> None:
+    """The errors behind the link's cell (its action and detector, as the page's selectors pick
+    them: all actions and the first detector and set by default)."""
+    values = link.values
+    doc.heading("Errors behind a cell", 3)
+    action = pick(doc, values["action"], [dv.ALL_ACTIONS, *actions], "action")
+    detector = pick(doc, values["detector"], detectors, "detector")
+    own_sets = list(sets.loc[sets["detector"] == detector, "set_id"])
+    set_id = pick(doc, values["set"], own_sets, "prediction set")
+    doc.text(f"Backbone {facet}; action {action}; detector {detector}; prediction set {set_id}.")
+    errors = dv.cell_errors(query, set_id, facet, action, link.slice, DETECTOR_VIEW_MODES[values["rule"]],
+                            values["top_pct"])
+    if errors.empty:
+        doc.text("No false positive and no false negative in this cell for this set at its threshold.", "info")
+        return
+    doc.text(f"Threshold: {errors['threshold_used'].iloc[0]}, over all labeled test steps of the set in the slice "
+             "(not only this cell's). Each link is the app's Explorer at the step, scored by this set.", "note")
+    for kind, order in (("false positive", "highest-scored first"), ("false negative", "lowest-scored first")):
+        part = errors[errors["kind"] == kind]
+        total = int(part["n_in_cell"].iloc[0]) if len(part) else 0
+        doc.text(f"{kind.capitalize()}s ({order}): {len(part)} of {total:,} shown.")
+        if len(part):
+            doc.table(part[ERROR_COLUMNS].rename(columns={"position": "#", "step_idx": "step"}),
+                      f"errors-{kind.split()[1]}")
 
 
 def overall_tab(doc: Document, query: Query, link: Link, corpus: str, sets: pd.DataFrame, mode: str) -> None:

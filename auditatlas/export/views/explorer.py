@@ -1,5 +1,6 @@
 """The Explorer's open run as a file: the run's facts, its dependency graph (the Explorer's own
-offline page), the steps table, the open step in full and the judges' strip (pages/explorer.py)."""
+offline page), the steps table, the open step in full and the judges' strip (pages/explorer.py);
+without a run, the run list the page opens on."""
 from __future__ import annotations
 
 import json
@@ -10,6 +11,7 @@ from ... import graph as tg
 from ...figures import judges
 from ...figures.step import fields_frame, steps_frame, structured_output
 from ...figures.trace_graph import page_for_run
+from ...run_labels import run_label
 from ...views import DEFAULT_TOP_K, labels_of
 from ..assets import VIS_MARK
 from ..document import Document
@@ -26,7 +28,8 @@ def rule_of(values: dict) -> tg.DecisionRule:
 def build(doc: Document, query: Query, link: Link) -> None:
     values = link.values
     if not values["run"]:
-        raise ExportError("The link opens no run (it has no run=...); export the Explorer with a run open.")
+        run_list(doc, query, link)
+        return
     found = query("explorer_run", {"run": values["run"], "labels": labels_of(link.slice)})
     if found.empty:
         raise ExportError(f"The store holds no run with id '{values['run']}'.")
@@ -72,6 +75,33 @@ def build(doc: Document, query: Query, link: Link) -> None:
     if selected is not None:
         step_section(doc, query, run_id, selected, labels_of(link.slice))
     judges_section(doc, query, run, g, n)
+
+
+# The run list's first rows in the file: the page shows 25 a page; a file is read offline, so it
+# carries many more pages at once, within a size a reviewer's browser sorts without waiting.
+RUN_LIST_ROWS = 1000
+
+
+def run_list(doc: Document, query: Query, link: Link) -> None:
+    """The run list the page opens on when no run is chosen: the slice's runs in its default order
+    (by run id; the list's sort and filters live in the session, not the link), the label first
+    and the full id last, as the page's table shows them."""
+    params = {"run_q": "", "run_pattern": "%%", "f_corpus": [], "f_backbone": [], "f_difficulty": [], "f_outcome": [],
+              "min_steps": None, "max_steps": None, "min_anomalous": None, "max_anomalous": None,
+              "min_chain": None, "max_chain": None}
+    total = int(query("explorer_runs_count", {"slice": link.slice, **params})["total"].iloc[0])
+    doc.heading("Runs of the slice")
+    if total == 0:
+        doc.text("No run of the slice passes these filters.", "info")
+        return
+    runs = query("explorer_runs", {"slice": link.slice, **params, "sort": "run", "descending": False,
+                                   "limit": RUN_LIST_ROWS, "offset": 0}).drop(columns=["total"], errors="ignore")
+    shown = runs.drop(columns="run")
+    shown.insert(0, "run", [run_label(r, d) for r, d in zip(runs["run"], runs["difficulty"])])
+    shown["run_id"] = runs["run"].to_numpy()
+    more = f"; the first {len(runs):,} by run id here" if len(runs) < total else ", sorted by run id"
+    doc.text(f"{total:,} runs{more}. No run is open: the link's run=... opens one.", "note")
+    doc.table(shown, "runs", caption="The slice's runs (label, then the full id)")
 
 
 def chosen_set(doc: Document, query: Query, run_id: str, values: dict):

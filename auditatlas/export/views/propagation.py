@@ -1,21 +1,19 @@
-"""The Propagation page's Heatmap tab as a file: the heatmaps per backbone, every cell with its
-counts, the chains behind the link's cell, silent vs loud (pages/propagation.py)."""
+"""The Propagation page's open tab as a file (pages/propagation.py): Heatmap (the heatmaps per
+backbone, every cell with its counts, the chains behind the link's cell, silent vs loud), Chains
+(lengths per backbone, the chain browser's page), Recall by role, Failure modes."""
 from __future__ import annotations
 
 from ...analyses import anomaly_propagation as P
 from ...figures import propagation as figs
 from ...figures.rates import rate_heatmap
 from ...figures.text import plotly as esc
-from ...views.fields import describe_slice
+from ...views.fields import describe_slice, not_held
 from ..document import Document
-from ..link import ExportError, Link, Query
+from ..link import Link, Query
 
 
 def build(doc: Document, query: Query, link: Link) -> None:
-    slice_, values = link.slice, link.values
-    if values["tab"] != "Heatmap":
-        raise ExportError(f"The Propagation page's {values['tab']} tab is not covered by export yet; "
-                          "its Heatmap tab is (tab=Heatmap).")
+    slice_, tab = link.slice, link.values["tab"]
     sources = P.step_counts(query, slice_)
     corpora = P.corpora(sources, P.chain_counts(query, slice_))
     if corpora.empty:
@@ -26,11 +24,22 @@ def build(doc: Document, query: Query, link: Link) -> None:
              f"{int(corpora['failed_steps'].sum()):,} failed steps, {int(corpora['chains'].sum()):,} chains.")
     for corpus, reason in status.reasons.items():
         doc.text(f"{corpus} has no chains here: {reason}.", "note")
-    if status.has_chains:
+    doc.heading(f"Tab: {tab}")
+    if tab == "Failure modes":  # as on the page: it needs no chain
+        failure_modes(doc, query, slice_)
+    elif not status.has_chains:
+        doc.text("There are no propagation chains in this slice: no scope holds two or more failed steps "
+                 "(see the reasons above), so there is no heatmap, chain or role to show. "
+                 "Silent vs loud (on the Heatmap tab) and the Failure modes tab still apply.", "info")
+        if tab == "Heatmap":
+            silent(doc, query, slice_)
+    elif tab == "Heatmap":
         heatmap(doc, query, link, sources)
+        silent(doc, query, slice_)
+    elif tab == "Chains":
+        chains(doc, query, link)
     else:
-        doc.text("There are no propagation chains in this slice: no scope holds two or more failed steps.", "info")
-    silent(doc, query, slice_)
+        roles(doc, query, link, status.chain_corpora)
 
 
 def heatmap(doc: Document, query: Query, link: Link, sources) -> None:
@@ -81,3 +90,109 @@ def silent(doc: Document, query: Query, slice_) -> None:
                            "anomalies_without_scope_outcome"]].round(1), "silent-by-backbone",
               caption="Per backbone: silent % of action failures and of formatting errors")
     doc.table(by_action.round(1), "silent-by-action", caption="Per backbone and action, with counts")
+
+
+def paged(doc: Document, rows_of_page, page: int):
+    """Rows of ``page`` with the total before paging; a page past the end falls back to page 1,
+    said as the page says it."""
+    rows = rows_of_page(page)
+    total = P.total_rows(rows)
+    if total == 0 and page > 1:
+        rows = rows_of_page(1)
+        total = P.total_rows(rows)
+        if total:
+            doc.warning(f"Page {page} is past the last page ({P.page_count(total)}); showing page 1.")
+        page = 1
+    return rows, total, page
+
+
+def length_range(doc: Document, asked: list[int], longest: int) -> tuple[int, int]:
+    """The chain browser's lengths: the link's when the slider offers them, else every length (said)."""
+    low, high = 2, max(longest, 2)
+    if asked and len(asked) == 2 and 2 <= asked[0] <= asked[1] <= high:
+        low, high = int(asked[0]), int(asked[1])
+    if asked and tuple(asked) != (low, high):
+        doc.warning(not_held("chain lengths", f"{asked[0]} to {asked[1]}", f"showing lengths {low} to {high} "
+                             f"(the longest chain here has {longest} failed steps)"))
+    return low, high
+
+
+def chains(doc: Document, query: Query, link: Link) -> None:
+    slice_, values = link.slice, link.values
+    lengths = P.chain_lengths(query, slice_)
+    doc.heading("Chain lengths per backbone", 3)
+    doc.text("Over every chain of the slice (the browser's filters below do not apply).", "note")
+    doc.figure(figs.length_distribution(lengths))
+    doc.heading("Chain browser", 3)
+    origins = P.action_order(lengths["origin_action"])
+    missing = [str(o) for o in values["origin"] if str(o) not in set(map(str, origins))]
+    if missing:
+        doc.warning(not_held("origin action", ", ".join(missing), "left out"))
+    chosen = [o for o in values["origin"] if o in origins]
+    low, high = length_range(doc, values["length"], int(lengths["length"].max()))
+    doc.text(f"Origin action: {', '.join(chosen) or 'any'}; length {low} to {high}.", "note")
+    rows, total, page = paged(doc, lambda n: P.chains(query, slice_, chosen, low, high, page=n), int(values["chain_page"]))
+    if total == 0:
+        doc.text("No chain matches these filters.", "info")
+        return
+    doc.text(f"Page {page} of {P.page_count(total)} ({total:,} chains).", "note")
+    doc.table(P.chain_table(rows, "origin_step"), "chains")
+
+
+def _pct(frame, columns):
+    out = frame.copy()
+    for c in columns:
+        out[c] = (100 * out[c].astype(float)).round(1)
+    return out
+
+
+def roles(doc: Document, query: Query, link: Link, chain_corpora) -> None:
+    slice_, values = link.slice, link.values
+    doc.heading("Recall by chain role (MAADBench Figures 8 and 11)", 3)
+    sets = P.step_sets(query, slice_)
+    sets = sets[sets["corpus"].isin(chain_corpora)]
+    if sets.empty:
+        doc.text("No step-level prediction set about the corpora with chains in this slice.", "info")
+        return
+    top_pct = float(values["top_pct"]) if values["rule"] == "top_pct" else None  # None: the sets' own labels
+    per_set = P.role_recall(P.role_recall_counts(query, slice_, top_pct))
+    if per_set.empty:
+        doc.text("The step-level sets here flag nothing on the anomalous steps of this slice"
+                 + (" (they carry no labels of their own: try top_pct)." if top_pct is None else "."), "info")
+        return
+    doc.text(("Flagged = the set's own label. " if top_pct is None else
+              f"Flagged = score among the top {top_pct:g}% of the set's scored steps in the slice (ties at the cut "
+              "all flagged). ")
+             + "Recall on a role = share of its anomalous steps flagged; in isolation = the same actions' recall "
+               "over all anomalies, weighted by the role's action mix; delta = role - isolation. Training rows "
+               "(split 'train') are left out.", "note")
+    averages = P.role_averages(per_set, sets)
+    doc.figure(figs.role_recall_bars(averages))
+    shown = averages.assign(role=averages["role"].map(lambda r: P.ROLE_NAMES[str(r)]))
+    doc.table(_pct(shown, ["recall", "isolation_recall", "delta"]), "role-averages",
+              caption="Per role, mean over detectors in % (each detector's seeds averaged first)")
+    wide = per_set.pivot(index="set_id", columns="role", values=["recall", "delta"])
+    wide.columns = [f"{P.ROLE_NAMES[str(role)].lower()}_{metric}" for metric, role in wide.columns]
+    wide = wide.reset_index().merge(sets[["set_id", "method", "seed"]], on="set_id", how="left")
+    totals = per_set.groupby("set_id", as_index=False)[["scored_steps", "flagged_steps"]].first()
+    wide = wide.merge(totals, on="set_id")
+    ordered = ["set_id", "method", "seed"] + [f"{r}_{m}" for r in ("origin", "mid", "down") for m in ("recall", "delta")
+                                               if f"{r}_{m}" in wide.columns] + ["scored_steps", "flagged_steps"]
+    doc.table(_pct(wide[ordered], [c for c in ordered if c.endswith(("_recall", "_delta"))]), "role-recall-per-set",
+              caption="Per prediction set (recall and delta in %)")
+    doc.table(_pct(per_set.assign(role=per_set["role"].astype(str)), ["recall", "isolation_recall", "delta"]),
+              "role-recall-long", caption="Per set and role, with counts")
+
+
+def failure_modes(doc: Document, query: Query, slice_) -> None:
+    doc.heading("MAST failure modes per backbone", 3)
+    rows = P.failure_mode_counts(query, slice_)
+    if rows.empty:
+        doc.text("No failed step in this slice.", "info")
+        return
+    modes = P.failure_modes(rows)
+    doc.text("Share of each backbone's failed steps per failure mode; FM-5 is error propagation (a failure after an "
+             "earlier failure in the same scope, the cascade). \"not recorded\": the trace gives no mode.", "note")
+    doc.figure(figs.failure_mode_bars(modes))
+    doc.table(modes.round(1), "failure-modes")
+    doc.table(P.failure_mode_codes(rows), "failure-mode-codes", caption="Error codes behind each failure mode")
