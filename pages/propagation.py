@@ -152,14 +152,9 @@ def silent_section() -> None:
 
 def paged(rows_of_page, page: int):
     """Rows of ``page`` with the total before paging; a page past the end falls back to page 1."""
-    rows = rows_of_page(page)
-    total = P.total_rows(rows)
-    if total == 0 and page > 1:
-        rows = rows_of_page(1)
-        total = P.total_rows(rows)
-        if total:
-            view_state.report([f"Page {page} is past the last page ({P.page_count(total)}); showing page 1."])
-        page = 1
+    rows, total, page, said = P.paged(rows_of_page, page)
+    if said:
+        view_state.report([said])
     return rows, total, page
 
 
@@ -241,27 +236,12 @@ def roles_section() -> None:
     with left:
         st.plotly_chart(view.role_recall_bars(averages), key="role-bars")
     with right:
-        shown = averages.assign(role=averages["role"].map(lambda r: P.ROLE_NAMES[str(r)]))
-        table(_pct(shown, ["recall", "isolation_recall", "delta"]), "role-averages",
-              caption="Per role, mean over detectors in % (each detector's seeds averaged first)")
-    wide = per_set.pivot(index="set_id", columns="role", values=["recall", "delta"])
-    wide.columns = [f"{P.ROLE_NAMES[str(role)].lower()}_{metric}" for metric, role in wide.columns]
-    wide = wide.reset_index().merge(sets[["set_id", "method", "seed"]], on="set_id", how="left")
-    totals = per_set.groupby("set_id", as_index=False)[["scored_steps", "flagged_steps"]].first()
-    wide = wide.merge(totals, on="set_id")
-    ordered = ["set_id", "method", "seed"] + [f"{r}_{m}" for r in ("origin", "mid", "down") for m in ("recall", "delta")
-                                               if f"{r}_{m}" in wide.columns] + ["scored_steps", "flagged_steps"]
-    table(_pct(wide[ordered], [c for c in ordered if c.endswith(("_recall", "_delta"))]), "role-recall-per-set",
-          caption="Per prediction set (recall and delta in %)")
-    table(_pct(per_set.assign(role=per_set["role"].astype(str)), ["recall", "isolation_recall", "delta"]),
-          "role-recall-long", caption="Per set and role, with counts")
+        (first, key, caption), *rest = view.role_recall_tables(per_set, averages, sets)
+        table(first, key, caption=caption)
+    for frame, key, caption in rest:
+        table(frame, key, caption=caption)
 
 
-def _pct(frame, columns):
-    out = frame.copy()
-    for c in columns:
-        out[c] = (100 * out[c].astype(float)).round(1)
-    return out
 
 
 # --- Failure modes ------------------------------------------------------------------------------

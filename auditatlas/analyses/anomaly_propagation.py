@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Callable, Any, Iterable, Mapping
 
 import pandas as pd
 
@@ -253,6 +253,19 @@ def total_rows(rows: pd.DataFrame) -> int:
 
 def page_count(total: int, page_size: int = PAGE_SIZE) -> int:
     return max(1, math.ceil(total / page_size))
+
+
+def paged(rows_of_page: Callable[[int], pd.DataFrame], page: int) -> tuple[pd.DataFrame, int, int, str | None]:
+    """Rows of ``page`` with the total before paging, the page shown and what to say: a page past
+    the end falls back to page 1, said in one sentence (the page and its export say the same)."""
+    rows = rows_of_page(page)
+    total = total_rows(rows)
+    if total == 0 and page > 1:
+        rows = rows_of_page(1)
+        total = total_rows(rows)
+        said = f"Page {page} is past the last page ({page_count(total)}); showing page 1." if total else None
+        return rows, total, 1, said
+    return rows, total, page, None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -185,3 +185,33 @@ def failure_mode_bars(modes: pd.DataFrame) -> go.Figure:
                       xaxis=dict(range=[0, 100], ticksuffix="%", title=dict(text="% of the backbone's failed steps")),
                       yaxis=dict(autorange="reversed"), legend=dict(orientation="h", y=-0.3))
     return fig
+
+
+def _pct(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    out = frame.copy()
+    for c in columns:
+        out[c] = (100 * out[c].astype(float)).round(1)
+    return out
+
+
+def role_recall_tables(per_set: pd.DataFrame, averages: pd.DataFrame,
+                       sets: pd.DataFrame) -> list[tuple[pd.DataFrame, str, str]]:
+    """The recall-by-role tab's three tables as (frame, key, caption), in page order: per role
+    (mean over detectors), per prediction set (one row, a column per role) and the long form.
+    Shares in % with one decimal. The page and its export draw these same frames."""
+    shown = averages.assign(role=averages["role"].map(lambda r: propagation.ROLE_NAMES[str(r)]))
+    wide = per_set.pivot(index="set_id", columns="role", values=["recall", "delta"])
+    wide.columns = [f"{propagation.ROLE_NAMES[str(role)].lower()}_{metric}" for metric, role in wide.columns]
+    wide = wide.reset_index().merge(sets[["set_id", "method", "seed"]], on="set_id", how="left")
+    totals = per_set.groupby("set_id", as_index=False)[["scored_steps", "flagged_steps"]].first()
+    wide = wide.merge(totals, on="set_id")
+    ordered = ["set_id", "method", "seed"] + [f"{r}_{m}" for r in ("origin", "mid", "down") for m in ("recall", "delta")
+                                               if f"{r}_{m}" in wide.columns] + ["scored_steps", "flagged_steps"]
+    shares = ["recall", "isolation_recall", "delta"]
+    return [
+        (_pct(shown, shares), "role-averages", "Per role, mean over detectors in % (each detector's seeds averaged first)"),
+        (_pct(wide[ordered], [c for c in ordered if c.endswith(("_recall", "_delta"))]), "role-recall-per-set",
+         "Per prediction set (recall and delta in %)"),
+        (_pct(per_set.assign(role=per_set["role"].astype(str)), shares), "role-recall-long",
+         "Per set and role, with counts"),
+    ]

@@ -95,14 +95,9 @@ def silent(doc: Document, query: Query, slice_) -> None:
 def paged(doc: Document, rows_of_page, page: int):
     """Rows of ``page`` with the total before paging; a page past the end falls back to page 1,
     said as the page says it."""
-    rows = rows_of_page(page)
-    total = P.total_rows(rows)
-    if total == 0 and page > 1:
-        rows = rows_of_page(1)
-        total = P.total_rows(rows)
-        if total:
-            doc.warning(f"Page {page} is past the last page ({P.page_count(total)}); showing page 1.")
-        page = 1
+    rows, total, page, said = P.paged(rows_of_page, page)
+    if said:
+        doc.warning(said)
     return rows, total, page
 
 
@@ -139,11 +134,6 @@ def chains(doc: Document, query: Query, link: Link) -> None:
     doc.table(P.chain_table(rows, "origin_step"), "chains")
 
 
-def _pct(frame, columns):
-    out = frame.copy()
-    for c in columns:
-        out[c] = (100 * out[c].astype(float)).round(1)
-    return out
 
 
 def roles(doc: Document, query: Query, link: Link, chain_corpora) -> None:
@@ -168,20 +158,8 @@ def roles(doc: Document, query: Query, link: Link, chain_corpora) -> None:
                "(split 'train') are left out.", "note")
     averages = P.role_averages(per_set, sets)
     doc.figure(figs.role_recall_bars(averages))
-    shown = averages.assign(role=averages["role"].map(lambda r: P.ROLE_NAMES[str(r)]))
-    doc.table(_pct(shown, ["recall", "isolation_recall", "delta"]), "role-averages",
-              caption="Per role, mean over detectors in % (each detector's seeds averaged first)")
-    wide = per_set.pivot(index="set_id", columns="role", values=["recall", "delta"])
-    wide.columns = [f"{P.ROLE_NAMES[str(role)].lower()}_{metric}" for metric, role in wide.columns]
-    wide = wide.reset_index().merge(sets[["set_id", "method", "seed"]], on="set_id", how="left")
-    totals = per_set.groupby("set_id", as_index=False)[["scored_steps", "flagged_steps"]].first()
-    wide = wide.merge(totals, on="set_id")
-    ordered = ["set_id", "method", "seed"] + [f"{r}_{m}" for r in ("origin", "mid", "down") for m in ("recall", "delta")
-                                               if f"{r}_{m}" in wide.columns] + ["scored_steps", "flagged_steps"]
-    doc.table(_pct(wide[ordered], [c for c in ordered if c.endswith(("_recall", "_delta"))]), "role-recall-per-set",
-              caption="Per prediction set (recall and delta in %)")
-    doc.table(_pct(per_set.assign(role=per_set["role"].astype(str)), ["recall", "isolation_recall", "delta"]),
-              "role-recall-long", caption="Per set and role, with counts")
+    for frame, key, caption in figs.role_recall_tables(per_set, averages, sets):
+        doc.table(frame, key, caption=caption)
 
 
 def failure_modes(doc: Document, query: Query, slice_) -> None:
