@@ -47,7 +47,7 @@ import uuid
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Collection, Iterator, Mapping
+from typing import Any, Callable, Collection, Iterable, Iterator, Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -614,6 +614,26 @@ def write_source(
     """Replace source ``source`` with ``tables`` (one batch), atomically. Returns its manifest entry."""
     with SourceWriter(root, source, wait=wait, notify=notify) as writer:
         writer.append(tables)
+        return writer.commit(meta)
+
+
+def write_batches(
+    root: str | Path,
+    source: str,
+    batches: Iterable[Mapping[str, TableLike]],
+    meta: Mapping[str, Any] | None = None,
+    *,
+    wait: bool = True,
+    notify: Notify | None = None,
+) -> dict:
+    """Replace source ``source`` with ``batches`` (each whole runs), written one at a time as they
+    come and switched in once the last is written: memory holds one batch. An exception from the
+    stream leaves the store as it was. Returns the source's manifest entry."""
+    with SourceWriter(root, source, wait=wait, notify=notify) as writer:
+        for tables in batches:
+            writer.append(tables)
+            # Arrow keeps freed buffers for reuse; handing them back keeps the writer at one batch.
+            pa.default_memory_pool().release_unused()
         return writer.commit(meta)
 
 
