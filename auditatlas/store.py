@@ -625,13 +625,19 @@ def write_batches(
     *,
     wait: bool = True,
     notify: Notify | None = None,
+    bucket_of: Callable[[str], str] | None = None,
 ) -> dict:
     """Replace source ``source`` with ``batches`` (each whole runs), written one at a time as they
     come and switched in once the last is written: memory holds one batch. An exception from the
-    stream leaves the store as it was. Returns the source's manifest entry."""
+    stream leaves the store as it was. Returns the source's manifest entry.
+
+    ``bucket_of`` (run id -> sort bucket, see ``write_prepared``): for batches whose runs are not
+    in run order; the commit then merges one bucket at a time instead of sorting whole tables.
+    """
     with SourceWriter(root, source, wait=wait, notify=notify) as writer:
+        writer.bucket_of = bucket_of
         for tables in batches:
-            writer.append(tables)
+            writer.record(write_prepared(writer.staging, prepare(tables), writer.next_seq(), bucket_of))
             # Arrow keeps freed buffers for reuse; handing them back keeps the writer at one batch.
             pa.default_memory_pool().release_unused()
         return writer.commit(meta)

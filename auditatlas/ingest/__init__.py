@@ -139,6 +139,7 @@ class Batch:
     # Instead of ``tables``: the tables as a stream of batches (whole runs each), written one by
     # one and switched in together once the stream ends; raising mid-way writes nothing.
     parts: Iterable[dict[str, Any]] | None = None
+    bucket_of: Callable[[str], str] | None = None  # run id -> sort bucket, when ``parts`` are not in run order
 
 
 @dataclass
@@ -212,7 +213,7 @@ def ingest(
     batch = read(Path(path) if path is not None else None, context, **options)
     if batch.parts is not None:
         entry = store_mod.write_batches(store, batch.source, batch.parts, meta={**meta, **batch.meta},
-                                        wait=wait, notify=notify)
+                                        wait=wait, notify=notify, bucket_of=batch.bucket_of)
     else:
         entry = store_mod.write_source(store, batch.source, batch.tables, meta={**meta, **batch.meta},
                                        wait=wait, notify=notify)
