@@ -47,7 +47,7 @@ import uuid
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Collection, Iterator, Mapping
+from typing import Any, Callable, Collection, Iterable, Iterator, Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -614,6 +614,32 @@ def write_source(
     """Replace source ``source`` with ``tables`` (one batch), atomically. Returns its manifest entry."""
     with SourceWriter(root, source, wait=wait, notify=notify) as writer:
         writer.append(tables)
+        return writer.commit(meta)
+
+
+def write_batches(
+    root: str | Path,
+    source: str,
+    batches: Iterable[Mapping[str, TableLike]],
+    meta: Mapping[str, Any] | None = None,
+    *,
+    wait: bool = True,
+    notify: Notify | None = None,
+    bucket_of: Callable[[str], str] | None = None,
+) -> dict:
+    """Replace source ``source`` with ``batches`` (each whole runs), written one at a time as they
+    come and switched in once the last is written: memory holds one batch. An exception from the
+    stream leaves the store as it was. Returns the source's manifest entry.
+
+    ``bucket_of`` (run id -> sort bucket, see ``write_prepared``): for batches whose runs are not
+    in run order; the commit then merges one bucket at a time instead of sorting whole tables.
+    """
+    with SourceWriter(root, source, wait=wait, notify=notify) as writer:
+        writer.bucket_of = bucket_of
+        for tables in batches:
+            writer.record(write_prepared(writer.staging, prepare(tables), writer.next_seq(), bucket_of))
+            # Arrow keeps freed buffers for reuse; handing them back keeps the writer at one batch.
+            pa.default_memory_pool().release_unused()
         return writer.commit(meta)
 
 

@@ -413,3 +413,55 @@ def test_step_times_survive_as_nanoseconds(tmp_path):
     batch = _read(write_json(tmp_path / "t.json", openinference_trace()), tmp_path)
     assert _extra(_steps(batch)[sid(1)])["start_time_unix_nano"] == T0
     assert TRACE_B  # imported for the session test's second trace
+
+
+# --------------------------------------------------------------------------- batched file ingest
+
+
+def _split_folder(tmp_path: Path) -> Path:
+    """Trace A split over a.json and b.pb, trace B alone in c.jsonl."""
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    a = openinference_trace()
+    write_json(folder / "a.json", a[:2])
+    write_pb(folder / "b.pb", a[2:])
+    write_jsonl(folder / "c.jsonl", [genai_trace()])
+    return folder
+
+
+def _by_run(tables: dict) -> dict:
+    return {name: sorted(rows, key=lambda r: (r.get("run_id") or "", r.get("step_idx") or 0, r.get("src_idx") or 0,
+                                              r.get("dst_idx") or 0)) for name, rows in tables.items()}
+
+
+def test_batched_read_keeps_traces_whole_and_gives_the_one_batch_rows(tmp_path):
+    folder = _split_folder(tmp_path)
+    whole = _read(folder, tmp_path)
+    streamed = otlp.read_batches(folder, Context(store=tmp_path / "store"), corpus="mine", batch_spans=1)
+    parts = list(streamed.parts)
+    # Every file its own batch but for a.json + b.pb, which share trace A; then the corpus row.
+    assert [sorted({r["run_id"] for r in p.get("runs", [])}) for p in parts] == [
+        [f"mine:{TRACE_A}"], [f"mine:{TRACE_B}"], []]
+    merged: dict[str, list] = {}
+    for part in parts:
+        for name, rows in part.items():
+            merged.setdefault(name, []).extend(rows)
+    assert _by_run(merged) == _by_run(whole.tables)
+    assert streamed.notes[0] == whole.notes[0]
+
+
+def test_a_batch_refused_after_others_were_written_leaves_the_store_as_it_was(tmp_path, monkeypatch):
+    store = tmp_path / "store"
+    ingest("otlp", _split_folder(tmp_path), store, corpus="mine")
+    manifest = (store / MANIFEST).read_bytes()
+    sources = sorted(p.name for p in store.iterdir())
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    write_json(bad / "a.json", openinference_trace())  # fine: mapped and written as batch 1
+    write_json(bad / "b.json", [S(TRACE_B, sid(1), "root", 0, 5), S(TRACE_B, sid(1), "impostor", 1, 2)])
+    monkeypatch.setattr(otlp, "BATCH_SPANS", 1)
+    with pytest.raises(IngestFailed) as info:
+        ingest("otlp", bad, store, corpus="mine")
+    assert [p.file for p in info.value.problems] == ["b.json"]
+    assert (store / MANIFEST).read_bytes() == manifest
+    assert sorted(p.name for p in store.iterdir()) == sources  # no staging folder left behind

@@ -27,7 +27,7 @@ import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,9 @@ class Adapter:
     # The batch ``read`` returns is added to its source by the module's ``append(batch, store,
     # wait=, notify=)``, under the store lock, instead of replacing the source: reviewers' verdicts.
     appends: bool = False
+    # The module's ``read_batches`` returns a Batch whose ``parts`` stream (bounded memory, one
+    # process); the CLI uses it instead of ``read``, which stays the one-batch reading.
+    batches: bool = False
 
     @property
     def option_names(self) -> tuple[str, ...]:
@@ -72,7 +75,7 @@ ADAPTERS: dict[str, Adapter] = {
     "whowhen": Adapter("auditatlas.ingest.whowhen"),
     "taubench": Adapter("auditatlas.ingest.taubench"),
     "catchbench": Adapter("auditatlas.ingest.catchbench", needs_path=False),  # default: the installed package
-    "otlp": Adapter("auditatlas.ingest.otlp", options=(_CORPUS, Option("group", _group, _GROUP_HELP))),
+    "otlp": Adapter("auditatlas.ingest.otlp", options=(_CORPUS, Option("group", _group, _GROUP_HELP)), batches=True),
     "atif": Adapter("auditatlas.ingest.atif", options=(_CORPUS,)),
     "messages": Adapter("auditatlas.ingest.messages", options=(_CORPUS,)),
     "claude-code": Adapter("auditatlas.ingest.claude_code", options=(_CORPUS,)),
@@ -133,6 +136,10 @@ class Batch:
     tables: dict[str, Any]
     notes: list[str] = field(default_factory=list)  # told to the user (e.g. unjoined rows)
     meta: dict[str, Any] = field(default_factory=dict)  # kept in the manifest entry
+    # Instead of ``tables``: the tables as a stream of batches (whole runs each), written one by
+    # one and switched in together once the stream ends; raising mid-way writes nothing.
+    parts: Iterable[dict[str, Any]] | None = None
+    bucket_of: Callable[[str], str] | None = None  # run id -> sort bucket, when ``parts`` are not in run order
 
 
 @dataclass
@@ -202,9 +209,14 @@ def ingest(
     if scheduler or workers:  # 0 workers is "this process only", which a one-pass read always is
         streaming = ", ".join(formats_with(lambda spec: spec.streams))
         raise AtlasError(f"format '{fmt}' is read in one pass; --scheduler and --workers apply to {streaming}.")
-    batch = module.read(Path(path) if path is not None else None, context, **options)
-    entry = store_mod.write_source(store, batch.source, batch.tables, meta={**meta, **batch.meta},
-                                   wait=wait, notify=notify)
+    read = module.read_batches if ADAPTERS[fmt].batches else module.read
+    batch = read(Path(path) if path is not None else None, context, **options)
+    if batch.parts is not None:
+        entry = store_mod.write_batches(store, batch.source, batch.parts, meta={**meta, **batch.meta},
+                                        wait=wait, notify=notify, bucket_of=batch.bucket_of)
+    else:
+        entry = store_mod.write_source(store, batch.source, batch.tables, meta={**meta, **batch.meta},
+                                       wait=wait, notify=notify)
     batch.notes.extend(after_write_notes(store, batch.source))
     return batch, entry
 

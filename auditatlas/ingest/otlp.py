@@ -28,14 +28,14 @@ import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from ..errors import AtlasError, IngestFailed, InputError
 from . import Batch, Context
 from .kit.traces import (CHILD, HANDOFF, LABEL_PROCESS_NONE, LINK, OBSERVED, TOOL_CALL, UNLABELED, check_source_name,
                          edge_row, extra_json)
 from .otlp_mapping import TOOL_KIND, StepFacts, backbone, facts, session_of
-from .otlp_spans import Span, looks_like_otlp, read_spans
+from .otlp_spans import Span, looks_like_otlp, otlp_files, read_files, read_spans, trace_ids
 
 FORMAT = "otlp"
 GROUPS = ("trace", "session")
@@ -45,6 +45,9 @@ LABEL_PROCESS_ANNOTATIONS = "span annotations (annotation.* attributes)"
 # rewrites an OTLP source with its labels; see auditatlas/ingest/labels.py).
 OWN_FORMATS = ("otlp", "labels")
 _SHOWN = 5  # spans named in one note before "and N more"
+# Spans per batch a file ingest maps and writes at a time (read_batches): memory holds one batch
+# of spans and rows, not the input. A trace is never split, so a batch may hold more.
+BATCH_SPANS = 20_000
 
 
 def group_type(text: str) -> str:
@@ -80,6 +83,111 @@ def read(path: Path | None, context: Context, corpus: str | None = None, group: 
     return Batch(source=corpus, tables=mapped.tables, notes=notes, meta={"files": len(files), "group": group})
 
 
+def read_batches(path: Path | None, context: Context, corpus: str | None = None, group: str = "trace",
+                 batch_spans: int | None = None) -> Batch:
+    """What :func:`read` reads, as a stream: ``Batch.parts`` maps and yields the input a batch of
+    whole traces at a time (files that share a trace go in one batch), so the ingest's memory is
+    bounded by the batch, not the input. The rows are :func:`read`'s; every problem of every
+    batch is collected and raised (as :class:`IngestFailed`) when the stream ends, before the
+    store writer commits, so a refused input writes nothing. The notes are complete once the
+    parts are exhausted. ``--group session`` reads the input as one batch: a session's traces
+    may sit in any files.
+    """
+    if path is None or corpus is None:
+        raise AtlasError("ingest otlp needs a PATH and --corpus NAME.")
+    notes = check_corpus_name(context.store, corpus, "otlp")
+    path = Path(path)
+    files = otlp_files(path)
+    batches = _file_batches(files, batch_spans or BATCH_SPANS) if group == "trace" else [files]
+    batch = Batch(source=corpus, tables={}, notes=notes, meta={"files": len(files), "group": group})
+    batch.parts = _parts(path, batches, corpus, group, notes)
+    batch.bucket_of = _RunBucket(corpus)
+    return batch
+
+
+@dataclass(frozen=True)
+class _RunBucket:
+    """A run's sort bucket: the first character of its trace id. Batches come in file order, so
+    their run ids (``<corpus>:<trace id>``, random hex) interleave; bucketed parts let the
+    commit merge a sixteenth of the source at a time instead of sorting all of it (measured at
+    300,000 spans: that sort alone took the ingest from 340 MB to 750 MB)."""
+
+    corpus: str
+
+    def __call__(self, run_id: str) -> str:
+        return run_id[len(self.corpus) + 1:len(self.corpus) + 2]
+
+
+def _parts(path: Path, batches: list[list[Path]], corpus: str, group: str, notes: list[str]) -> Iterator[dict]:
+    problems: list[InputError] = []
+    if not batches:
+        read_spans(path, problems)  # the sentence for a path without OTLP files
+    n_spans = n_traces = n_runs = n_steps = n_edges = labeled = 0
+    for files in batches:
+        spans = read_files(path, files, problems)
+        mapped = map_spans(spans, corpus, str(path), group, note_labels=False)
+        problems.extend(mapped.problems)
+        notes.extend(mapped.notes)
+        n_spans += len(spans)
+        n_traces, n_runs = n_traces + mapped.n_traces, n_runs + mapped.n_runs
+        n_steps, n_edges = n_steps + len(mapped.tables["steps"]), n_edges + len(mapped.tables["edges"])
+        labeled += mapped.labeled
+        del spans
+        if not problems:  # after the first problem the rest is only read for its problems
+            yield {name: rows for name, rows in mapped.tables.items() if name != "corpora"}
+    if not problems and not n_spans:
+        problems.append(InputError(path, None, "holds no spans (an empty export); the loaded source was kept."))
+    if problems:
+        raise IngestFailed(problems)
+    if labeled:
+        notes.append(f"{labeled} step(s) labeled by their annotation.* attributes.")
+    notes.insert(0, f"{n_runs} runs from {n_traces} traces, {n_steps} steps, {n_edges} observed edges.")
+    process = LABEL_PROCESS_ANNOTATIONS if labeled else LABEL_PROCESS_NONE
+    yield {"corpora": [_corpus_row(corpus, str(path), process, n_runs)]}
+
+
+def _file_batches(files: list[Path], batch_spans: int) -> list[list[Path]]:
+    """``files`` cut into batches of about ``batch_spans`` spans, files sharing a trace kept in one
+    batch (in file order). A file whose trace ids cannot be read cheaply is read with all files."""
+    ids: list[set[str]] = []
+    sizes: list[int] = []
+    for file in files:
+        found = trace_ids(file)
+        if found is None:
+            return [files] if files else []
+        ids.append(found[0])
+        sizes.append(found[1])
+    parent = list(range(len(files)))  # union-find over files: one set per group of files sharing traces
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    owner: dict[str, int] = {}
+    for i, found in enumerate(ids):
+        for trace in found:
+            j = owner.setdefault(trace, i)
+            if j != i:
+                parent[root(i)] = root(j)
+    groups: dict[int, list[int]] = {}
+    for i in range(len(files)):
+        groups.setdefault(root(i), []).append(i)
+    batches: list[list[Path]] = []
+    current: list[Path] = []
+    weight = 0
+    for members in sorted(groups.values()):
+        current.extend(files[i] for i in members)
+        weight += sum(sizes[i] for i in members)
+        if weight >= batch_spans:
+            batches.append(current)
+            current, weight = [], 0
+    if current:
+        batches.append(current)
+    return batches
+
+
 @dataclass
 class Mapped:
     """Spans mapped onto the schema: the rows, and what was found on the way."""
@@ -89,9 +197,10 @@ class Mapped:
     notes: list[str]
     n_traces: int
     n_runs: int
+    labeled: int = 0  # steps labeled by annotation.* attributes
 
 
-def map_spans(spans: list[Span], corpus: str, origin: str, group: str = "trace") -> Mapped:
+def map_spans(spans: list[Span], corpus: str, origin: str, group: str = "trace", note_labels: bool = True) -> Mapped:
     """The rows of ``spans`` as corpus ``corpus`` (the one mapping of file ingest and receiver).
 
     Duplicates are kept once (identical) or reported (different); a cycle of parent links is
@@ -102,8 +211,10 @@ def map_spans(spans: list[Span], corpus: str, origin: str, group: str = "trace")
     notes: list[str] = []
     traces = _traces(spans, problems, notes)
     runs = _runs(traces, corpus, group, notes)
-    tables = _tables(runs, corpus, origin, notes)
-    return Mapped(tables, problems, notes, len(traces), len(runs))
+    tables, labeled = _tables(runs, corpus, origin, notes)
+    if labeled and note_labels:
+        notes.append(f"{labeled} step(s) labeled by their annotation.* attributes.")
+    return Mapped(tables, problems, notes, len(traces), len(runs), labeled)
 
 
 def check_corpus_name(store: Path, corpus: str, verb: str) -> list[str]:
@@ -258,7 +369,7 @@ def _ordered(spans: list[Span]) -> tuple[list[Span], list[Span]]:
 # --------------------------------------------------------------------------- rows
 
 
-def _tables(runs: list[_Run], corpus: str, origin: str, notes: list[str]) -> dict[str, list[dict]]:
+def _tables(runs: list[_Run], corpus: str, origin: str, notes: list[str]) -> tuple[dict[str, list[dict]], int]:
     run_rows, step_rows, edge_rows = [], [], []
     skewed: list[Span] = []
     forward_links: list[Span] = []
@@ -284,10 +395,8 @@ def _tables(runs: list[_Run], corpus: str, origin: str, notes: list[str]) -> dic
         notes.append(_spans_note(forward_links, "link(s) to a span that starts later; the link is kept in the step's "
                                                 "extra, not drawn as an edge (an edge points back in time)"))
     label_process = LABEL_PROCESS_ANNOTATIONS if labeled else LABEL_PROCESS_NONE
-    if labeled:
-        notes.append(f"{labeled} step(s) labeled by their annotation.* attributes.")
     return {"corpora": [_corpus_row(corpus, origin, label_process, len(runs))], "runs": run_rows,
-            "steps": step_rows, "edges": edge_rows}
+            "steps": step_rows, "edges": edge_rows}, labeled
 
 
 def _agents(ordered: list[Span], step_facts: list[StepFacts], index: dict) -> list[str | None]:

@@ -124,12 +124,53 @@ def read_spans(path: Path, problems: list[InputError]) -> list[Span]:
     if not files:
         problems.append(InputError(path, None, f"holds no OTLP file (names ending {', '.join(SUFFIXES)}, "
                                                "optionally .gz)."))
+    return read_files(path, files, problems)
+
+
+def read_files(path: Path, files: list[Path], problems: list[InputError]) -> list[Span]:
+    """The spans of ``files`` (found under ``path`` by :func:`otlp_files`), named relative to ``path``."""
     spans: list[Span] = []
     for file in files:
-        rel = file.name if path.is_file() else file.relative_to(path).as_posix()
-        for doc, where in _documents(file, rel, problems):
-            _spans_of(doc, rel, where, spans, problems)
+        for doc, where in _documents(file, _rel(path, file), problems):
+            _spans_of(doc, _rel(path, file), where, spans, problems)
     return spans
+
+
+def _rel(path: Path, file: Path) -> str:
+    return file.name if path.is_file() else file.relative_to(path).as_posix()
+
+
+def trace_ids(file: Path) -> tuple[set[str], int] | None:
+    """The trace ids a file's spans name and its number of spans, read cheaply (no span is normalized), or None when the
+    file does not read as OTLP (its problems are found when it is read in full).
+
+    What lets a file ingest write a folder in batches: files that share no trace can be mapped
+    apart. Ids come out as the normalizer gives them (hex; base64 converted)."""
+    ignored: list[InputError] = []
+    try:
+        if _base_suffix(file.name) in PROTO_SUFFIXES:
+            from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+            message = ExportTraceServiceRequest.FromString(_raw_bytes(file))
+            spans = [sp for rs in message.resource_spans for ss in rs.scope_spans for sp in ss.spans]
+            return {sp.trace_id.hex() for sp in spans}, len(spans)
+        docs = _json_documents(_raw_bytes(file), file.name, _base_suffix(file.name) in (".jsonl", ".ndjson"), ignored)
+    except Exception:  # noqa: BLE001 - any failure here is reported by the full read
+        return None
+    found: set[str] = set()
+    n = 0
+    for doc, _ in docs:
+        if not _is_export(doc):
+            return None
+        for rs in doc.get("resourceSpans", doc.get("resource_spans")) or []:
+            blocks = (rs.get("scopeSpans") or rs.get("scope_spans") or rs.get("instrumentationLibrarySpans")
+                      or rs.get("instrumentation_library_spans") or []) if isinstance(rs, dict) else []
+            for ss in blocks:
+                for sp in (ss.get("spans") or []) if isinstance(ss, dict) else []:
+                    if isinstance(sp, dict):
+                        n += 1
+                        found.add(str(ap_otlp._hex_id(sp.get("traceId", sp.get("trace_id")), 16)))  # noqa: SLF001
+    return None if ignored else (found, n)
 
 
 @dataclass
