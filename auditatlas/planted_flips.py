@@ -29,11 +29,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .errors import AtlasError
-from .store import SourceWriter, read_manifest
-
-# What a source's manifest entry holds that the writer sets itself (the rest is its metadata).
-WRITER_KEYS = ("dir", "ingested_at", "rows", "sorted_by", "run_corpora")
-
+from .store import SourceWriter, read_manifest, source_corpora, source_meta
 
 def planted_copy(store: str | Path, dest: str | Path, corpus: str, share: float, seed: int) -> pd.DataFrame:
     """Copy ``store`` to ``dest`` (a folder that must not exist) and flip ``share`` of the
@@ -66,7 +62,7 @@ def flip(root: Path, corpus: str, share: float, seed: int) -> pd.DataFrame:
         label[chosen] = 1 - label[chosen]
         flipped = pa.array(np.where(np.isnan(label), None, label).tolist(), type=steps.schema.field("label").type)
         writer.append({"runs": runs, "steps": steps.set_column(steps.schema.get_field_index("label"), "label", flipped)})
-        writer.commit({k: v for k, v in entry.items() if k not in WRITER_KEYS})
+        writer.commit(source_meta(entry))
     return pd.DataFrame({"corpus": corpus, "run_id": steps.column("run_id").take(chosen).to_pylist(),
                          "step_idx": steps.column("step_idx").take(chosen).to_pylist(),
                          "label": label[chosen].astype(int)})
@@ -79,8 +75,9 @@ def _table(folder: Path) -> pa.Table:
 
 def _source_of(root: Path, corpus: str) -> tuple[str, dict]:
     """The one source holding ``corpus``'s runs."""
-    holding = [(name, entry) for name, entry in sorted(read_manifest(root)["sources"].items())
-               if corpus in entry.get("run_corpora", [])]
+    manifest = read_manifest(root)
+    holding = [(name, manifest["sources"][name]) for name, corpora in sorted(source_corpora(root, manifest).items())
+               if corpus in corpora]
     if len(holding) != 1:
         raise AtlasError(f"the store at '{root}' holds corpus '{corpus}' in {len(holding)} sources; planted flips "
                          "need it in exactly one.")

@@ -481,8 +481,9 @@ class SourceWriter:
     # -- batches ---------------------------------------------------------------------------
 
     def append(self, tables: Mapping[str, TableLike]) -> None:
-        """Prepare one batch (whole runs) and write it as the next part of each table."""
-        self.record(write_prepared(self.staging, prepare(tables), self.next_seq()))
+        """Prepare one batch (whole runs) and write it as the next part of each table (into the
+        sort buckets of ``bucket_of`` when set: batches not in run order)."""
+        self.record(write_prepared(self.staging, prepare(tables), self.next_seq(), self.bucket_of))
 
     def next_seq(self) -> int:
         """The number of the next batch; batches are kept in the order of these numbers."""
@@ -602,6 +603,16 @@ class SourceWriter:
         return entry
 
 
+# The manifest keys SourceWriter.commit sets itself; the rest of a source's entry is its writer's meta.
+WRITER_KEYS = ("dir", "ingested_at", "rows", "sorted_by", "run_corpora")
+
+
+def source_meta(entry: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A source entry's own metadata (what its writer passed to ``commit``), for a writer that
+    rewrites the source and keeps what it said (the receiver, planted flips)."""
+    return {k: v for k, v in (entry or {}).items() if k not in WRITER_KEYS}
+
+
 def write_source(
     root: str | Path,
     source: str,
@@ -612,9 +623,7 @@ def write_source(
     notify: Notify | None = None,
 ) -> dict:
     """Replace source ``source`` with ``tables`` (one batch), atomically. Returns its manifest entry."""
-    with SourceWriter(root, source, wait=wait, notify=notify) as writer:
-        writer.append(tables)
-        return writer.commit(meta)
+    return write_batches(root, source, [tables], meta, wait=wait, notify=notify)
 
 
 def write_batches(
@@ -637,7 +646,7 @@ def write_batches(
     with SourceWriter(root, source, wait=wait, notify=notify) as writer:
         writer.bucket_of = bucket_of
         for tables in batches:
-            writer.record(write_prepared(writer.staging, prepare(tables), writer.next_seq(), bucket_of))
+            writer.append(tables)
             # Arrow keeps freed buffers for reuse; handing them back keeps the writer at one batch.
             pa.default_memory_pool().release_unused()
         return writer.commit(meta)

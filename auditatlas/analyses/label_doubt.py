@@ -124,9 +124,9 @@ class CappedFit(ClassifierMixin, BaseEstimator):
     def fit(self, X, y) -> "CappedFit":
         from sklearn.base import clone
 
-        rows = np.arange(len(y))
-        if len(rows) > self.max_rows:
-            rows = np.sort(np.random.default_rng(0).choice(rows, size=self.max_rows, replace=False))
+        from ..detectors.registry import seeded_subsample
+
+        rows = seeded_subsample(np.arange(len(y)), self.max_rows, seed=0)
         self.estimator_ = clone(self.estimator).fit(X[rows], y[rows])
         self.classes_ = self.estimator_.classes_
         return self

@@ -259,8 +259,7 @@ class Detector:
             rows = np.flatnonzero(train)
             described = "training steps (labels unused)"
         if self.max_train is not None and len(rows) > self.max_train:
-            pick = np.random.RandomState(seed).choice(len(rows), self.max_train, replace=False)
-            rows = np.sort(rows[pick])
+            rows = seeded_subsample(rows, self.max_train, seed)
             described += f", seeded subsample of {self.max_train:,}"
         y = label[rows].astype(np.int64) if self.supervision == "supervised" else None
         return TrainingRows(rows.astype(np.int64), y, described, self._training_problem(rows, y))
@@ -336,3 +335,11 @@ def get(name: str) -> Detector:
     if name not in entries:
         raise AtlasError(f"unknown detector '{name}'; choose from: {', '.join(engine_detectors())}.")
     return entries[name]
+
+
+def seeded_subsample(rows: np.ndarray, size: int, seed: int) -> np.ndarray:
+    """``size`` of ``rows`` (all of them when there are no more), drawn by ``seed`` and kept in
+    order: how a large fit is capped (a re-run with the same seed fits on the same rows)."""
+    if len(rows) <= size:
+        return rows
+    return np.sort(rows[np.random.RandomState(seed).choice(len(rows), size, replace=False)])

@@ -24,10 +24,6 @@ from ... import store
 from ..otlp import FORMAT, LABEL_PROCESS_ANNOTATIONS, LABEL_PROCESS_NONE, map_spans
 from .held import Due
 
-# Manifest keys the store writer sets itself (the rest of an entry is the adapter's meta).
-_WRITER_KEYS = ("dir", "ingested_at", "rows", "sorted_by", "run_corpora")
-
-
 @dataclass
 class Written:
     """What a write put in the store."""
@@ -111,7 +107,7 @@ def _corpus_row(corpus: str, n_runs: int, previous: dict | None, new_runs: list[
 
 def _meta(entry: dict | None, origin: str) -> dict[str, Any]:
     """The manifest entry's own keys: a labels file's record kept, the receiver named."""
-    kept = {k: v for k, v in (entry or {}).items() if k not in _WRITER_KEYS}
+    kept = store.source_meta(entry)
     if kept.get("format") == "labels":  # its origin is the labels file, which `ingest otlp` names
         return {**kept, "received": origin}
     return {**kept, "format": FORMAT, "origin": origin, "group": kept.get("group", "trace"), "received": origin}
