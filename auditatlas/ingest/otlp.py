@@ -157,27 +157,17 @@ def _file_batches(files: list[Path], batch_spans: int) -> list[list[Path]]:
             return [files] if files else []
         ids.append(found[0])
         sizes.append(found[1])
-    parent = list(range(len(files)))  # union-find over files: one set per group of files sharing traces
+    import networkx as nx  # here: only a batched file ingest needs it
 
-    def root(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    owner: dict[str, int] = {}
-    for i, found in enumerate(ids):
-        for trace in found:
-            j = owner.setdefault(trace, i)
-            if j != i:
-                parent[root(i)] = root(j)
-    groups: dict[int, list[int]] = {}
-    for i in range(len(files)):
-        groups.setdefault(root(i), []).append(i)
+    # Files sharing a trace are one group: the connected components of files and their traces.
+    graph = nx.Graph()
+    graph.add_nodes_from(range(len(files)))
+    graph.add_edges_from((i, ("trace", trace)) for i, found in enumerate(ids) for trace in found)
+    groups = [sorted(n for n in component if isinstance(n, int)) for component in nx.connected_components(graph)]
     batches: list[list[Path]] = []
     current: list[Path] = []
     weight = 0
-    for members in sorted(groups.values()):
+    for members in sorted(groups):  # in file order (groups are disjoint: by their first file)
         current.extend(files[i] for i in members)
         weight += sum(sizes[i] for i in members)
         if weight >= batch_spans:
