@@ -21,7 +21,11 @@ No Streamlit here; the app's draft is a :class:`Tour` held in the session until 
 """
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 import uuid
+import zlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
@@ -241,3 +245,23 @@ def read(query: Callable[..., Any], name: str) -> Tour | None:
 def listing(query: Callable[..., Any]):
     """Every tour the store holds (its latest version): name, stops, saved_at, author, versions."""
     return query("tours")
+
+
+def encode_draft(tour: Tour) -> str:
+    """A tour being made as URL text (the app's ``draft=``, so a reload keeps it): its JSON
+    (``Tour.to_json``), compressed, base64url without padding."""
+    packed = zlib.compress(json.dumps(tour.to_json(), separators=(",", ":")).encode("utf-8"), 9)
+    return base64.urlsafe_b64encode(packed).decode("ascii").rstrip("=")
+
+
+def decode_draft(text: str) -> Tour:
+    """``encode_draft``'s draft back (links checked as a saved tour's); BadTour in one sentence when the
+    text is not one (a URL edited by hand, cut short)."""
+    try:
+        data = json.loads(zlib.decompress(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))))
+    except (binascii.Error, zlib.error, ValueError) as exc:
+        raise BadTour(f"The URL's draft=... is not a tour draft ({type(exc).__name__}).") from None
+    tour = Tour.from_json(data, "The URL's draft=...")
+    if len(tour.stops) > STOP_LIMIT:
+        raise BadTour(f"The URL's draft=... has {len(tour.stops)} stops; a tour holds at most {STOP_LIMIT}.")
+    return tour

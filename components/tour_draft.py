@@ -13,10 +13,6 @@ author's text: shown in text widgets or escaped (``components.safe``).
 """
 from __future__ import annotations
 
-import base64
-import binascii
-import json
-import zlib
 from dataclasses import replace
 from typing import Callable
 
@@ -37,25 +33,6 @@ AUTHOR_KEY = "tour_draft_author"
 DRAFT_PARAM = "draft"  # the URL's copy of the draft
 
 
-def encode(tour: tours.Tour) -> str:
-    """The draft as URL text: its JSON (``Tour.to_json``), compressed, base64url without padding."""
-    packed = zlib.compress(json.dumps(tour.to_json(), separators=(",", ":")).encode("utf-8"), 9)
-    return base64.urlsafe_b64encode(packed).decode("ascii").rstrip("=")
-
-
-def decode(text: str) -> tours.Tour:
-    """``encode``'s draft back (links checked as a saved tour's); BadTour in one sentence when the
-    text is not one (a URL edited by hand, cut short)."""
-    try:
-        data = json.loads(zlib.decompress(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))))
-    except (binascii.Error, zlib.error, ValueError) as exc:
-        raise tours.BadTour(f"The URL's draft=... is not a tour draft ({type(exc).__name__}).") from None
-    tour = tours.Tour.from_json(data, "The URL's draft=...")
-    if len(tour.stops) > tours.STOP_LIMIT:
-        raise tours.BadTour(f"The URL's draft=... has {len(tour.stops)} stops; a tour holds at most {tours.STOP_LIMIT}.")
-    return tour
-
-
 def draft() -> tours.Tour:
     """The session's draft; in a new session (a reload), the one the URL carries."""
     if DRAFT_KEY not in st.session_state:
@@ -68,7 +45,7 @@ def _from_url() -> tours.Tour | None:
     if not text:
         return None
     try:
-        tour = decode(text)
+        tour = tours.decode_draft(text)
     except AtlasError as exc:
         st.session_state[NOTE_KEY] = ("warning", f"{exc} The draft starts empty.")
         return None
@@ -79,7 +56,7 @@ def _from_url() -> tours.Tour | None:
 
 def _keep_in_url(tour: tours.Tour) -> None:
     """The URL's copy follows the draft (a page switch starts a URL without it: written again)."""
-    text = encode(tour) if tour.stops else None
+    text = tours.encode_draft(tour) if tour.stops else None
     if text and st.query_params.get(DRAFT_PARAM) != text:
         st.query_params[DRAFT_PARAM] = text
     elif not text and DRAFT_PARAM in st.query_params:

@@ -265,7 +265,7 @@ def test_a_view_is_added_from_the_sidebar_reordered_removed_and_saved(root, monk
 
 
 def test_the_draft_travels_in_the_url_text_as_it_was_and_a_bad_one_is_one_sentence():
-    from components.tour_draft import decode, encode
+    encode, decode = tours.encode_draft, tours.decode_draft
 
     made = tours.Tour("d").add("/?backbone=X", PAYLOAD).add("/explorer?run=r%3Ab&step=1", "Two.")
     text = encode(made)
