@@ -17,7 +17,10 @@ keeps what tells one run from the next:
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any, Iterable
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 LABEL_CHARS = 48
 SEPARATOR = " · "
@@ -56,3 +59,14 @@ def _text(value: Any) -> str | None:
     if isinstance(value, str):
         return value or None
     return None
+
+
+def label_first(frame: "pd.DataFrame", difficulty: Iterable[Any] | None = None) -> "pd.DataFrame":
+    """A list whose ``run`` column holds full ids, as every run table shows it: the label first
+    (what the reader picks by), the full id last as ``run_id``."""
+    ids = frame["run"].to_numpy()
+    difficulty = list(difficulty) if difficulty is not None else [None] * len(ids)
+    shown = frame.drop(columns="run")
+    shown.insert(0, "run", [run_label(r, d) for r, d in zip(ids, difficulty)])
+    shown["run_id"] = ids
+    return shown

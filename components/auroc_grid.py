@@ -12,7 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from auditatlas.figures.detectors import (  # noqa: F401 - re-exported for the page
-    auc_color, cost_chart, cost_frame, heatmaps, long_cells, overall_chart, overall_frame, per_set_frame,
+    auc_color, cell_error_rows, cost_chart, cost_frame, heatmaps, long_cells, overall_chart, overall_frame, per_set_frame,
     silent_loud_chart, sets_frame)
 from components.tables import csv_safe, file_name, table
 
@@ -42,10 +42,7 @@ def selected_cell(key: str) -> tuple[int, str] | None:
 
 
 def errors_table(frame: pd.DataFrame, kind: str, key: str) -> None:
-    rows = frame[frame["kind"] == kind]
-    shown = rows[["position", "explorer", "run_id", "step_idx", "step_id", "agent", "backbone", "action", "score",
-                  "label", "pred_label", "scope_success"]].rename(columns={"position": "#", "step_idx": "step"})
-    table(shown, key, column_config={
+    table(cell_error_rows(frame, kind), key, column_config={
         "explorer": st.column_config.LinkColumn("explorer", display_text="open step", width="small"),
         "score": st.column_config.NumberColumn("score", format="%.4g"),
     })

@@ -11,6 +11,7 @@ from typing import Any, Iterable
 import pandas as pd
 import streamlit as st
 
+from auditatlas import run_labels
 from auditatlas.run_labels import run_label
 
 LABEL_HELP = ("A short label that tells runs apart: for MAADBench rooms the room id, difficulty, outcome and the "
@@ -34,12 +35,8 @@ def labels(ids: Iterable[Any], difficulty: Iterable[Any] | None = None) -> list[
 def label_first(frame: pd.DataFrame, difficulty: Iterable[Any] | None = None) -> tuple[pd.DataFrame, dict]:
     """A list whose ``run`` column holds full ids, as shown: the label first (what the reader
     picks by), the full id last as ``run_id``; and the column config for both."""
-    ids = frame["run"].to_numpy()
-    names = labels(ids, difficulty)
-    shown = frame.drop(columns="run")
-    shown.insert(0, "run", names)
-    shown["run_id"] = ids
-    return shown, columns(names)
+    shown = run_labels.label_first(frame, difficulty)
+    return shown, columns(list(shown["run"]))
 
 
 def with_labels(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict]:

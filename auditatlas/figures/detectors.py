@@ -242,3 +242,11 @@ def sets_frame(sets: pd.DataFrame) -> pd.DataFrame:
                 "n_test_predictions", "n_test_unscored", "source_file", "created_at", "shown", "not_shown"]].copy()
     out["shown"] = np.where(out["shown"], "yes", "no: " + out["not_shown"])
     return out.drop(columns="not_shown")
+
+
+def cell_error_rows(errors: pd.DataFrame, kind: str) -> pd.DataFrame:
+    """A cell's errors of one ``kind`` ("false positive" / "false negative") as the Detectors page
+    lists them and its export writes them: position, the Explorer link, the step and its scores."""
+    rows = errors[errors["kind"] == kind]
+    return rows[["position", "explorer", "run_id", "step_idx", "step_id", "agent", "backbone", "action", "score",
+                 "label", "pred_label", "scope_success"]].rename(columns={"position": "#", "step_idx": "step"})

@@ -80,11 +80,6 @@ def grid_tab(doc: Document, query: Query, link: Link, corpus: str, sets: pd.Data
     cell_errors(doc, query, link, corpus, sets, list(num["action"].iloc[:-1]), list(grid.detectors["detector"]), facet)
 
 
-# The columns of a cell's errors, as the page's table lists them (components/auroc_grid.errors_table).
-ERROR_COLUMNS = ["position", "explorer", "run_id", "step_idx", "step_id", "agent", "backbone", "action", "score",
-                 "label", "pred_label", "scope_success"]
-
-
 def cell_errors(doc: Document, query: Query, link: Link, corpus: str, sets: pd.DataFrame, actions: list[str],
                 detectors: list[str], facet: str) -> None:
     """The errors behind the link's cell (its action and detector, as the page's selectors pick
@@ -108,8 +103,7 @@ def cell_errors(doc: Document, query: Query, link: Link, corpus: str, sets: pd.D
         total = int(part["n_in_cell"].iloc[0]) if len(part) else 0
         doc.text(f"{kind.capitalize()}s ({order}): {len(part)} of {total:,} shown.")
         if len(part):
-            doc.table(part[ERROR_COLUMNS].rename(columns={"position": "#", "step_idx": "step"}),
-                      f"errors-{kind.split()[1]}")
+            doc.table(figs.cell_error_rows(errors, kind), f"errors-{kind.split()[1]}")
 
 
 def overall_tab(doc: Document, query: Query, link: Link, corpus: str, sets: pd.DataFrame, mode: str) -> None:

@@ -11,7 +11,7 @@ from ... import graph as tg
 from ...figures import judges
 from ...figures.step import fields_frame, steps_frame, structured_output
 from ...figures.trace_graph import page_for_run
-from ...run_labels import run_label
+from ...run_labels import label_first
 from ...views import DEFAULT_TOP_K, labels_of
 from ..assets import VIS_MARK
 from ..document import Document
@@ -96,9 +96,7 @@ def run_list(doc: Document, query: Query, link: Link) -> None:
         return
     runs = query("explorer_runs", {"slice": link.slice, **params, "sort": "run", "descending": False,
                                    "limit": RUN_LIST_ROWS, "offset": 0}).drop(columns=["total"], errors="ignore")
-    shown = runs.drop(columns="run")
-    shown.insert(0, "run", [run_label(r, d) for r, d in zip(runs["run"], runs["difficulty"])])
-    shown["run_id"] = runs["run"].to_numpy()
+    shown = label_first(runs, runs["difficulty"])
     more = f"; the first {len(runs):,} by run id here" if len(runs) < total else ", sorted by run id"
     doc.text(f"{total:,} runs{more}. No run is open: the link's run=... opens one.", "note")
     doc.table(shown, "runs", caption="The slice's runs (label, then the full id)")
