@@ -218,15 +218,15 @@ def agreement(query: Query, slice_: Mapping[str, Any] | None = None, seed: int |
     notes = _notes(verdicts, held)
     pairs, release = reviewer_pairs(held), release_agreement(held)
     held_seeds = random_seeds(held)
-    rates = []
+    rates, all_unsure = [], False
     for one in (held_seeds if seed is None else [int(seed)]):
         found = error_rates(held, one)
         if found and found[0].decided == 0:
             notes.append(f"Every random-order verdict under seed {one} on a labeled step is unsure ({found[0].unsure}), "
                          "so that sample gives no error rate of the released labels.")
-            found = []
+            found, all_unsure = [], True
         rates += found
-    if seed is not None and not rates and not any(n.startswith("Every random-order verdict") for n in notes):
+    if seed is not None and not rates and not all_unsure:
         notes.append(f"No verdict in this slice was given in the random order under seed {int(seed)}, so there is no "
                      "error rate of the released labels: only that seeded uniform sample may estimate one (every "
                      "other order picks the steps most likely to be wrong).")
