@@ -66,7 +66,7 @@ def test_a_received_trace_opens_in_the_explorer_of_a_running_app(tmp_path, brows
         wait_idle(page, "Step detail")
         assert exceptions_on(page) == []
         body = page.inner_text("body").replace("\u2060", "")  # components.safe.md's word joiner after ':'
-        assert f"live:{trace_id}" in body and "backbone gpt-4o" in body and "5 steps" in body
+        assert f"live:{trace_id}" in body and "backbone gpt-4o" in body and "5 steps" in body, body[:3000]
         assert "Step 2 · TOOL:web_search · agent planner" in body
         frame = graph_frame(page)
         drawn = frame.evaluate("""() => {
