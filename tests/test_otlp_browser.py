@@ -64,6 +64,8 @@ def test_a_received_trace_opens_in_the_explorer_of_a_running_app(tmp_path, brows
         page = new_page(browser, outside)
         page.goto(f"{url}/explorer?corpus=live&run=live:{trace_id}&step=2&lanes=agent")
         wait_idle(page, "Step detail")
+        # The run's facts line may be drawn a moment after the step detail on a busy machine.
+        page.get_by_text("backbone gpt-4o", exact=False).first.wait_for(timeout=60_000)
         assert exceptions_on(page) == []
         body = page.inner_text("body").replace("\u2060", "")  # components.safe.md's word joiner after ':'
         assert f"live:{trace_id}" in body and "backbone gpt-4o" in body and "5 steps" in body, body[:3000]
