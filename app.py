@@ -31,7 +31,12 @@ def ensure_store() -> None:
         def progress(fraction: float, message: str) -> None:
             bar.progress(min(max(fraction, 0.0), 1.0), text=md(message))
 
-        ensure_default_store(root, progress=progress, notify=lambda message: st.write(md(message)))
+        if ensure_default_store(root, progress=progress, notify=lambda message: st.write(md(message))):
+            progress(1.0, "Scoring the boards once, so that /boards opens without waiting…")
+            try:
+                cached.keep_boards()
+            except Exception as exc:  # noqa: BLE001 - the corpus is built: a sentence, not a stop
+                st.write(md(f"The boards could not be scored now ({exc}); /boards scores them on first open."))
         status.update(label="Default corpus ready.", state="complete", expanded=False)
     st.cache_data.clear()
 

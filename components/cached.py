@@ -68,22 +68,39 @@ def query_unreviewed(name: str, params: Mapping[str, Any] | None = None) -> pd.D
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def _board(name: str, corpus: str | None, slice_json: str, root: str, stamp: int):
-    from auditatlas.analyses.board_published import reconcile
-    from auditatlas.analyses.board_registry import run_board
+def _board(name: str, corpus: str, slice_json: str, root: str, stamp: int):
+    from functools import partial
 
-    result = run_board(name, query, corpus, json.loads(slice_json))
-    return result, reconcile(result, query)
+    from auditatlas.analyses.board_kept import board as kept_board
+    from queries.kept import remember
+
+    # The default view is kept on disk per store version (the CLI keeps it after a write), so
+    # a new server's first open reads it instead of scoring for seconds.
+    return kept_board(name, query, corpus, json.loads(slice_json), partial(remember, root))
 
 
-def board(name: str, corpus: str | None, slice_: Mapping[str, Any] | None = None):
+def board(name: str, corpus: str, slice_: Mapping[str, Any] | None = None):
     """A recomputed board and its published-vs-recomputed cells, per store version.
 
     The board reads the store through ``query`` (each query cached on its own, shared with
     every page); its Python part on top (the LIVE board fits 25 models per prefix, about 2 s
-    of CPU) is kept too, so a rerun of the open tab does not pay it again.
+    of CPU) is kept too, so a rerun of the open tab does not pay it again, and its default
+    view is kept on disk for every process (``queries.kept``).
     """
     return _board(name, corpus, json.dumps(slice_ or {}, sort_keys=True), str(store_root()), store_stamp())
+
+
+def keep_boards() -> None:
+    """Keep every board's default view for the store's current version, as a CLI write does
+    (``auditatlas.analyses.board_kept.keep_all``; skipped under ``AUDITATLAS_KEEP_BOARDS=0``)."""
+    from functools import partial
+
+    from auditatlas.analyses.board_kept import keep_all, keeps_after_write
+    from queries.kept import remember
+
+    if keeps_after_write():
+        root = str(store_root())
+        keep_all(queries.runner(root), partial(remember, root))
 
 
 def label_caption(slice_: Mapping[str, Any] | None) -> str:

@@ -37,6 +37,12 @@ def _scan_installed_components_once() -> None:
 _scan_installed_components_once()
 
 
+# The suite's many small writes (CLI ingests, first launches) would each score every board
+# (the LIVE board alone fits 300 models, ~2 s at any size): they leave that to the first open,
+# as AUDITATLAS_KEEP_BOARDS=0 says. tests/test_board_kept.py turns it on where it is the subject.
+os.environ["AUDITATLAS_KEEP_BOARDS"] = "0"
+
+
 def pytest_configure(config) -> None:
     # The controller (or a plain run) picks the folder the session's stores live in; xdist
     # workers inherit it through the environment, so every worker reads the same builds.

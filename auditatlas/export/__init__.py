@@ -33,8 +33,8 @@ BUILDERS: dict[str, Callable[..., None]] = {
     "/patterns": patterns.build, "/rescore": rescore.build, "/review": review.build, "/tour": tour.build,
 }
 # Builders that also read the store folder itself (the search index, the step vectors beside
-# the tables; a tour, whose stops may be either): given its root.
-READS_FOLDER: frozenset[str] = frozenset({"/search", "/patterns", "/tour"})
+# the tables, the boards kept per version; a tour, whose stops may be any): given its root.
+READS_FOLDER: frozenset[str] = frozenset({"/boards", "/search", "/patterns", "/tour"})
 
 
 @dataclass(frozen=True)

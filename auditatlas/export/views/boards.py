@@ -2,11 +2,15 @@
 contrasts and published vs recomputed cells, and the LIVE chart (pages/boards.py, board_view)."""
 from __future__ import annotations
 
+from functools import partial
+from pathlib import Path
+
 import pandas as pd
 
-from ...analyses.board_published import missing_blocks, reconcile
+from ...analyses.board_kept import board as kept_board
+from ...analyses.board_published import missing_blocks
 from ...analyses.labels_in_use import board_note
-from ...analyses.board_registry import registry, run_board
+from ...analyses.board_registry import registry
 from ...analyses.board_seeds import SD_WORDS, coverage_line
 from ...errors import AtlasError
 from ...figures.boards import STATUS_COLOR, contrasts_frame, fmt, live_figure, published_frame, shown_rows
@@ -20,7 +24,7 @@ STATE = {"PRE": "before a run: the declared configuration", "LIVE": "on a growin
          "POST": "after a run: the finished trace"}
 
 
-def build(doc: Document, query: Query, link: Link) -> None:
+def build(doc: Document, query: Query, link: Link, root: Path) -> None:
     doc.text("Every number is regenerated from predictions in the store. Entrants are ordered only where a paired "
              "test (Holm-adjusted within its declared family) separates them from the floor or baseline; the rest "
              "share an unresolved band.", "note")
@@ -32,7 +36,7 @@ def build(doc: Document, query: Query, link: Link) -> None:
             continue
         title = board.title.removeprefix(board.task.pillar).strip()
         doc.heading(title[:1].upper() + title[1:] if title else name, 3)
-        section(doc, query, link, name, per_seed)
+        section(doc, query, link, name, per_seed, root)
     missing = missing_blocks(query)
     if missing:
         doc.heading("Published blocks this store cannot recompute")
@@ -40,7 +44,7 @@ def build(doc: Document, query: Query, link: Link) -> None:
                   "is not loaded (or not the same population).")
 
 
-def section(doc: Document, query: Query, link: Link, name: str, per_seed: bool) -> None:
+def section(doc: Document, query: Query, link: Link, name: str, per_seed: bool, root: Path) -> None:
     board = registry()[name]
     if not board.allows_slice:
         doc.text(f"The sidebar slice filters runs; this board scores {board.item_kind}, so it does not apply here.", "note")
@@ -56,12 +60,15 @@ def section(doc: Document, query: Query, link: Link, name: str, per_seed: bool) 
     corpus = asked if asked in corpora else corpora[0]
     if asked and asked != corpus:
         doc.warning(not_held(f"the {name} board's corpus", asked, f"showing '{corpus}' instead"))
+    from queries.kept import remember
+
     try:
-        result = run_board(name, query, corpus, link.slice)
+        # The page's own board: its default view read from what the store keeps per version.
+        result, cells = kept_board(name, query, corpus, link.slice, partial(remember, root))
     except AtlasError as exc:
         doc.warning(str(exc))
         return
-    draw(doc, result, reconcile(result, query), f"{name}-{corpus}", per_seed)
+    draw(doc, result, cells, f"{name}-{corpus}", per_seed)
     if board.task.pillar == "LIVE":
         doc.figure(live_figure(result))
 

@@ -1,0 +1,149 @@
+"""Results kept on disk per store version: what an analysis computes from the store that is too
+dear to compute again in every process (the boards: about 9 CPU-s on the default store, about
+50 s at a million rooms, paid by every new server on its first open of /boards).
+
+A kept result is JSON, never a pickle: a store folder is shared as data, and reading it must
+not run code. The caller encodes and decodes (``auditatlas.analyses.board_kept``); this module
+only knows names, bytes and versions.
+
+Where: ``STORE/kept/<key>/<name>.json``, ``key`` hashing the manifest as the data tables see it
+(``queries.views.manifest_bytes``: a verdict or a tour changes no released-label result) and the
+source of the code that computes (``auditatlas`` and ``queries``), so a new store version or a
+changed analysis never reads an old result. A store the process cannot write keeps its results
+under the system temp folder instead (as the derived tables do).
+
+Consistency: the key is read before the computation and again after it; a result is kept only
+when no write landed in between (its queries may have read two versions). A file is written to
+a scratch name and renamed into place, so a reader sees a whole result or none; a file that
+does not parse is a miss and is computed and written again.
+
+What is removed: when a result is kept, the other versions' folders except the ``KEEP`` newest.
+A reader still on a removed version computes its result again (a cache, nothing is lost).
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import logging
+import os
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any, Callable
+
+from auditatlas import leases
+from auditatlas.errors import StoreError
+from auditatlas.store import manifest_bytes, read_manifest
+
+_log = logging.getLogger(__name__)
+
+KEPT_DIR = "kept"
+KEEP = 3  # versions kept besides the current one (readers of a just-replaced version hit)
+SCRATCH = ".tmp-"
+
+
+@functools.lru_cache(maxsize=1)
+def code_digest() -> str:
+    """A hash of the source that computes a kept result: the core package and the query layer
+    (Python and SQL). Read once per process; an edited analysis is a new key."""
+    digest = hashlib.sha256()
+    for package in _packages():
+        for path in sorted(package.rglob("*")):
+            if path.suffix in (".py", ".sql") and "__pycache__" not in path.parts:
+                digest.update(str(path.relative_to(package.parent)).encode())
+                digest.update(path.read_bytes())
+    return digest.hexdigest()[:20]
+
+
+def _packages() -> tuple[Path, ...]:
+    import auditatlas
+
+    return Path(auditatlas.__file__).resolve().parent, Path(__file__).resolve().parent
+
+
+def version_key(root: str | Path) -> str | None:
+    """The key of the store's current version and this code; None when the manifest cannot be
+    read (nothing is kept then: the app's own check says why)."""
+    try:
+        manifest = read_manifest(Path(root))
+    except (StoreError, OSError):
+        return None
+    digest = hashlib.sha256(manifest_bytes(manifest))
+    digest.update(code_digest().encode())
+    return digest.hexdigest()[:20]
+
+
+def home(root: str | Path) -> Path:
+    """``STORE/kept``, or a folder under the system temp folder when the store is read-only."""
+    return leases.writable_home(Path(root) / KEPT_DIR, "kept", root)
+
+
+def file_name(name: str) -> str:
+    """The file a result named ``name`` is kept in. Names hold corpus names read from release
+    files (untrusted): hashed, with a readable prefix of safe characters only."""
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in name)[:60]
+    return f"{safe}-{hashlib.sha256(name.encode()).hexdigest()[:12]}.json"
+
+
+def read(root: str | Path, key: str, name: str) -> Any | None:
+    """The result ``name`` kept for version ``key``; None when there is none or it does not parse."""
+    path = home(root) / key / file_name(name)
+    try:
+        record = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        _log.warning("kept result %s cannot be read (%s); computing it again", path, exc)
+        return None
+    if not isinstance(record, dict) or record.get("name") != name or "value" not in record:
+        return None
+    return record["value"]
+
+
+def write(root: str | Path, key: str, name: str, value: Any) -> bool:
+    """Keep ``value`` (JSON-able) as result ``name`` of version ``key``; False when it could not
+    be written (a full disk: the result was computed and is shown, only not kept)."""
+    folder = home(root) / key
+    data = json.dumps({"name": name, "value": value}, separators=(",", ":"), allow_nan=True).encode()
+    scratch = folder / f"{SCRATCH}{uuid.uuid4().hex}"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        scratch.write_bytes(data)
+        os.replace(scratch, folder / file_name(name))
+    except OSError as exc:
+        scratch.unlink(missing_ok=True)
+        _log.warning("could not keep result %s in %s: %s", name, folder, exc)
+        return False
+    _remove_old(folder.parent, key)
+    return True
+
+
+def _remove_old(kept_home: Path, current: str) -> None:
+    others = [p for p in kept_home.iterdir() if p.is_dir() and p.name != current]
+    others.sort(key=_mtime, reverse=True)
+    for path in others[KEEP:]:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def remember(root: str | Path, name: str, compute: Callable[[], Any]) -> tuple[Any, bool]:
+    """Result ``name`` of the store's current version: the kept one, else ``compute()`` (a
+    JSON-able value), kept for the next process. Returns the value as JSON gives it back (a
+    computed value is round-tripped too, so both paths hand the caller the same thing) and
+    whether it was read (True) or computed here (False)."""
+    key = version_key(root)
+    if key is not None:
+        hit = read(root, key, name)
+        if hit is not None:
+            return hit, True
+    value = json.loads(json.dumps(compute(), allow_nan=True))
+    if key is not None and version_key(root) == key:
+        write(root, key, name, value)
+    return value, False
