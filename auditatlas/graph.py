@@ -32,9 +32,10 @@ between the rows. Collapsing still works by scope.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-import networkx as nx
+if TYPE_CHECKING:  # networkx is imported where a graph is built: the view declarations import this module
+    import networkx as nx
 
 from .chains import run_chains
 
@@ -139,6 +140,8 @@ def build(steps: Any, edges: Any, run_id: str | None = None, lanes: str = "scope
     """
     if lanes not in LANES:
         raise ValueError(f"lanes must be one of {LANES}")
+    import networkx as nx
+
     graph = nx.MultiDiGraph(run_id=run_id, lanes=lanes)
     rows = sorted(_records(steps), key=lambda r: int(r["step_idx"]))
     for row in rows:
@@ -243,6 +246,8 @@ def collapse(graph: nx.MultiDiGraph, scopes: Iterable[str]) -> nx.MultiDiGraph:
     if not scopes:
         return graph
     into: dict[Any, Any] = {}
+    import networkx as nx
+
     out = nx.MultiDiGraph(**graph.graph)
     members: dict[str, list[tuple[int, dict]]] = {}
     for n, d in graph.nodes(data=True):

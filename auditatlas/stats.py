@@ -18,13 +18,13 @@ no Streamlit, no store.
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats as _sps
 
 from .errors import UndefinedMetric
 
@@ -52,7 +52,16 @@ VERDICTS = ("separates", "unresolved")
 # Pratt keeps tied runs in the ranking; see wilcoxon_paired for why this one.
 WILCOXON_ZERO_METHOD = "pratt"
 
-_Z975 = float(_sps.norm.ppf(0.975))
+_Z975 = NormalDist().inv_cdf(0.975)
+
+
+def _sps():
+    """scipy.stats, imported on first use: it costs about a second and a half to import, and
+    every page imports this module (through the board and view declarations) while few pages
+    compute a test (a kept board draws its contrasts without one)."""
+    from scipy import stats
+
+    return stats
 
 
 # ---------------------------------------------------------------------------- input checks
@@ -102,7 +111,7 @@ def roc_auc(y_true: ArrayLike, score: ArrayLike) -> float:
     y = _binary(y_true, "y_true")
     s = _scores(score, "score", y.size)
     n_pos, n_neg = _class_counts(y, "ROC-AUC")
-    ranks = _sps.rankdata(s)  # midranks: tied scores share the mean rank
+    ranks = _sps().rankdata(s)  # midranks: tied scores share the mean rank
     u_pos = ranks[y].sum() - n_pos * (n_pos + 1) / 2.0
     return float(u_pos / (n_pos * n_neg))
 
@@ -131,9 +140,9 @@ def _placements(y: np.ndarray, s: np.ndarray, n_pos: int, n_neg: int) -> tuple[n
     (its midrank among all items - its midrank among positives) / n_neg. Symmetrically for a
     negative y_j: V01_j = share of positives above it (ties half) = 1 - (rank_all - rank_neg)/n_pos.
     """
-    r_all = _sps.rankdata(s)
-    r_pos = _sps.rankdata(s[y])
-    r_neg = _sps.rankdata(s[~y])
+    r_all = _sps().rankdata(s)
+    r_pos = _sps().rankdata(s[y])
+    r_neg = _sps().rankdata(s[~y])
     v10 = (r_all[y] - r_pos) / n_neg
     v01 = 1.0 - (r_all[~y] - r_neg) / n_pos
     return v10, v01
@@ -171,7 +180,7 @@ def delong_paired(y_true: ArrayLike, score_a: ArrayLike, score_b: ArrayLike) -> 
     diff = auc_a - auc_b
     if se > 1e-15:
         z = diff / se
-        p = float(2.0 * _sps.norm.sf(abs(z)))
+        p = float(2.0 * _sps().norm.sf(abs(z)))
     elif abs(diff) <= 1e-15:
         z, p = 0.0, 1.0
     else:
@@ -212,7 +221,7 @@ def mcnemar_exact(hits_a: ArrayLike, hits_b: ArrayLike) -> McNemarResult:
     n01 = int((~a & b).sum())
     n10 = int((a & ~b).sum())
     k = n01 + n10
-    p = 1.0 if k == 0 else float(_sps.binomtest(n10, k, 0.5, alternative="two-sided").pvalue)
+    p = 1.0 if k == 0 else float(_sps().binomtest(n10, k, 0.5, alternative="two-sided").pvalue)
     return McNemarResult(n01, n10, int(a.size), float(a.mean()), float(b.mean()), min(p, 1.0))
 
 
@@ -251,7 +260,7 @@ def wilcoxon_paired(x_a: ArrayLike, x_b: ArrayLike) -> WilcoxonResult:
     n_zero = int((d == 0).sum())
     if n_zero == d.size:
         return WilcoxonResult(0.0, 1.0, int(d.size), n_zero, float(a.mean()), float(b.mean()))
-    res = _sps.wilcoxon(a, b, zero_method=WILCOXON_ZERO_METHOD, alternative="two-sided")
+    res = _sps().wilcoxon(a, b, zero_method=WILCOXON_ZERO_METHOD, alternative="two-sided")
     return WilcoxonResult(
         float(res.statistic), min(float(res.pvalue), 1.0), int(d.size), n_zero,
         float(a.mean()), float(b.mean()),

@@ -137,11 +137,11 @@ class _Counting:
 def test_a_capped_fit_uses_at_most_its_rows():
     import numpy as np
 
-    from auditatlas.analyses import label_doubt
+    from auditatlas.analyses import capped_fit, label_doubt
 
     y = np.array([1, 0, 0, 0] * 25)
-    assert label_doubt.CappedFit(_Counting(), max_rows=40).fit(np.zeros((100, 1)), y).estimator_.rows_ == 40
-    assert label_doubt.CappedFit(_Counting(), max_rows=400).fit(np.zeros((100, 1)), y).estimator_.rows_ == 100
+    assert capped_fit.CappedFit(_Counting(), max_rows=40).fit(np.zeros((100, 1)), y).estimator_.rows_ == 40
+    assert capped_fit.CappedFit(_Counting(), max_rows=400).fit(np.zeros((100, 1)), y).estimator_.rows_ == 100
     # Out of fold, the forest capped at 30 rows a fold: one probability row per step, each summing to 1.
     groups = np.arange(100) % 10
     probabilities = label_doubt.out_of_fold(np.random.default_rng(0).random((100, 2)), y, groups, max_fit=30)

@@ -38,7 +38,6 @@ from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
-from sklearn.base import BaseEstimator, ClassifierMixin
 
 from ..views.fields import on_release
 from . import Query
@@ -110,32 +109,10 @@ def out_of_fold(X: np.ndarray, y: np.ndarray, groups: np.ndarray, max_fit: int =
     from sklearn.ensemble import RandomForestClassifier
     from sklearn.model_selection import GroupKFold, cross_val_predict
 
+    from .capped_fit import CappedFit  # here: scikit-learn is imported by the review page's doubt order only
+
     return cross_val_predict(CappedFit(RandomForestClassifier(**FOREST), max_fit), X, y, groups=groups,
                              cv=GroupKFold(n_splits=FOLDS), method="predict_proba")
-
-
-class CappedFit(ClassifierMixin, BaseEstimator):
-    """``estimator`` fit on at most ``max_rows`` rows (seeded subsample, seed 0) of what it is given."""
-
-    def __init__(self, estimator=None, max_rows: int = MAX_FIT) -> None:
-        self.estimator = estimator
-        self.max_rows = max_rows
-
-    def fit(self, X, y) -> "CappedFit":
-        from sklearn.base import clone
-
-        from ..detectors.registry import seeded_subsample
-
-        rows = seeded_subsample(np.arange(len(y)), self.max_rows, seed=0)
-        self.estimator_ = clone(self.estimator).fit(X[rows], y[rows])
-        self.classes_ = self.estimator_.classes_
-        return self
-
-    def predict_proba(self, X) -> np.ndarray:
-        return self.estimator_.predict_proba(X)
-
-    def predict(self, X) -> np.ndarray:
-        return self.estimator_.predict(X)
 
 
 def rank_by_cleanlab(y: np.ndarray, probabilities: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import UndefinedMetric
 from . import registry
+from .estimators import ProbabilityDetector
 from .meter import Meter
 
 PARTITION_ROWS = 250_000  # steps per score job
@@ -91,7 +92,7 @@ def decisions(model: Any, X: np.ndarray, scores: np.ndarray) -> np.ndarray:
     threshold = getattr(last, "threshold_", None)
     if threshold is not None:
         return (scores > threshold).astype(np.int8)
-    if isinstance(last, registry.ProbabilityDetector):
+    if isinstance(last, ProbabilityDetector):
         return (scores > 0.5).astype(np.int8)
     return np.asarray(model.predict(X), dtype=np.int8)
 
@@ -101,7 +102,7 @@ def decision_rule(model: Any) -> str:
     last = estimator(model)
     if getattr(last, "threshold_", None) is not None:
         return "score above the threshold_ of its training scores (PyOD contamination)"
-    if isinstance(last, registry.ProbabilityDetector):
+    if isinstance(last, ProbabilityDetector):
         return "P(anomaly) > 0.5 (the classifier's predict)"
     return "estimator predict"
 

@@ -21,7 +21,9 @@ Adding a detector is one ``Detector(...)`` line in ``DETECTORS``. The run-level 
 the detectors their entrants use in their own ordered entrant lists
 (``auditatlas.analyses.run_detection.POST_ENTRANTS`` and ``LIVE_ENTRANTS``).
 
-PyOD is imported inside the factories: importing the registry stays cheap.
+PyOD and scikit-learn are imported inside the factories (the estimators themselves live in
+``estimators.py``): importing the registry stays cheap, and every page imports it through the
+view declarations.
 """
 from __future__ import annotations
 
@@ -29,7 +31,6 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
-from sklearn.base import BaseEstimator, clone
 
 SUPERVISIONS: tuple[str, ...] = ("unsupervised", "one-class", "supervised")
 FAMILIES: tuple[str, ...] = ("baseline", "tabular")  # detector families
@@ -38,87 +39,17 @@ FAMILIES: tuple[str, ...] = ("baseline", "tabular")  # detector families
 CONTAMINATION = 0.1
 
 
-# ------------------------------------------------------------------------------- estimators
-
-class RandomDetector(BaseEstimator):
-    """Uniform random scores: the floor every detector is read against.
-
-    ``decision_function`` draws ``numpy.random.RandomState(random_state).rand(len(X))`` afresh
-    on each call, so a population scored in one call gets the same numbers every time (the
-    boards' ``random`` entrant is exactly this with ``random_state=0``). ``decision_scores_``
-    holds the draw for the fitted rows, as PyOD detectors do.
-    """
-
-    def __init__(self, contamination: float = CONTAMINATION, random_state: int | None = None) -> None:
-        self.contamination = contamination
-        self.random_state = random_state
-
-    def fit(self, X, y=None) -> "RandomDetector":
-        self.decision_scores_ = self.decision_function(X)
-        # Uniform scores: the (1 - contamination) quantile is known without looking at them.
-        self.threshold_ = 1.0 - float(self.contamination)
-        self.labels_ = (self.decision_scores_ > self.threshold_).astype(np.int8)
-        return self
-
-    def decision_function(self, X) -> np.ndarray:
-        return np.random.RandomState(self.random_state).rand(len(X))
-
-    def predict(self, X) -> np.ndarray:
-        return (self.decision_function(X) > 1.0 - float(self.contamination)).astype(np.int8)
-
-
-class ColumnScore(BaseEstimator):
-    """A score read straight off one feature column (a hand-made detector, no learning).
-
-    Used for the LIVE board's ``dep-span (online)``: a run's mean dependency span.
-    """
-
-    def __init__(self, column: int = 0) -> None:
-        self.column = column
-
-    def fit(self, X, y=None) -> "ColumnScore":
-        self.decision_scores_ = self.decision_function(X)
-        return self
-
-    def decision_function(self, X) -> np.ndarray:
-        return np.asarray(X, dtype=float)[:, self.column]
-
-
-class ProbabilityDetector(BaseEstimator):
-    """A binary classifier as a detector: ``decision_function`` = P(anomaly).
-
-    Probabilities (not raw margins) keep every seed and every classifier on one scale, so
-    seed-averaged scores mean something. ``predict`` is the classifier's own decision.
-    """
-
-    def __init__(self, classifier=None) -> None:
-        self.classifier = classifier
-
-    def fit(self, X, y):
-        self.classifier_ = clone(self.classifier).fit(X, y)
-        classes = list(self.classifier_.classes_)
-        if 1 not in classes:
-            raise ValueError("a supervised detector needs anomalous (label 1) training rows.")
-        self.positive_ = classes.index(1)
-        return self
-
-    def predict_proba(self, X) -> np.ndarray:
-        return self.classifier_.predict_proba(X)
-
-    def decision_function(self, X) -> np.ndarray:
-        return self.classifier_.predict_proba(X)[:, self.positive_]
-
-    def predict(self, X) -> np.ndarray:
-        return np.asarray(self.classifier_.predict(X)).astype(np.int8)
-
-
 # ------------------------------------------------------------------------------- factories
 
 def _random(seed: int):
+    from .estimators import RandomDetector
+
     return RandomDetector(contamination=CONTAMINATION, random_state=seed)
 
 
 def _column(seed: int):
+    from .estimators import ColumnScore
+
     return ColumnScore(column=0)
 
 
@@ -178,6 +109,8 @@ def _logreg(seed: int):
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
+    from .estimators import ProbabilityDetector
+
     return ProbabilityDetector(
         make_pipeline(StandardScaler(), LogisticRegression(solver="liblinear", class_weight="balanced"))
     )
@@ -186,6 +119,8 @@ def _logreg(seed: int):
 def _random_forest(seed: int):
     from sklearn.ensemble import RandomForestClassifier
 
+    from .estimators import ProbabilityDetector
+
     # Each tree on a bootstrap half of the rows: half the cost, the forest as good.
     return ProbabilityDetector(RandomForestClassifier(
         n_estimators=100, min_samples_leaf=2, max_samples=0.5, class_weight="balanced", n_jobs=1, random_state=seed))
@@ -193,6 +128,8 @@ def _random_forest(seed: int):
 
 def _hist_gb(seed: int):
     from sklearn.ensemble import HistGradientBoostingClassifier
+
+    from .estimators import ProbabilityDetector
 
     return ProbabilityDetector(HistGradientBoostingClassifier(
         max_iter=100, class_weight="balanced", early_stopping=False, random_state=seed))

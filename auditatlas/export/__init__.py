@@ -13,6 +13,7 @@ Pages not covered yet say so in one sentence (``ExportError``).
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -24,14 +25,22 @@ from ..store import read_manifest
 from ..views.fields import describe_slice
 from .document import Document
 from .link import ExportError, Link, Query, check_slice, parse_link
-from .views import boards, detectors, explorer, overview, patterns, propagation, rescore, review, search, tour
-
-# Page path -> the builder writing its view into a document.
-BUILDERS: dict[str, Callable[..., None]] = {
-    "/": overview.build, "/boards": boards.build, "/explorer": explorer.build,
-    "/detectors": detectors.build, "/propagation": propagation.build, "/search": search.build,
-    "/patterns": patterns.build, "/rescore": rescore.build, "/review": review.build, "/tour": tour.build,
+# Page path -> the module of ``auditatlas.export.views`` whose ``build`` writes its view into a
+# document. By name, imported when a view is exported: every page draws the export button
+# (which asks ``not_covered``), and the builders import what their pages compute (the
+# detector engine, scikit-learn, networkx: about two seconds of a server's first page).
+BUILDERS: dict[str, str] = {
+    "/": "overview", "/boards": "boards", "/explorer": "explorer", "/detectors": "detectors",
+    "/propagation": "propagation", "/search": "search", "/patterns": "patterns", "/rescore": "rescore",
+    "/review": "review", "/tour": "tour",
 }
+
+
+def builder(path: str) -> Callable[..., None]:
+    """The ``build`` function of the page at ``path`` (one of ``BUILDERS``)."""
+    return importlib.import_module(f"{__name__}.views.{BUILDERS[path]}").build
+
+
 # Builders that also read the store folder itself (the search index, the step vectors beside
 # the tables, the boards kept per version; a tour, whose stops may be any): given its root.
 READS_FOLDER: frozenset[str] = frozenset({"/boards", "/search", "/patterns", "/tour"})
@@ -99,7 +108,7 @@ def write_view(doc: Document, query: Query, root: str | Path, link: Link) -> Non
     reason = not_covered(link)
     if reason:
         raise ExportError(reason)
-    build = BUILDERS[link.page.path]
+    build = builder(link.page.path)
     check_slice(link, query)
     for problem in link.problems:
         doc.warning(problem)

@@ -31,9 +31,10 @@ import math
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
-import networkx as nx
+if TYPE_CHECKING:  # annotations only: the export's document imports this module on every page
+    import networkx as nx
 
 from auditatlas import actions
 from auditatlas import graph as tg
