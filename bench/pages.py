@@ -2,9 +2,10 @@
 
     .venv/bin/python bench/pages.py --store data/store [--rounds 1] [--shots DIR]
 
-Cold: a new Streamlit server on the store (its caches empty, its modules not imported), a new
-headless Chromium profile, the page opened straight by its link, as a reviewer opens a link
-from a paper. Warm: the same link opened again in a new tab of that browser on that server.
+Cold: a new server on the store, started as `make run` starts it (``serve.py``: its caches
+empty; it imports the pages' modules while it waits), a new headless Chromium profile, the
+page opened straight by its link, as a reviewer opens a link from a paper: ``--settle``
+seconds after the server answers (0: at once, the visit racing the warm-up). Warm: the same link opened again in a new tab of that browser on that server.
 Each figure is the wall time from navigation to:
 
 - ``content``: the page's title and its first content element (a table, a chart, a graph's
@@ -60,16 +61,23 @@ def server(script: Path, store: Path | None) -> Iterator[str]:
     env = {**os.environ}
     if store is not None:
         env["AUDITATLAS_STORE"] = str(store)
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(script), "--server.port", str(port),
+    # The app as `make run` serves it (serve.py, warmed at start); the bare page by plain `streamlit run`.
+    command = [str(REPO / "serve.py")] if script.name == "app.py" else ["-m", "streamlit", "run", str(script)]
+    proc = subprocess.Popen([sys.executable, *command, "--server.port", str(port),
                              "--server.headless", "true", "--server.address", "127.0.0.1"],
                             cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
-    for _ in range(180):
+    for _ in range(360):
+        if proc.poll() is not None:
+            raise RuntimeError(f"the server for {script.name} exited with {proc.returncode}")
         try:
             urllib.request.urlopen(url + "/_stcore/health", timeout=2)
             break
         except OSError:
             time.sleep(0.5)
+    else:
+        proc.kill()
+        raise RuntimeError(f"the server for {script.name} did not answer in 180 s")
     try:
         yield url
     finally:
@@ -105,11 +113,12 @@ def visit(context, url: str, outside: list[str], shot: Path | None) -> dict:
     return {"content_s": round(content, 2), "settled_s": round(max(settled, content), 2), "exceptions": errors}
 
 
-def cold_warm(script: Path, store: Path | None, link: str, shots: Path | None, tag: str) -> dict:
+def cold_warm(script: Path, store: Path | None, link: str, shots: Path | None, tag: str, settle: float) -> dict:
     from playwright.sync_api import sync_playwright
 
     outside: list[str] = []
     with server(script, store) as base, sync_playwright() as pw:
+        time.sleep(settle)  # a reader opens the link some time after the server started
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
         try:
             context = browser.new_context()  # a new profile: no HTTP or code cache from an earlier visit
@@ -138,6 +147,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--only", nargs="*", help="links to time (default: all)")
     parser.add_argument("--shots", type=Path, help="keep a screenshot of every visit here")
+    parser.add_argument("--settle", type=float, default=0.0,
+                        help="seconds between the server's start and the cold visit (serve.py warms meanwhile)")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "pages.json")
     args = parser.parse_args()
     if args.shots:
@@ -147,10 +158,10 @@ def main() -> None:
     rows = []
     for round_ in range(args.rounds):
         rows.append({"page": "bare Streamlit page (reference)",
-                     **cold_warm(REPO / "bench" / "bare_page.py", None, "/", args.shots, f"bare-{round_}")})
+                     **cold_warm(REPO / "bench" / "bare_page.py", None, "/", args.shots, f"bare-{round_}", args.settle)})
         print(json.dumps(rows[-1]), flush=True)
         for i, link in enumerate(links):
-            rows.append({"page": link, **cold_warm(REPO / "app.py", args.store, link, args.shots, f"{i:02d}-{round_}")})
+            rows.append({"page": link, **cold_warm(REPO / "app.py", args.store, link, args.shots, f"{i:02d}-{round_}", args.settle)})
             print(json.dumps(rows[-1]), flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(rows, indent=1))

@@ -53,7 +53,8 @@ def streamlit_server(store: Path) -> Iterator[str]:
     port = free_port()
     env = {**os.environ, "AUDITATLAS_STORE": str(store)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(REPO / "app.py"), "--server.port", str(port),
+        # serve.py: the app as `make run` starts it (warmed while it waits for the first visitor).
+        [sys.executable, str(REPO / "serve.py"), "--server.port", str(port),
          "--server.headless", "true", "--server.address", "127.0.0.1"],
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )

@@ -1,0 +1,67 @@
+"""``python serve.py [STREAMLIT FLAGS]``: the app's server (what `make run` and the browser tests
+start), warmed while it waits for its first visitor.
+
+Streamlit runs a page's script only when a browser connects, so a new server's first visitor
+paid for every import the pages need (pandas, pyarrow, plotly, the app's modules: measured 3-4
+of the 6 s of a cold /boards run here) and for opening the store's query layer. This launcher
+starts a thread that does that work at once, then hands over to Streamlit's own command line
+(``streamlit run app.py FLAGS``), the same entry point the ``streamlit`` command calls. A
+visitor who arrives mid-warm-up waits only for what is left (Python's import lock).
+
+What the warm-up cannot do: fill ``st.cache_data`` (it belongs to a running script), build a
+store (the first launch does that, with its progress), or compute what a page computes for a
+slice; the boards' default views are kept in the store for that (``queries.kept``).
+"""
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import sys
+import threading
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent
+_log = logging.getLogger("auditatlas.serve")
+
+# What every page imports or draws with; then the app's own modules (components/*).
+LIBRARIES = ("pandas", "pyarrow", "duckdb", "numpy", "plotly.graph_objects", "plotly.express",
+             "pandas.io.formats.style", "auditatlas.views.pages", "auditatlas.analyses.board_kept")
+
+
+def warm() -> None:
+    """Import what the pages need and open the store's query layer; never raises (a warm-up
+    that fails leaves the work to the first visitor, as before)."""
+    try:
+        for name in LIBRARIES:
+            importlib.import_module(name)
+        for path in sorted((REPO / "components").glob("*.py")):
+            importlib.import_module(f"components.{path.stem}")
+        _open_store()
+    except Exception as exc:  # noqa: BLE001 - the server must start whatever the warm-up meets
+        _log.warning("warm-up stopped early (%s); the first visitor does the rest", exc)
+
+
+def _open_store() -> None:
+    """Bind the store's current version (its views, DuckDB's catalog) and read its sidebar
+    choices once, so the first page's queries find the connection open and the files cached."""
+    import queries
+    from auditatlas.store import is_empty, store_dir
+
+    root = Path(store_dir()).resolve()  # as the pages name it (components.cached.store_root)
+    if root.is_dir() and not is_empty(root):
+        queries.run("slice_options", root=root)
+
+
+def main(argv: list[str] | None = None) -> None:
+    sys.path.insert(0, str(REPO))
+    os.chdir(REPO)
+    threading.Thread(target=warm, name="auditatlas-warm-up", daemon=True).start()
+    from streamlit.web import cli
+
+    sys.argv = ["streamlit", "run", str(REPO / "app.py"), *(sys.argv[1:] if argv is None else argv)]
+    cli.main()
+
+
+if __name__ == "__main__":
+    main()
