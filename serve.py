@@ -4,9 +4,13 @@ start), warmed while it waits for its first visitor.
 Streamlit runs a page's script only when a browser connects, so a new server's first visitor
 paid for every import the pages need (pandas, pyarrow, plotly, the app's modules: measured 3-4
 of the 6 s of a cold /boards run here) and for opening the store's query layer. This launcher
-starts a thread that does that work at once, then hands over to Streamlit's own command line
-(``streamlit run app.py FLAGS``), the same entry point the ``streamlit`` command calls. A
-visitor who arrives mid-warm-up waits only for what is left (Python's import lock).
+imports them first, then hands over to Streamlit's own command line (``streamlit run app.py
+FLAGS``, the entry point the ``streamlit`` command calls), while a thread opens the store.
+
+The imports run before the server starts, in its one thread, never beside it: two threads
+importing pandas and plotly at once handed Streamlit a partially initialised pandas (the
+server died at start in 5 of the suite's browser modules). Opening the store imports nothing
+new (``queries`` and its modules are imported first), so it can run beside the server.
 
 What the warm-up cannot do: fill ``st.cache_data`` (it belongs to a running script), build a
 store (the first launch does that, with its progress), or compute what a page computes for a
@@ -25,21 +29,29 @@ REPO = Path(__file__).resolve().parent
 _log = logging.getLogger("auditatlas.serve")
 
 # What every page imports or draws with; then the app's own modules (components/*).
-LIBRARIES = ("pandas", "pyarrow", "duckdb", "numpy", "plotly.graph_objects", "plotly.express",
-             "pandas.io.formats.style", "auditatlas.views.pages", "auditatlas.analyses.board_kept")
+LIBRARIES = ("streamlit.web.cli", "pandas", "pyarrow", "pyarrow.parquet", "duckdb", "numpy", "plotly.graph_objects",
+             "plotly.express", "pandas.io.formats.style", "queries", "queries.views", "queries.derived",
+             "auditatlas.views.pages", "auditatlas.analyses.board_kept")
 
 
-def warm() -> None:
-    """Import what the pages need and open the store's query layer; never raises (a warm-up
-    that fails leaves the work to the first visitor, as before)."""
+def import_pages_modules() -> None:
+    """Import what the pages need; never raises (an import that fails here fails again on the
+    page, which says so)."""
     try:
         for name in LIBRARIES:
             importlib.import_module(name)
         for path in sorted((REPO / "components").glob("*.py")):
             importlib.import_module(f"components.{path.stem}")
-        _open_store()
     except Exception as exc:  # noqa: BLE001 - the server must start whatever the warm-up meets
-        _log.warning("warm-up stopped early (%s); the first visitor does the rest", exc)
+        _log.warning("warm-up import stopped early (%s); the first visitor does the rest", exc)
+
+
+def open_store() -> None:
+    """In a thread beside the server: never raises (the first page reports a broken store)."""
+    try:
+        _open_store()
+    except Exception as exc:  # noqa: BLE001
+        _log.warning("warm-up could not open the store (%s); the first visitor does it", exc)
 
 
 def _open_store() -> None:
@@ -56,7 +68,8 @@ def _open_store() -> None:
 def main(argv: list[str] | None = None) -> None:
     sys.path.insert(0, str(REPO))
     os.chdir(REPO)
-    threading.Thread(target=warm, name="auditatlas-warm-up", daemon=True).start()
+    import_pages_modules()
+    threading.Thread(target=open_store, name="auditatlas-open-store", daemon=True).start()
     from streamlit.web import cli
 
     sys.argv = ["streamlit", "run", str(REPO / "app.py"), *(sys.argv[1:] if argv is None else argv)]
