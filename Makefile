@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 # Serves the app on the embedded default corpus (built on first run; offline).
 run: $(STAMP)
 	@test -f $(STORE)/MANIFEST.json || $(VENV)/bin/auditatlas --store $(STORE) demo
-	AUDITATLAS_STORE=$(STORE) $(PY) serve.py --server.port $(PORT) --server.headless true
+	AUDITATLAS_STORE=$(STORE) $(PY) -m components.serve --server.port $(PORT) --server.headless true
 
 # The browser tests drive Debian's Chromium; install it when it is missing (root, apt).
 browser:

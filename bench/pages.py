@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/pages.py --store data/store [--rounds 1] [--shots DIR]
 
-Cold: a new server on the store, started as `make run` starts it (``serve.py``: its caches
+Cold: a new server on the store, started as `make run` starts it (``components/serve.py``: its caches
 empty; it imports the pages' modules while it waits), a new headless Chromium profile, the
 page opened straight by its link, as a reviewer opens a link from a paper: ``--settle``
 seconds after the server answers (0: at once, the visit racing the warm-up). Warm: the same link opened again in a new tab of that browser on that server.
@@ -25,17 +25,15 @@ import argparse
 import json
 import os
 import shutil
-import socket
-import subprocess
 import sys
 import time
-import urllib.request
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 from urllib.parse import urlparse
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from components import serve  # noqa: E402
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
@@ -47,45 +45,6 @@ BUSY = '[data-testid="stSkeleton"], [data-testid="stSpinner"]'
 # The links timed: each page's default view, plus the views a reviewer is sent to.
 LINKS = ("/", "/boards", "/boards?tab=LIVE", "/boards?tab=POST", "/explorer", "/explorer?run={run}",
          "/search?q=error", "/patterns", "/propagation", "/detectors", "/rescore", "/review", "/tour")
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextmanager
-def server(script: Path, store: Path | None) -> Iterator[str]:
-    port = _port()
-    env = {**os.environ}
-    if store is not None:
-        env["AUDITATLAS_STORE"] = str(store)
-    # The app as `make run` serves it (serve.py, warmed at start); the bare page by plain `streamlit run`.
-    command = [str(REPO / "serve.py")] if script.name == "app.py" else ["-m", "streamlit", "run", str(script)]
-    proc = subprocess.Popen([sys.executable, *command, "--server.port", str(port),
-                             "--server.headless", "true", "--server.address", "127.0.0.1"],
-                            cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(360):
-        if proc.poll() is not None:
-            raise RuntimeError(f"the server for {script.name} exited with {proc.returncode}")
-        try:
-            urllib.request.urlopen(url + "/_stcore/health", timeout=2)
-            break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        proc.kill()
-        raise RuntimeError(f"the server for {script.name} did not answer in 180 s")
-    try:
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 def visit(context, url: str, outside: list[str], shot: Path | None) -> dict:
@@ -117,7 +76,7 @@ def cold_warm(script: Path, store: Path | None, link: str, shots: Path | None, t
     from playwright.sync_api import sync_playwright
 
     outside: list[str] = []
-    with server(script, store) as base, sync_playwright() as pw:
+    with serve.running(store, None if script.name == "app.py" else script) as base, sync_playwright() as pw:
         time.sleep(settle)  # a reader opens the link some time after the server started
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
         try:
@@ -148,7 +107,7 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", help="links to time (default: all)")
     parser.add_argument("--shots", type=Path, help="keep a screenshot of every visit here")
     parser.add_argument("--settle", type=float, default=0.0,
-                        help="seconds between the server's start and the cold visit (serve.py warms meanwhile)")
+                        help="seconds between the server's start and the cold visit (components/serve.py warms meanwhile)")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "pages.json")
     args = parser.parse_args()
     if args.shots:

@@ -13,17 +13,16 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import subprocess
-import sys
 import tempfile
 import time
-import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 from urllib.parse import urlparse
 
 import pytest
+
+from components import serve
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -48,35 +47,14 @@ def require_chromium() -> None:
 
 @contextmanager
 def streamlit_server(store: Path) -> Iterator[str]:
-    """The app on ``store`` at http://127.0.0.1:PORT, stopped on exit."""
+    """The app on ``store`` at http://127.0.0.1:PORT, started as `make run` starts it (components/serve.py),
+    stopped on exit."""
     require_chromium()
-    port = free_port()
-    env = {**os.environ, "AUDITATLAS_STORE": str(store)}
-    proc = subprocess.Popen(
-        # serve.py: the app as `make run` starts it (warmed while it waits for the first visitor).
-        [sys.executable, str(REPO / "serve.py"), "--server.port", str(port),
-         "--server.headless", "true", "--server.address", "127.0.0.1"],
-        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 90
-    while time.time() < deadline:
-        try:
-            urllib.request.urlopen(url + "/_stcore/health", timeout=2)
-            break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        proc.kill()
-        pytest.fail("streamlit did not start: " + proc.stdout.read().decode(errors="replace")[-2000:])
     try:
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        with serve.running(store) as url:
+            yield url
+    except serve.NotStarted as exc:
+        pytest.fail(f"streamlit did not start: {exc}")
 
 
 @contextmanager

@@ -1,4 +1,4 @@
-"""``python serve.py [STREAMLIT FLAGS]``: the app's server (what `make run` and the browser tests
+"""``python -m components.serve [STREAMLIT FLAGS]``: the app's server (what `make run` and the browser tests
 start), warmed while it waits for its first visitor.
 
 Streamlit runs a page's script only when a browser connects, so a new server's first visitor
@@ -21,11 +21,18 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import socket
+import subprocess
 import sys
+import tempfile
 import threading
+import time
+import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
-REPO = Path(__file__).resolve().parent
+REPO = Path(__file__).resolve().parents[1]
 _log = logging.getLogger("auditatlas.serve")
 
 # What every page imports or draws with; then the app's own modules (components/*).
@@ -41,7 +48,8 @@ def import_pages_modules() -> None:
         for name in LIBRARIES:
             importlib.import_module(name)
         for path in sorted((REPO / "components").glob("*.py")):
-            importlib.import_module(f"components.{path.stem}")
+            if path.stem not in ("__init__", "serve"):
+                importlib.import_module(f"components.{path.stem}")
     except Exception as exc:  # noqa: BLE001 - the server must start whatever the warm-up meets
         _log.warning("warm-up import stopped early (%s); the first visitor does the rest", exc)
 
@@ -63,6 +71,51 @@ def _open_store() -> None:
     root = Path(store_dir()).resolve()  # as the pages name it (components.cached.store_root)
     if root.is_dir() and not is_empty(root):
         queries.run("slice_options", root=root)
+
+
+class NotStarted(RuntimeError):
+    """The server exited or did not answer; the message ends with what it printed."""
+
+
+@contextmanager
+def running(store: Path | None, script: Path | None = None, timeout_s: float = 90) -> Iterator[str]:
+    """A server in a process of its own on a free local port, its URL yielded once it answers,
+    stopped on exit: the app through this launcher on ``store``, or ``script`` by plain
+    ``streamlit run`` (a reference page). For the browser tests and bench/pages.py."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, **({"AUDITATLAS_STORE": str(store)} if store is not None else {})}
+    command = ["-m", "components.serve"] if script is None else ["-m", "streamlit", "run", str(script)]
+    log = tempfile.TemporaryFile()
+    proc = subprocess.Popen([sys.executable, *command, "--server.port", str(port), "--server.headless", "true",
+                             "--server.address", "127.0.0.1"], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_for(proc, url, timeout_s, log)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def _wait_for(proc: subprocess.Popen, url: str, timeout_s: float, log) -> None:
+    deadline = time.time() + timeout_s
+    while time.time() < deadline and proc.poll() is None:
+        try:
+            urllib.request.urlopen(url + "/_stcore/health", timeout=2)
+            return
+        except OSError:
+            time.sleep(0.5)
+    proc.kill()
+    proc.wait()
+    log.seek(0)
+    said = log.read().decode(errors="replace")[-2000:]
+    raise NotStarted(f"the server at {url} {'exited' if proc.returncode not in (None, -9) else 'did not answer'}: {said}")
 
 
 def main(argv: list[str] | None = None) -> None:
