@@ -99,6 +99,23 @@ def test_a_link_the_page_cannot_use_is_one_sentence(capsys, tmp_path):
     assert "backbone NOPE is not in this store" in out.read_text()
 
 
+def offline_page(browser, refused: list[str], errors: list[str]):
+    """A page that refuses (and records) every request that is not the file itself or a data:
+    address, and records every script error: the network is off, as for a reviewer on a train."""
+    page = browser.new_page()
+    page.set_viewport_size({"width": 1300, "height": 1200})
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+
+    def gate(route):
+        if route.request.url.startswith(("file://", "data:", "about:")):
+            return route.continue_()
+        refused.append(route.request.url)
+        return route.abort()
+
+    page.route("**/*", gate)
+    return page
+
+
 @pytest.mark.browser
 def test_exported_boards_and_explorer_open_offline(app_store, browser, tmp_path):
     from browser_support import graph_frame, require_chromium
@@ -120,17 +137,7 @@ def test_exported_boards_and_explorer_open_offline(app_store, browser, tmp_path)
     files["tour"].write_text(_export(copy, "/tour?name=offline"), encoding="utf-8")
     refused: list[str] = []
     errors: list[str] = []
-    page = browser.new_page()
-    page.set_viewport_size({"width": 1300, "height": 1200})
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-
-    def gate(route):
-        if route.request.url.startswith(("file://", "data:", "about:")):
-            return route.continue_()
-        refused.append(route.request.url)
-        return route.abort()
-
-    page.route("**/*", gate)
+    page = offline_page(browser, refused, errors)
     try:
         page.goto(files["boards"].as_uri())
         page.wait_for_selector("body[data-ready='1']", timeout=60_000)
@@ -151,6 +158,19 @@ def test_exported_boards_and_explorer_open_offline(app_store, browser, tmp_path)
     finally:
         page.close()
     assert refused == [] and errors == []
+
+
+def _cell(text: str) -> str:
+    """A table cell as shown or as its CSV reads back, compared as a number where it is one
+    (the CSV of an integer column with a blank reads back as 206.0; the table shows 206), a
+    blank as empty."""
+    text = text.strip().replace(",", "")
+    if text in ("", "nan", "—"):  # a blank: the table shows a dash, the CSV leaves the cell empty
+        return ""
+    try:
+        return f"{float(text):.6g}"
+    except ValueError:
+        return text
 
 
 def _a_run(root: Path) -> str:
@@ -254,7 +274,8 @@ NOT_COVERED: set[str] = set()
 LIBRARIES = re.compile(r'<script type="application/octet-stream" id="lib-[a-z]+">[^<]*</script>')
 
 
-def test_every_declared_page_exports_with_its_title_store_version_and_link(app_store, tmp_path):
+@pytest.mark.browser
+def test_every_declared_page_exports_with_its_title_store_version_and_link(app_store, browser, tmp_path):
     """One file per page of auditatlas/views/pages.py, with a run, a step, a cell (Propagation's
     and Detectors'), a chain (the Explorer at a chain's origin step) and a tour chosen where the
     page has them: each holds its view's title, the store version and its link, and refers to
@@ -309,6 +330,30 @@ def test_every_declared_page_exports_with_its_title_store_version_and_link(app_s
     assert rescored == 55  # the standard panel: 11 detectors x 5 seeds
     assert f"{rescored} re-scored set(s) on the slice" in files["/rescore"] and "seeds 0..1" in files["/rescore"]
     assert "Chains behind a cell" in cell and f"failed {html.escape(later)} step in their scope" in cell
+    # Each file opened from disk with the network off (Boards, the Explorer and a tour are opened
+    # with their figures and graph in the test above): it draws with no script error and asks
+    # for nothing, and its first table's numbers are the file's own CSV of that table.
+    from browser_support import require_chromium
+
+    require_chromium()
+    refused: list[str] = []
+    errors: list[str] = []
+    page = offline_page(browser, refused, errors)
+    try:
+        for path in sorted(set(files) - {"/boards", "/explorer", "/tour"}):
+            file = tmp_path / f"{path.strip('/') or 'overview'}.html"
+            file.write_text(files[path], encoding="utf-8")
+            page.goto(file.as_uri())
+            page.wait_for_selector("body[data-ready='1']", timeout=60_000)
+            name = page.locator("[data-table]").first.get_attribute("data-table") if page.locator("[data-table]").count() else None
+            if name is not None:
+                shown = page.locator(f"table[data-table='{name}'] tbody tr").first.locator("td").all_inner_texts()
+                first_row = [str(v) for v in _table(files[path], name).iloc[0].tolist()]
+                assert [_cell(c) for c in shown][:3] == [_cell(v) for v in first_row][:3], (path, shown, first_row)
+            assert errors == [], (path, errors)
+    finally:
+        page.close()
+    assert refused == []
 
 
 def dv_sets(query):
