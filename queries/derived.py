@@ -3,9 +3,10 @@ would otherwise recompute from every prediction, step or run on every query.
 
 ``test_scores``
     every scored, labeled test step of every step-level set joined once to its step
-    (``sql/test_scores.sql``), plus each row's rank of score within four groups, so the
-    per-action AUROC grid, the overall comparison and a cell's errors need no sort when the
-    slice keeps those groups whole (``RANK_COLUMNS``).
+    (``sql/test_scores.sql``), plus each row's rank of score within four groups and its
+    placement count there (``RANK_COLUMNS``, ``PLACE_COLUMNS``), so the per-action AUROC grid
+    with its clustered intervals, the overall comparison and a cell's errors need no sort when
+    the slice keeps those groups whole.
 ``test_sets``
     per (set, corpus, backbone): the test steps, anomalies, decided steps and runs (a run has
     one backbone, so runs add up over backbones).
@@ -79,10 +80,16 @@ RANK_COLUMNS: dict[str, tuple[str, ...]] = {
     "action_mid2": ("set_id", "action"),
     "set_mid2": ("set_id",),
 }
+# 2 x each row's placement count within the same groups: for an anomaly, the normal steps
+# scoring at most its score plus those scoring below it (2 x below + tied); for a normal step,
+# the same count of anomalies. DeLong's placement values follow from it, and with them the
+# grid's ROC-AUC and its run-clustered interval (grid_cells_ranked.sql), without a sort at
+# query time. The same windows as the ranks: one sort per group serves both.
+PLACE_COLUMNS: dict[str, str] = {col.replace("_mid2", "_place2"): col for col in RANK_COLUMNS}
 BUILD_MEMORY = "512MB"
 STALE_AFTER_S, FRESH_KEEP, SCRATCH_PREFIX = leases.STALE_AFTER_S, leases.FRESH_KEEP, leases.SCRATCH_PREFIX
 # Bump when the layout of the files changes in a way the query texts do not show.
-LAYOUT = "2"
+LAYOUT = "3"
 
 
 def cache_key(manifest_bytes: bytes, sql: Callable[[str], str]) -> str:
@@ -146,6 +153,13 @@ def _rank_select(source: str) -> str:
         # 32-bit: a set would need a billion test steps to overflow it (the cast then fails
         # and the build with it: the live queries answer). Half the bytes to decode per query.
         cols.append(f"(rank() OVER w_{name} + count(*) OVER w_{name})::INTEGER AS {col}")
+        below = (f"(PARTITION BY {', '.join(group)} ORDER BY score "
+                 "RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW EXCLUDE GROUP)")
+        other = {1: 0, 0: 1}
+        place = " ".join(
+            f"WHEN label = {own} THEN count(*) FILTER (WHERE label = {o}) OVER w_{name} "
+            f"+ count(*) FILTER (WHERE label = {o}) OVER {below}" for own, o in other.items())
+        cols.append(f"(CASE {place} END)::INTEGER AS {name}_place2")
     cols.append("(count(*) OVER w_set)::INTEGER AS set_high")
     return (f"SELECT file_row_number AS row_, {', '.join(cols)} "
             f"FROM read_parquet({source}, file_row_number = true) "
