@@ -211,6 +211,10 @@ def aggregate_cells(per_set: pd.DataFrame, sets: pd.DataFrame) -> pd.DataFrame:
     if frame.empty:
         return pd.DataFrame(columns=cols)
     frame["auc"] = frame["auc"].astype(float)
+    # A per-set frame without intervals (one not from ``grid_cells``) aggregates to none.
+    for col, empty in (("auc_low", math.nan), ("auc_high", math.nan), ("interval_reason", "")):
+        if col not in frame:
+            frame[col] = empty
     frame["first_reason"] = frame["interval_reason"].where(frame["interval_reason"] != "")
     g = frame.groupby(["backbone", "action", "detector"], sort=False).agg(
         auc_mean=("auc", "mean"), auc_std=("auc", "std"), n_seeds=("auc", "size"), n_defined=("auc", "count"),
