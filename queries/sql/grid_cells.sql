@@ -42,7 +42,16 @@ placed AS (
     WINDOW cell AS (PARTITION BY set_key, backbone_key, action_key ORDER BY score),
            own AS (PARTITION BY set_key, backbone_key, action_key, label ORDER BY score)
 ),
-@grid_auc_runs
+run_sums AS (
+    SELECT set_key, backbone_key, action_key, run_id,
+           count(*) FILTER (WHERE label = 1) AS m,
+           count(*) FILTER (WHERE label = 0) AS n,
+           coalesce(sum(place2) FILTER (WHERE label = 1), 0) AS rp,
+           coalesce(sum(place2) FILTER (WHERE label = 0), 0) AS rq
+    FROM placed
+    GROUP BY ALL
+),
+@grid_auc_sums
 SELECT $set_ids[c.set_key] AS set_id,
        coalesce($backbones[c.backbone_key], '(unlisted)') AS backbone,
        coalesce($actions[c.action_key], '(unlisted)') AS action,
