@@ -7,17 +7,21 @@
 -- q11 (sums over runs of (V10_i - m_i AUC)^2, (V01_i - n_i AUC)^2 and their product) are
 -- expanded into sums of products, so each cell is one pass over its runs, with no second
 -- pass once AUC is known (auditatlas.stats.obuchowski_variance takes them from there).
+run_values AS (
+    -- Only a run's own rows (the twin's other rows hold zeros), as doubles once: the products
+    -- below overflow integers on large sets.
+    SELECT set_key, backbone_key, action_key, m::DOUBLE AS m, n::DOUBLE AS n, rp::DOUBLE AS rp, rq::DOUBLE AS rq
+    FROM run_sums
+    WHERE m + n > 0
+),
 cell_sums AS (
     SELECT set_key, backbone_key, action_key,
-           sum(m)::BIGINT AS n_pos, sum(n)::BIGINT AS n_neg, sum(rp)::DOUBLE AS rp_sum,
-           count(*) FILTER (WHERE m + n > 0) AS n_runs,
-           count(*) FILTER (WHERE m > 0) AS runs_pos,
-           count(*) FILTER (WHERE n > 0) AS runs_neg,
-           sum(rp::DOUBLE * rp) AS s_pp, sum(m::DOUBLE * rp) AS s_mp, sum(m::DOUBLE * m) AS s_mm,
-           sum(rq::DOUBLE * rq) AS s_qq, sum(n::DOUBLE * rq) AS s_nq, sum(n::DOUBLE * n) AS s_nn,
-           sum(rp::DOUBLE * rq) AS s_pq, sum(rp::DOUBLE * n) AS s_pn, sum(m::DOUBLE * rq) AS s_mq,
-           sum(m::DOUBLE * n) AS s_mn
-    FROM run_sums
+           sum(m)::BIGINT AS n_pos, sum(n)::BIGINT AS n_neg, sum(rp) AS rp_sum,
+           count(*) AS n_runs, count(*) FILTER (WHERE m > 0) AS runs_pos, count(*) FILTER (WHERE n > 0) AS runs_neg,
+           sum(rp * rp) AS s_pp, sum(m * rp) AS s_mp, sum(m * m) AS s_mm,
+           sum(rq * rq) AS s_qq, sum(n * rq) AS s_nq, sum(n * n) AS s_nn,
+           sum(rp * rq) AS s_pq, sum(rp * n) AS s_pn, sum(m * rq) AS s_mq, sum(m * n) AS s_mn
+    FROM run_values
     GROUP BY ALL
 ),
 cells AS (
