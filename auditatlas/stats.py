@@ -317,19 +317,31 @@ def cluster_bootstrap_ci(counts: Sequence[ArrayLike], metric: Callable[..., np.n
     to the metric. Seeded with ``numpy.random.default_rng(seed)``: k cluster indices per
     resample, drawn at once, so a board's interval is the same on every run.
     """
-    arrs = [np.asarray(c, dtype=float) for c in counts]
-    k = arrs[0].size
+    stacked = np.vstack([np.asarray(c, dtype=float) for c in counts])
+    k = stacked.shape[1]
     if k < 2:
         raise UndefinedMetric("A cluster bootstrap interval needs at least two clusters.")
-    rng = np.random.default_rng(seed)
-    draws = rng.integers(0, k, size=(n_boot, k))
+    # A resample's sum of a count is (times each cluster was drawn) @ count: one matrix
+    # product for every count and resample. The draw counts are kept: a board asks for the
+    # same k, n_boot and seed for every entrant and metric.
+    sums = stacked @ _cluster_draw_counts(k, n_boot, seed)
     with np.errstate(divide="ignore", invalid="ignore"):
-        values = np.asarray(metric(*(a[draws].sum(axis=1) for a in arrs)), dtype=float)
+        values = np.asarray(metric(*sums), dtype=float)
     values = values[np.isfinite(values)]
     if values.size == 0:
         raise UndefinedMetric(f"The metric was undefined on all {n_boot} bootstrap resamples.")
     low, high = np.quantile(values, [0.025, 0.975])
     return float(low), float(high)
+
+
+@lru_cache(maxsize=4)
+def _cluster_draw_counts(k: int, n_boot: int, seed: int) -> np.ndarray:
+    """(k, n_boot): how many times each of k clusters is drawn in each resample."""
+    draws = np.random.default_rng(seed).integers(0, k, size=(n_boot, k))
+    flat = (draws + (np.arange(n_boot) * k)[:, None]).ravel()
+    counts = np.bincount(flat, minlength=n_boot * k).reshape(n_boot, k).T.astype(float)
+    counts.setflags(write=False)  # shared between calls: nobody may change it
+    return counts
 
 
 # ---------------------------------------------------------------------------- McNemar
