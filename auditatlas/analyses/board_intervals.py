@@ -7,8 +7,8 @@ Each board says how its intervals are made (``BoardResult.interval_methods``), p
 - a share of runs (Top-1, Top-3): Clopper-Pearson, exact, over the runs the entrant scores;
   the random floor's per-run hit is a mean over five draws, not a 0/1, so its share gets the
   bootstrap below instead;
-- a mean over runs (MRR): a percentile bootstrap over runs (scipy.stats.bootstrap, 2,000
-  resamples, seed 0);
+- a mean over runs (MRR): a percentile bootstrap over runs (2,000 resamples, seed 0, drawn
+  as the paired contrasts draw);
 - PRE precision, recall, F1: a configuration-cluster bootstrap (the clusters the PRE contrasts
   resample: a configuration's capabilities are labeled together), 1,000 resamples, seed 0;
   coverage, a share of configurations: Clopper-Pearson.
