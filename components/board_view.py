@@ -5,7 +5,8 @@ import pandas as pd
 import streamlit as st
 
 from auditatlas.figures.boards import (  # noqa: F401 - rows_frame re-exported
-    STATUS_COLOR, contrasts_frame, fmt as _fmt, live_figure, published_frame, rows_frame, shown_rows)
+    STATUS_COLOR, contrasts_frame, fmt as _fmt, interval_caption, live_figure, published_frame, rows_frame,
+    shown_rows)
 from components.safe import md
 from components.tables import csv_safe, file_name, table
 
@@ -29,6 +30,9 @@ def draw(result, cells, key: str, per_seed: bool = False) -> None:
                    "contrasts say in how many seeds the seed's own contrast separates (4/5). Released prediction sets "
                    "keep their own rows. Turn on *Every seed on its own row* for the seeds' rows.")
     table(frame, f"{key}-rows", download=download, column_config=_row_columns(result))
+    caption = interval_caption(result, grouped=any(r.seed_group for r in result.rows) and not per_seed)
+    if caption:
+        st.caption(md(caption))
     for note in result.notes:
         st.caption(md(note))
     _coverage(result, key)

@@ -74,6 +74,7 @@ def grid_tab() -> None:
     st.caption("Cell: ROC-AUC of the detector's step scores against step labels, on the labeled test steps of that "
                "action, mean ± sample std over its sets (seeds), with positives (+) and negatives (−) per set. "
                "A cell without positives or without negatives is undefined: grey, with the reason, never 0.5.")
+    st.caption(dv.INTERVAL_CAPTION)
     for note in grid.notes:
         st.caption(note)
     backbones = grid.backbones

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import Query
+from . import board_intervals as ci
 from . import run_detection as detection
 from ..errors import UndefinedMetric
 from ..stats import Contrast, delong_paired, roc_auc
@@ -71,6 +72,12 @@ def _entrant(declared: dict[str, Entrant], name: str) -> Entrant:
     return declared.get(name) or detection.set_entrant(name)
 
 
+def _auc_interval(scores: detection.RunScores) -> dict[str, list[float]]:
+    """{"roc_auc": DeLong's 95% interval}, or {} where it is undefined."""
+    got = ci.auc_interval(scores.y, scores.scores)
+    return {"roc_auc": got} if got else {}
+
+
 def _cell_auc(scores: detection.RunScores) -> float | None:
     """The entrant's ROC-AUC (``stats.roc_auc``), or None, a blank cell, where it is undefined."""
     try:
@@ -105,6 +112,8 @@ def compute_post(query: Query, corpus: str, slice_: dict | None = None) -> Board
     entrants = detection.detection_entrants(query, corpus, slice_, 1.0, 1, board="post", max_runs=BOARD_MAX_RUNS)
     declared = _declared("post")
     rows = [_row(_entrant(declared, name), e, {"roc_auc": _cell_auc(e)}) for name, e in entrants.items()]
+    for row, e in zip(rows, entrants.values()):
+        row.intervals = _auc_interval(e)
     _seeds(query, corpus, rows)
     first = next(iter(entrants.values()))
     notes = [f"{len(first.y)} runs ({int(first.y.sum())} failed); supervised entrants: 5-fold stratified CV averaged over 5 seeds."]
@@ -113,7 +122,8 @@ def compute_post(query: Query, corpus: str, slice_: dict | None = None) -> Board
     return BoardResult("post-detection", "POST detection (run-level ROC-AUC)", "POST", corpus, ("roc_auc",), _floor("post"),
                        len(first.y), "runs with an outcome", rows, contrasts, notes,
                        primary_metric="roc_auc", primary_contrast_family=POST_CONTRAST_FAMILIES[0].name,
-                       family_labels={f.name: f.label for f in POST_CONTRAST_FAMILIES})
+                       family_labels={f.name: f.label for f in POST_CONTRAST_FAMILIES},
+                       interval_methods={"roc_auc": ci.DELONG})
 
 
 def _prefix_key(fraction: float) -> str:
@@ -140,6 +150,11 @@ def compute_live(query: Query, corpus: str, slice_: dict | None = None) -> Board
         metrics = {_prefix_key(f): aucs[f] for f in PREFIXES}
         metrics["t2d"] = None if t2d is None else float(round(t2d * 100))
         row = _row(_entrant(declared, name), per_prefix[PREFIXES[0]][name], metrics)
+        # Each prefix's ROC-AUC rests on that prefix's scores (t2d is a threshold crossing: no interval).
+        for f in PREFIXES:
+            got = _auc_interval(per_prefix[f][name]) if name in per_prefix[f] else {}
+            if got:
+                row.intervals[_prefix_key(f)] = got["roc_auc"]
         rows.append(row)
     # Contrasts at the earliest prefix: the early-warning question.
     contrasts = contrasts_for(rows, LIVE_CONTRAST_FAMILIES, TESTS)
@@ -153,7 +168,9 @@ def compute_live(query: Query, corpus: str, slice_: dict | None = None) -> Board
     return BoardResult("live", "LIVE streaming early warning (ROC-AUC by prefix)", "LIVE", corpus, LIVE_METRICS, _floor("live"),
                        len(first.y), "runs", rows, contrasts, notes,
                        primary_metric="auc@25", primary_contrast_family=LIVE_CONTRAST_FAMILIES[0].name,
-                       family_labels={f.name: f.label for f in LIVE_CONTRAST_FAMILIES})
+                       family_labels={f.name: f.label for f in LIVE_CONTRAST_FAMILIES},
+                       interval_methods={**{_prefix_key(f): ci.DELONG for f in PREFIXES},
+                                         "t2d": "none (the first prefix crossing 0.70, not an estimate with an interval)"})
 
 
 BOTH_OUTCOMES = "runs with an outcome, both failed and succeeded ones"

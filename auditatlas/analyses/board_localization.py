@@ -19,6 +19,7 @@ import numpy as np
 from ..errors import AtlasError
 from ..stats import Contrast, mcnemar_exact, paired_mean_bootstrap, wilcoxon_paired
 from . import Query
+from . import board_intervals as ci
 from .board_registry import Board, BoardResult, BoardRow, ContrastFamily, Task, contrasts_for
 from .board_seeds import Coverage, seed_group, seed_of
 from .entrant import Entrant
@@ -171,6 +172,19 @@ CONTRAST_FAMILIES = (
 TESTS = {"mcnemar": _mcnemar, "wilcoxon": _wilcoxon}
 
 
+INTERVAL_METHODS = {"top1": ci.CLOPPER_PEARSON_RUNS, "top3": ci.CLOPPER_PEARSON_RUNS, "mrr": ci.BOOTSTRAP_RUNS}
+
+
+def row_intervals(row: BoardRow) -> dict[str, list[float]]:
+    """Top-1 and Top-3 as shares of the runs the row scores, MRR as their mean reciprocal rank
+    (``board_intervals``); none for the analytic expectation, which has no per-run values."""
+    if not row.items:
+        return {}
+    got = {"top1": ci.share_interval(row.items["hit1"]), "top3": ci.share_interval(row.items["hit3"]),
+           "mrr": ci.mean_interval(row.items["rr"])}
+    return {m: v for m, v in got.items() if v is not None}
+
+
 def compute(query: Query, corpus: str, slice_: dict | None = None) -> BoardResult:
     items = query("localization_items", {"target_corpus": corpus, "slice": slice_ or {}})
     if items.empty:
@@ -181,11 +195,14 @@ def compute(query: Query, corpus: str, slice_: dict | None = None) -> BoardResul
     set_rows, coverage = prediction_set_entrants(query, corpus, items["run_id"].tolist(), truth)
     rows += set_rows
     rows.append(random_expectation(n_steps))
+    for row in rows:
+        row.intervals = row_intervals(row)
     contrasts = contrasts_for(rows, CONTRAST_FAMILIES, TESTS)
     return BoardResult("post-localization", "POST localization (Top-1 / Top-3 / MRR)", "POST", corpus, METRICS,
                        RANDOM.name, len(items), "failed runs", rows, contrasts, coverage=coverage,
                        family_labels={f.name: f.label for f in CONTRAST_FAMILIES},
-                       primary_metric="top1", primary_contrast_family=CONTRAST_FAMILIES[0].name)
+                       primary_metric="top1", primary_contrast_family=CONTRAST_FAMILIES[0].name,
+                       interval_methods=INTERVAL_METHODS)
 
 
 def corpora(query: Query) -> list[str]:

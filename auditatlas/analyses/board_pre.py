@@ -13,6 +13,7 @@ from dataclasses import replace
 import numpy as np
 
 from . import Query
+from . import board_intervals as ci
 from . import over_privilege as pre
 from ..errors import AtlasError
 from ..stats import Contrast, paired_bootstrap
@@ -112,6 +113,20 @@ def _cluster_bootstrap(fam: ContrastFamily, a: BoardRow, b: BoardRow) -> Contras
                     res.ci95[0], res.ci95[1], res.p, f"configuration-cluster bootstrap ({N_BOOT}, seed 0)")
 
 
+INTERVAL_METHODS = {m: f"configuration-cluster bootstrap ({N_BOOT:,} resamples, seed 0, percentile)"
+                    for m in ("precision", "recall", "f1")}
+INTERVAL_METHODS["coverage"] = ci.CLOPPER_PEARSON_CONFIGS
+
+
+def _intervals(truth: np.ndarray, flagged: np.ndarray, scored: np.ndarray, codes: np.ndarray, n_configs: int,
+               n_scored: int) -> dict[str, list[float]]:
+    """The row's 95% intervals: its pairs reduced to (tp, fp, fn) per configuration, as the
+    contrasts reduce them, and whole configurations resampled (``board_intervals.pre_intervals``)."""
+    k = int(codes.max()) + 1 if codes.size else 0
+    tp, fp, fn = _cluster_counts(truth, flagged, scored, codes, k)
+    return ci.pre_intervals(tp, fp, fn, n_scored, n_configs, N_BOOT)
+
+
 # Every entrant (rules, stored judges) against the floor; the baselines (flag_none, the
 # oracle) are identity checks, not contenders.
 CONTRAST_FAMILIES = (ContrastFamily("F1 vs flag_all floor", "f1", "cluster_bootstrap", against="floor",
@@ -125,6 +140,7 @@ def compute(query: Query, corpus: str, slice_: dict | None = None) -> BoardResul
         raise AtlasError(f"PRE board on '{corpus}': no configuration in this slice.")
     truth = np.array([c.excess for cfg in configs for c in cfg.capabilities], dtype=bool)
     cluster = np.array([cfg.config_id for cfg in configs for _ in cfg.capabilities])
+    _, codes = np.unique(cluster, return_inverse=True)
     entrants = [_memoised(e) for e in pre.board_entrants() + stored_entrants(query, corpus)]
     rows, by_source = [], []
     for entrant in entrants:
@@ -133,7 +149,8 @@ def compute(query: Query, corpus: str, slice_: dict | None = None) -> BoardResul
         rows.append(BoardRow(entrant.name, {m: score[m] for m in METRICS},
                              {"truth": truth, "cluster": cluster, "flagged": flagged, "scored": scored},
                              n_items=score["n_scored"], coverage=score["coverage"], role=entrant.role,
-                             kind=entrant.kind))
+                             kind=entrant.kind,
+                             intervals=_intervals(truth, flagged, scored, codes, len(configs), score["n_scored"])))
         per_source = pre.score_pre_by_source(configs, entrant)
         by_source.append({"entrant": entrant.name, **{s: v["f1"] for s, v in per_source.items()}, "overall": score["f1"]})
     contrasts = contrasts_for(rows, CONTRAST_FAMILIES, TESTS)
@@ -146,7 +163,8 @@ def compute(query: Query, corpus: str, slice_: dict | None = None) -> BoardResul
     return BoardResult("pre", "PRE over-privilege", "PRE", corpus, METRICS, pre.flag_all.name, len(configs),
                        "configurations", rows, contrasts, notes, {"f1_by_source": by_source},
                        primary_metric="f1", primary_contrast_family=CONTRAST_FAMILIES[0].name,
-                       family_labels={f.name: f.label for f in CONTRAST_FAMILIES})
+                       family_labels={f.name: f.label for f in CONTRAST_FAMILIES},
+                       interval_methods=INTERVAL_METHODS)
 
 
 def corpora(query: Query) -> list[str]:

@@ -53,6 +53,10 @@ class BoardRow:
     # one entrant per seed group, its seeds' rows on demand.
     seed_group: str | None = None
     seed: int | None = None
+    # Each compared metric's 95% interval, [low, high] (lists: the kept board is JSON); a
+    # metric without one (an analytic expectation, an undefined value) is absent.
+    # ``BoardResult.interval_methods`` says how each metric's interval is made.
+    intervals: dict[str, list[float]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,8 @@ class BoardResult:
     # Entrants scoring only part of the board's items: one ``board_seeds.Coverage`` each. The
     # board says them in one line (``board_seeds.coverage_line``), the list on demand.
     coverage: list[Any] = field(default_factory=list)
+    # metric -> how its 95% interval is made, in a sentence a reviewer reads on the page.
+    interval_methods: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {

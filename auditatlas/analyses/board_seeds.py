@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..stats import VERDICTS
+from .board_intervals import span as interval_span
 from .board_registry import BoardResult, BoardRow, band_order, row_bands
 
 # The standard deviation over seeds is the sample one: the seeds are a sample of the seeds a
@@ -117,6 +118,9 @@ class Entry:
     members: tuple[str, ...] = ()  # a group's rows (entrant names), in seed order
     items: str = ""  # the items it rests on ('1,051', or '226–244' across seeds)
     contrasts: dict[str, str] = field(default_factory=dict)  # family -> verdict (a group: 'k of n seeds')
+    # metric -> [low, high]: a row's own 95% interval; a group's span of its seeds' intervals
+    # (board_intervals: the lowest low to the highest high, not an interval of the mean).
+    intervals: dict[str, list[float]] = field(default_factory=dict)
 
     @property
     def is_group(self) -> bool:
@@ -152,7 +156,7 @@ def entries(result: BoardResult, group: bool = True) -> list[Entry]:
             continue
         out.append(Entry(row.entrant, row.role, row.kind, bands[row.entrant], dict(row.metrics),
                          seeds=() if row.seed is None else (int(row.seed),), items=f"{row.n_items:,}",
-                         contrasts=dict(verdicts.get(row.entrant, {}))))
+                         contrasts=dict(verdicts.get(row.entrant, {})), intervals=dict(row.intervals)))
     metric = result.primary_metric or (result.metrics[0] if result.metrics else None)
     out.sort(key=lambda e: band_order(e.band, e.metrics.get(metric) if metric else None, e.entrant))
     return out
@@ -203,10 +207,11 @@ def _group_entry(name: str, rows: list[BoardRow], metrics: Sequence[str], bands:
             contrasts[fam] = f"{sum(v == VERDICTS[0] for v in tested)}/{len(tested)}"
     n_items = [r.n_items for r in rows]
     lo, hi = min(n_items), max(n_items)
+    intervals = {m: got for m in metrics if (got := interval_span([r.intervals.get(m) for r in rows]))}
     return Entry(name, rows[0].role, rows[0].kind, band,
                  {m: (s.mean if s.n else None) for m, s in spreads.items()}, spreads,
                  tuple(int(r.seed) for r in rows if r.seed is not None), tuple(r.entrant for r in rows),
-                 f"{lo:,}" if lo == hi else f"{lo:,}–{hi:,}", contrasts)
+                 f"{lo:,}" if lo == hi else f"{lo:,}–{hi:,}", contrasts, intervals)
 
 
 # ----------------------------------------------------------------------------- coverage

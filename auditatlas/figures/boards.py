@@ -26,6 +26,8 @@ def rows_frame(result, per_seed: bool = False) -> tuple[pd.DataFrame, pd.DataFra
 
     lines = entries(result, group=not per_seed)
     grouped = any(e.is_group for e in lines)
+    # Metrics with an interval method (t2d has none: a threshold crossing is not an estimate).
+    methods = {m for m, how in result.interval_methods.items() if not how.startswith("none")}
     families = list(result.family_labels)
     shown, download = [], []
     for e in lines:
@@ -34,8 +36,14 @@ def rows_frame(result, per_seed: bool = False) -> tuple[pd.DataFrame, pd.DataFra
         for m in result.metrics:
             spread = e.spreads.get(m)
             value = e.metrics.get(m)
+            interval = e.intervals.get(m)
             rec[m] = (spread.text(with_range=False) if spread else fmt(value, blank="")) if grouped else value
+            if m in methods:
+                rec[f"{m} 95%"] = interval_text(interval)
             csv[m] = spread.mean if spread else value
+            if m in methods:
+                csv.update({f"{m} 95% low": interval[0] if interval else None,
+                            f"{m} 95% high": interval[1] if interval else None})
             if grouped:
                 csv.update({f"{m} sd": spread.sd if spread else None, f"{m} min": spread.low if spread else None,
                             f"{m} max": spread.high if spread else None})
@@ -51,6 +59,29 @@ def rows_frame(result, per_seed: bool = False) -> tuple[pd.DataFrame, pd.DataFra
         shown.append(rec)
         download.append(csv)
     return pd.DataFrame(shown), pd.DataFrame(download)
+
+
+def interval_text(interval) -> str:
+    """'[0.336, 0.509]'; '' where the line has no interval."""
+    if not interval:
+        return ""
+    return f"[{interval[0]:.3f}, {interval[1]:.3f}]"
+
+
+def interval_caption(result, grouped: bool) -> str:
+    """One line: how each metric's 95% interval is made, and what a seed group's means."""
+    if not result.interval_methods:
+        return ""
+    by_method: dict[str, list[str]] = {}
+    for metric, how in result.interval_methods.items():
+        by_method.setdefault(how, []).append(metric)
+    parts = [f"{', '.join(ms)}: {how}" for how, ms in by_method.items()]
+    text = "95% intervals (columns '… 95%'; blank where undefined or for an analytic expectation): " + "; ".join(parts) + "."
+    if grouped:
+        from auditatlas.analyses.board_intervals import SEED_SPAN
+
+        text += f" For {SEED_SPAN}."
+    return text
 
 
 def _seeds(seeds: tuple[int, ...]) -> str:
@@ -111,8 +142,13 @@ def live_figure(result) -> go.Figure:
     fig = go.Figure()
     for row in result.rows:
         ys = [row.metrics.get(m) for m in prefixes]
+        hover = [plotly_text(f"{row.entrant} at {x}%: ROC-AUC {fmt(y)}"
+                             + (f", 95% interval {interval_text(row.intervals.get(m))} "
+                                f"({result.interval_methods.get(m, '')})" if row.intervals.get(m) else ", no interval"))
+                 for x, y, m in zip(xs, ys, prefixes)]
         fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name=plotly_text(row.entrant),
-                                 line=dict(dash="dot" if row.role == "floor" else "solid")))
+                                 line=dict(dash="dot" if row.role == "floor" else "solid"),
+                                 customdata=hover, hovertemplate="%{customdata}<extra></extra>"))
     fig.add_hline(y=0.70, line_dash="dash", line_color="grey", annotation_text="0.70 early-warning bar")
     fig.update_layout(xaxis_title="prefix of the run's steps (%)", yaxis_title="ROC-AUC", yaxis_range=[0.3, 1.0],
                       height=420, margin=dict(l=10, r=10, t=60, b=10),

@@ -82,8 +82,8 @@ def heatmaps(grid: dv.Grid, backbones: list[str]) -> go.Figure:
                     zr.append(c["auc_mean"]); ur.append(None)
                     tr.append(f"{c['auc_mean']:.2f}")
                     hr.append(safe(f"{d} · {a}: ROC-AUC {dv.fmt_mean_std(c['auc_mean'], c['auc_std'])} over "
-                                   f"{c['n_defined']} set(s); {c['n_pos']} positives, {c['n_neg']} negatives"
-                                   + (f"; {c['reason']}" if c["reason"] else "")))
+                                   f"{c['n_defined']} set(s); {_hover_interval(c)}; {c['n_pos']} positives, "
+                                   f"{c['n_neg']} negatives" + (f"; {c['reason']}" if c["reason"] else "")))
                 else:
                     reason = c["reason"] if c is not None else "no scored test steps"
                     zr.append(None); ur.append(0.0)
@@ -107,14 +107,27 @@ def heatmaps(grid: dv.Grid, backbones: list[str]) -> go.Figure:
     return fig
 
 
+def _hover_interval(cell) -> str:
+    """'95% interval [0.61, 0.80] (span of 5 seeds' intervals), clustered by run (Obuchowski 1997)',
+    or why there is none."""
+    ci = dv.fmt_interval(cell["ci_low"], cell["ci_high"])
+    if not ci:
+        return f"no 95% interval ({cell['ci_reason']})"
+    return f"95% interval {ci} ({cell['ci_of']}), {dv.INTERVAL_METHOD}"
+
+
 def long_cells(grid: dv.Grid) -> pd.DataFrame:
     """The grid in long form for download: one row per backbone, action, detector."""
     frame = grid.cells.merge(grid.actions[["backbone", "action", "success_rate", "labeled_steps"]],
                              on=["backbone", "action"], how="left")
     frame["success_rate"] = (100 * frame["success_rate"]).round(1)
+    frame["ci_method"] = np.where(np.isfinite(frame["ci_low"].astype(float)), dv.INTERVAL_METHOD, "")
     return frame[["backbone", "action", "success_rate", "labeled_steps", "detector", "auc_mean", "auc_std",
-                  "n_seeds", "n_defined", "n_pos", "n_neg", "reason"]].round({"auc_mean": 4, "auc_std": 4}).rename(
+                  "ci_low", "ci_high", "ci_of", "ci_method", "ci_reason", "n_seeds", "n_defined", "n_pos", "n_neg",
+                  "reason"]].round({"auc_mean": 4, "auc_std": 4, "ci_low": 4, "ci_high": 4}).rename(
         columns={"success_rate": "success rate %", "auc_mean": "ROC-AUC mean", "auc_std": "ROC-AUC std",
+                 "ci_low": "95% low", "ci_high": "95% high", "ci_of": "95% interval of",
+                 "ci_method": "95% interval method", "ci_reason": "no interval because",
                  "n_seeds": "sets", "n_defined": "sets defined", "n_pos": "positives per set",
                  "n_neg": "negatives per set", "reason": "undefined because"})
 

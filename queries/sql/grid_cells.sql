@@ -10,42 +10,52 @@
 -- several times faster on a large store. A step whose backbone or action is not listed gets
 -- position 0 and the label '(unlisted)'.
 --
--- ROC-AUC is the Mann-Whitney rank sum: AUC = (R_pos - n_pos (n_pos + 1) / 2) / (n_pos n_neg),
--- where R_pos sums the positives' ranks and tied scores share their average rank (so a tie
--- counts one half). One sort per cell gives both ends of a tie block: rank() is its lowest
--- rank, and cume_dist() x n its highest (the rows up to and including its peers); the average
--- is their midpoint. A cell without positives or without negatives has auc NULL (undefined,
--- never 0.5).
+-- ROC-AUC is the Mann-Whitney statistic: AUC = (R_pos - n_pos (n_pos + 1) / 2) / (n_pos n_neg),
+-- R_pos the positives' rank sum with tied scores sharing their average rank (a tie counts one
+-- half). Every step gets its placement count, doubled so it stays an integer: 2 x its mid-rank
+-- in the cell minus 2 x its mid-rank among the cell's steps of its own label, which is, for a
+-- positive, 2 x the negatives below it plus the negatives tied with it (for a negative, the
+-- same count of positives). A mid-rank is rank() (the lowest rank of the tie block) plus
+-- count(*) (with ORDER BY, up to the block's last peer: its highest), halved. Summed over the
+-- positives it is 2 x (R_pos - n_pos (n_pos + 1) / 2). A cell without positives or without
+-- negatives has auc NULL (undefined, never 0.5). (A filtered count over an EXCLUDE GROUP frame
+-- gives the same number with one sort, but DuckDB took minutes on three million rows.)
+--
+-- The 95% interval is clustered by run (steps of one run are not independent): DeLong's
+-- placement values V10 = place2 / (2 n_neg) of a positive and V01 = 1 - place2 / (2 n_pos) of
+-- a negative, summed per run, give Obuchowski's (1997) sums q10, q01, q11 and the run counts
+-- runs_pos / runs_neg / n_runs that auditatlas.stats.obuchowski_variance turns into Var(AUC).
 WITH @slice,
 scored AS (
-    SELECT list_position($set_ids, t.set_id::VARCHAR) AS set_pos,
+    SELECT list_position($set_ids, t.set_id::VARCHAR) AS set_key,
            coalesce(list_position($backbones,
-               CASE WHEN $by_backbone THEN coalesce(t.backbone::VARCHAR, '(none)') ELSE '(all backbones)' END), 0) AS backbone_pos,
+               CASE WHEN $by_backbone THEN coalesce(t.backbone::VARCHAR, '(none)') ELSE '(all backbones)' END), 0) AS backbone_key,
            coalesce(list_position($actions,
-               CASE WHEN $by_action THEN coalesce(t.action::VARCHAR, '(none)') ELSE '(all actions)' END), 0) AS action_pos,
-           t.label, t.score
+               CASE WHEN $by_action THEN coalesce(t.action::VARCHAR, '(none)') ELSE '(all actions)' END), 0) AS action_key,
+           t.run_id::VARCHAR AS run_id, t.label, t.score
     @scored_test_steps
 ),
-ranked AS (
-    SELECT set_pos, backbone_pos, action_pos, label,
-           rank() OVER cell AS low_rank,
-           cume_dist() OVER cell AS high_share
+placed AS (
+    SELECT set_key, backbone_key, action_key, run_id, label,
+           (rank() OVER cell + count(*) OVER cell) - (rank() OVER own + count(*) OVER own) AS place2
     FROM scored
-    WINDOW cell AS (PARTITION BY set_pos, backbone_pos, action_pos ORDER BY score)
+    WINDOW cell AS (PARTITION BY set_key, backbone_key, action_key ORDER BY score),
+           own AS (PARTITION BY set_key, backbone_key, action_key, label ORDER BY score)
 ),
-sums AS (
-    SELECT set_pos, backbone_pos, action_pos,
-           count(*) FILTER (WHERE label = 1) AS n_pos,
-           count(*) FILTER (WHERE label = 0) AS n_neg,
-           (sum(low_rank) FILTER (WHERE label = 1)
-            + count(*) * sum(high_share) FILTER (WHERE label = 1)) / 2.0 AS rank_sum_pos
-    FROM ranked
+run_sums AS (
+    SELECT set_key, backbone_key, action_key, run_id,
+           count(*) FILTER (WHERE label = 1) AS m,
+           count(*) FILTER (WHERE label = 0) AS n,
+           coalesce(sum(place2) FILTER (WHERE label = 1), 0) AS rp,
+           coalesce(sum(place2) FILTER (WHERE label = 0), 0) AS rq
+    FROM placed
     GROUP BY ALL
-)
-SELECT $set_ids[set_pos] AS set_id,
-       coalesce($backbones[backbone_pos], '(unlisted)') AS backbone,
-       coalesce($actions[action_pos], '(unlisted)') AS action,
-       n_pos, n_neg,
-       @auc
-FROM sums
+),
+@grid_auc_sums
+SELECT $set_ids[c.set_key] AS set_id,
+       coalesce($backbones[c.backbone_key], '(unlisted)') AS backbone,
+       coalesce($actions[c.action_key], '(unlisted)') AS action,
+       c.n_pos, c.n_neg, c.auc, c.n_runs, c.runs_pos, c.runs_neg, s.q10, s.q01, s.q11
+FROM cells c
+LEFT JOIN spread s USING (set_key, backbone_key, action_key)
 ORDER BY set_id, backbone, action

@@ -4,33 +4,32 @@
 -- backbone filter on the per-backbone grid), so a stored rank is the rank the window in
 -- grid_cells.sql would compute.
 --
--- Each row carries 2 x its mid-rank within (set, backbone, action), (set, backbone),
--- (set, action) and (set); the pooling parameters pick the group the cell ranks in. With the
--- rank sum, ROC-AUC is the Mann-Whitney formula of grid_cells.sql (ties count one half; a
--- cell without positives or without negatives has auc NULL). A backbone or action missing
--- from $backbones / $actions keeps its own name here (the live query pools such rows as
+-- Each row carries, on the first row of its run in each of the groups (set, backbone, action),
+-- (set, backbone), (set, action) and (set), that run's positives and negatives there and the
+-- sums of their placement counts (queries/derived.py RUN_COLUMNS), zeros on the run's other
+-- rows; the pooling parameters pick the group. So a cell's run sums are one pass over its
+-- rows, no grouping by run (which took seconds on millions of rows), and ROC-AUC and its
+-- interval sums follow as in grid_cells.sql (a cell without positives or negatives: auc NULL).
+-- A backbone or action missing from $backbones / $actions keeps its own name here (the live query pools such rows as
 -- '(unlisted)'; the grid lists every backbone and action of the slice, so neither occurs).
 WITH @slice,
-scored AS (
-    SELECT t.set_id::VARCHAR AS set_id,
-           CASE WHEN $by_backbone THEN coalesce(t.backbone::VARCHAR, '(none)') ELSE '(all backbones)' END AS backbone,
-           CASE WHEN $by_action THEN coalesce(t.action::VARCHAR, '(none)') ELSE '(all actions)' END AS action,
-           t.label,
-           CASE WHEN $by_backbone AND $by_action THEN t.cell_mid2
-                WHEN $by_backbone THEN t.backbone_mid2
-                WHEN $by_action THEN t.action_mid2
-                ELSE t.set_mid2 END AS mid2
+run_sums AS (
+    SELECT t.set_id::VARCHAR AS set_key,
+           CASE WHEN $by_backbone THEN coalesce(t.backbone::VARCHAR, '(none)') ELSE '(all backbones)' END AS backbone_key,
+           CASE WHEN $by_action THEN coalesce(t.action::VARCHAR, '(none)') ELSE '(all actions)' END AS action_key,
+           CASE WHEN $by_backbone AND $by_action THEN t.cell_run_m WHEN $by_backbone THEN t.backbone_run_m
+                WHEN $by_action THEN t.action_run_m ELSE t.set_run_m END AS m,
+           CASE WHEN $by_backbone AND $by_action THEN t.cell_run_n WHEN $by_backbone THEN t.backbone_run_n
+                WHEN $by_action THEN t.action_run_n ELSE t.set_run_n END AS n,
+           CASE WHEN $by_backbone AND $by_action THEN t.cell_run_rp WHEN $by_backbone THEN t.backbone_run_rp
+                WHEN $by_action THEN t.action_run_rp ELSE t.set_run_rp END AS rp,
+           CASE WHEN $by_backbone AND $by_action THEN t.cell_run_rq WHEN $by_backbone THEN t.backbone_run_rq
+                WHEN $by_action THEN t.action_run_rq ELSE t.set_run_rq END AS rq
     @scored_test_steps
 ),
-sums AS (
-    SELECT set_id, backbone, action,
-           count(*) FILTER (WHERE label = 1) AS n_pos,
-           count(*) FILTER (WHERE label = 0) AS n_neg,
-           sum(mid2) FILTER (WHERE label = 1) / 2.0 AS rank_sum_pos
-    FROM scored
-    GROUP BY ALL
-)
-SELECT set_id, backbone, action, n_pos, n_neg,
-       @auc
-FROM sums
+@grid_auc_sums
+SELECT c.set_key AS set_id, c.backbone_key AS backbone, c.action_key AS action,
+       c.n_pos, c.n_neg, c.auc, c.n_runs, c.runs_pos, c.runs_neg, s.q10, s.q01, s.q11
+FROM cells c
+LEFT JOIN spread s USING (set_key, backbone_key, action_key)
 ORDER BY set_id, backbone, action

@@ -13,7 +13,8 @@ from ...analyses.labels_in_use import board_note
 from ...analyses.board_registry import registry
 from ...analyses.board_seeds import SD_WORDS, coverage_line
 from ...errors import AtlasError
-from ...figures.boards import STATUS_COLOR, contrasts_frame, fmt, live_figure, published_frame, shown_rows
+from ...figures.boards import (STATUS_COLOR, contrasts_frame, fmt, interval_caption, live_figure, published_frame,
+                               shown_rows)
 from ...views import not_held
 from ...views.fields import filters_any
 from ...views.pages import board_corpus_key
@@ -84,6 +85,9 @@ def draw(doc: Document, result, cells, key: str, per_seed: bool) -> None:
                  "say in how many seeds the seed's own contrast separates (4/5). Released prediction sets keep their "
                  "own rows. Export with per_seed=1 for the seeds' rows.", "note")
     doc.table(frame, f"{key}-rows", download=download)
+    caption = interval_caption(result, grouped=any(r.seed_group for r in result.rows) and not per_seed)
+    if caption:
+        doc.text(caption, "note")
     for note in result.notes:
         doc.text(note, "note")
     if result.coverage:

@@ -63,6 +63,7 @@ def grid_tab(doc: Document, query: Query, link: Link, corpus: str, sets: pd.Data
     doc.text("Cell: ROC-AUC of the detector's step scores against step labels, on the labeled test steps of that "
              "action, mean ± sample std over its sets (seeds), with positives (+) and negatives (−) per set. A cell "
              "without positives or without negatives is undefined: grey, with the reason, never 0.5.", "note")
+    doc.text(dv.INTERVAL_CAPTION, "note")
     for note in grid.notes:
         doc.text(note, "note")
     backbones = grid.backbones
