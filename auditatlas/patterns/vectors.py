@@ -42,6 +42,7 @@ class StepVectors:
         self.run_start = np.concatenate(([0], np.cumsum(n_steps)))
         self.shards = [self._shard(i, lo, hi) for i, (lo, hi) in enumerate(meta["shards"])]
         self.shard_starts = np.array([s.start for s in self.shards], dtype=np.int64)
+        self._factorized: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     def _shard(self, i: int, lo: int, hi: int) -> Shard:
         base = self.folder / f"shard-{i}"
@@ -68,9 +69,9 @@ class StepVectors:
         rows = [self.row_of(str(r), int(s)) for r, s in keys]
         return np.array([r for r in rows if r is not None], dtype=np.int64)
 
-    def slice_mask(self, slice_: Mapping[str, Any] | None) -> np.ndarray:
-        """Per row: whether its run is in the slice (the shared slice's meaning: every filtered
-        column holds one of its values; an empty column filters nothing)."""
+    def run_mask(self, slice_: Mapping[str, Any] | None) -> np.ndarray:
+        """Per run (the rows of ``runs``): whether it is in the slice (the shared slice's meaning:
+        every filtered column holds one of its values; an empty column filters nothing)."""
         keep = np.ones(len(self.runs), dtype=bool)
         for column in SLICE_COLUMNS:
             values = list((slice_ or {}).get(column) or [])
@@ -80,8 +81,23 @@ class StepVectors:
                 held = self.runs[column].to_numpy(dtype=np.float64)
                 keep &= np.isin(held, [float(v) for v in values])
             else:
-                keep &= self.runs[column].astype("string").isin([str(v) for v in values]).fillna(False).to_numpy(bool)
-        return np.repeat(keep, np.diff(self.run_start))
+                codes, names = self._codes(column)
+                wanted = np.append(np.isin(names, [str(v) for v in values]), False)  # code -1: missing
+                keep &= wanted[codes]
+        return keep
+
+    def _codes(self, column: str) -> tuple[np.ndarray, np.ndarray]:
+        """A slice column's values as codes into its distinct names (-1: missing), once per open:
+        a slice is then a look-up in a few names, not a million string comparisons."""
+        found = self._factorized.get(column)
+        if found is None:
+            codes, names = pd.factorize(self.runs[column].astype("string"))
+            found = self._factorized[column] = (codes, np.asarray(names, dtype=object).astype(str))
+        return found
+
+    def slice_mask(self, slice_: Mapping[str, Any] | None) -> np.ndarray:
+        """Per row: whether its run is in the slice (``run_mask``)."""
+        return np.repeat(self.run_mask(slice_), np.diff(self.run_start))
 
     def keys(self, rows: np.ndarray) -> pd.DataFrame:
         """run_id, step_idx, backbone, corpus, action, agent, label of ``rows``."""
