@@ -83,8 +83,9 @@ def _peak_alloc_mb(fn) -> float:
     return peak / 2**20
 
 
-def bench_similar(found: vectors.StepVectors, query, anchors: list[int], slice_: dict, k: int) -> dict:
-    """Both codes on each anchor (warm: each called once before), the answers compared."""
+def bench_nearest(found: vectors.StepVectors, anchors: list[int], slice_: dict, k: int) -> dict:
+    """``similar.nearest`` and the reference on each anchor (each warmed by one call first),
+    the answers compared; how many anchors needed the block scan; the peak allocation."""
     in_slice = found.run_mask(slice_)
     scans = []
     real_scan = similar._scan
@@ -93,40 +94,54 @@ def bench_similar(found: vectors.StepVectors, query, anchors: list[int], slice_:
         scans.append(1)
         return real_scan(*args, **kwargs)
 
-    rows = [found.keys(np.array([r])).iloc[0] for r in anchors]
     new = {"wall": [], "cpu": []}
     old = {"wall": [], "cpu": []}
-    nearest = {"wall": [], "cpu": []}
     agree = 0
-    for row, key in zip(anchors, rows):
-        ask = lambda: similar.similar_steps(found, query, key["run_id"], int(key["step_idx"]), slice_, k)  # noqa: E731
-        ask()
+    for row in anchors:
+        similar.nearest(found, row, in_slice, k)
         reference_nearest(found, row, in_slice, k)
-        _, wall, cpu = _timed(ask)
-        new["wall"].append(wall), new["cpu"].append(cpu)
         similar._scan = counted
         got, wall, cpu = _timed(lambda: similar.nearest(found, row, in_slice, k))
         similar._scan = real_scan
-        nearest["wall"].append(wall), nearest["cpu"].append(cpu)
+        new["wall"].append(wall), new["cpu"].append(cpu)
         want, wall, cpu = _timed(lambda: reference_nearest(found, row, in_slice, k))
         old["wall"].append(wall), old["cpu"].append(cpu)
         # The same scores, and the same rows in the same order above the k-th score (the
         # reference's argpartition takes any of the rows tied at the cut).
         above = got[1] > got[1][-1] + 1e-6
         agree += bool(np.allclose(got[1], want[1], atol=1e-6) and np.array_equal(got[0][above], want[0][above]))
-    ms = lambda xs: round(1000 * statistics.median(xs), 1)  # noqa: E731
-    top = lambda xs: round(1000 * max(xs), 1)  # noqa: E731
     return {"anchors": len(anchors), "k": k, "slice_rows": int(np.diff(found.run_start)[in_slice].sum()),
-            "similar_p50_ms": ms(new["wall"]), "similar_max_ms": top(new["wall"]),
-            "similar_cpu_p50_ms": ms(new["cpu"]),
-            "nearest_p50_ms": ms(nearest["wall"]), "nearest_max_ms": top(nearest["wall"]),
-            "nearest_cpu_p50_ms": ms(nearest["cpu"]),
-            "reference_p50_ms": ms(old["wall"]), "reference_max_ms": top(old["wall"]),
-            "reference_cpu_p50_ms": ms(old["cpu"]),
-            "ratio_p50_wall": round(statistics.median(old["wall"]) / statistics.median(nearest["wall"]), 2),
+            "nearest_p50_ms": _ms(new["wall"]), "nearest_max_ms": _max_ms(new["wall"]),
+            "nearest_cpu_p50_ms": _ms(new["cpu"]),
+            "reference_p50_ms": _ms(old["wall"]), "reference_max_ms": _max_ms(old["wall"]),
+            "reference_cpu_p50_ms": _ms(old["cpu"]),
+            "ratio_p50_wall": round(statistics.median(old["wall"]) / statistics.median(new["wall"]), 2),
+            "ratio_p50_cpu": round(statistics.median(old["cpu"]) / max(statistics.median(new["cpu"]), 1e-9), 2),
             "anchors_scanned": len(scans), "answers_agree": agree,
             "peak_alloc_mb": round(_peak_alloc_mb(lambda: similar.nearest(found, anchors[0], in_slice, k)), 1),
             "reference_peak_alloc_mb": round(_peak_alloc_mb(lambda: reference_nearest(found, anchors[0], in_slice, k)), 1)}
+
+
+def _ms(xs: list[float]) -> float:
+    return round(1000 * statistics.median(xs), 1)
+
+
+def _max_ms(xs: list[float]) -> float:
+    return round(1000 * max(xs), 1)
+
+
+def bench_similar(found: vectors.StepVectors, query, anchors: list[int], slice_: dict, k: int) -> dict:
+    """The whole answer (``similar_steps``: the neighbours, their keys, labels and every set's
+    scores read from the store), warm, beside ``bench_nearest``'s vectors part."""
+    wall, cpu = [], []
+    for row in anchors:
+        key = found.keys(np.array([row])).iloc[0]
+        ask = lambda: similar.similar_steps(found, query, key["run_id"], int(key["step_idx"]), slice_, k)  # noqa: E731
+        ask()
+        result, w, c = _timed(ask)
+        wall.append(w), cpu.append(c)
+    return {"similar_p50_ms": _ms(wall), "similar_max_ms": _max_ms(wall), "similar_cpu_p50_ms": _ms(cpu),
+            "example": result.summary, **bench_nearest(found, anchors, slice_, k)}
 
 
 def bench_scan(found: vectors.StepVectors, k: int) -> dict:
@@ -141,11 +156,44 @@ def bench_scan(found: vectors.StepVectors, k: int) -> dict:
             "scan_cpu_p50_ms": round(1000 * statistics.median(t[1] for t in times), 1)}
 
 
+def tile(found: vectors.StepVectors, copies: int, into: Path) -> vectors.StepVectors:
+    """``copies`` copies of a built store's vectors in one build folder (runs renamed ``tN:``, in
+    order; the text shards linked, not copied): a store ``copies`` times as large with the same
+    text, for timing the vectors' part of an answer where no such store is built yet."""
+    import pandas as pd
+
+    if into.exists():
+        shutil.rmtree(into)
+    into.mkdir(parents=True)
+    meta = json.loads((found.folder / build.DONE).read_text())
+    n_runs, n_rows = meta["runs"], meta["rows"]
+    for name in build.FEATURES:
+        part = np.asarray(found.step[name])
+        whole = np.lib.format.open_memmap(into / f"{name}.npy", mode="w+", dtype=part.dtype, shape=(n_rows * copies,))
+        for c in range(copies):
+            whole[c * n_rows:(c + 1) * n_rows] = part + (c * n_runs if name == "run_pos" else 0)
+        whole.flush()
+    runs = pd.concat([found.runs.assign(run_id=f"t{c}:" + found.runs["run_id"].astype(str)) for c in range(copies)],
+                     ignore_index=True)
+    runs.to_parquet(into / "runs.parquet", index=False)
+    shards = []
+    for c in range(copies):
+        for i, (lo, hi) in enumerate(meta["shards"]):
+            (into / f"shard-{len(shards)}").symlink_to(found.folder / f"shard-{i}")
+            shards.append([lo + c * n_rows, hi + c * n_rows])
+    (into / build.DONE).write_text(json.dumps({**meta, "rows": n_rows * copies, "runs": n_runs * copies,
+                                               "shards": shards}))
+    return vectors.StepVectors(into)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--store", required=True)
     parser.add_argument("--anchors", type=int, default=20)
     parser.add_argument("--no-clusters", action="store_true")
+    parser.add_argument("--tile", type=int, default=0,
+                        help="also time the vectors' part on this many copies of the store's vectors (then removed)")
+    parser.add_argument("--tile-into", type=Path, default=Path("/tmp/patterns-tiled"))
     parser.add_argument("--k", type=int, default=20)
     parser.add_argument("--rebuild", action="store_true")
     args = parser.parse_args()
@@ -174,6 +222,19 @@ def main() -> None:
     out["scan"] = bench_scan(found, args.k)
     out["load_after_similar"] = os.getloadavg()
     print(json.dumps(out, indent=2), flush=True)
+    if args.tile:
+        tiled = tile(found, args.tile, args.tile_into)
+        spread = [int(r) for r in rng.choice(tiled.n_rows, args.anchors, replace=False)]
+        name = f"tiled_x{args.tile}"
+        out[name] = {"rows": tiled.n_rows, **bench_nearest(tiled, spread, {}, args.k)}
+        in_backbone = np.flatnonzero(tiled.slice_mask({"backbone": [backbone]}))
+        picked = [int(r) for r in rng.choice(in_backbone, args.anchors, replace=False)]
+        out[f"{name}_backbone={backbone}"] = bench_nearest(tiled, picked, {"backbone": [backbone]}, args.k)
+        out[f"{name}_scan"] = bench_scan(tiled, args.k)
+        out[f"load_after_{name}"] = os.getloadavg()
+        tiled.lease.release()
+        shutil.rmtree(args.tile_into)
+        print(json.dumps(out, indent=2), flush=True)
     if args.no_clusters:
         return
     for name, slice_ in (("whole", {}), (f"backbone={backbone}", {"backbone": [backbone]})):

@@ -58,9 +58,9 @@ def anchor_row(vectors: StepVectors, run_id: str, step_idx: int) -> int:
     raise AtlasError(f"Run '{run_id}' has no step {step_idx} (its steps are 0 to {n - 1}).")
 
 
-# Rows scored per block when every row has to be (``_scan``): a few float32 buffers of this
-# length stay in the CPU's cache, so each term is one pass over memory, not a 9.3M-row temporary.
-BLOCK = 1 << 15
+# Rows read per block (both passes of ``nearest``): a few float32 buffers of this length stay
+# in the CPU's cache, so each term is one pass over memory, not a 9.3M-row temporary.
+BLOCK = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -133,6 +133,10 @@ class Best:
         return float(self.scores[-1]) if len(self.rows) == self.k else -np.inf
 
     def offer(self, rows: np.ndarray, scores: np.ndarray) -> None:
+        """Rows in ascending order, each above every row offered before."""
+        if len(self.rows) == self.k:
+            beats = scores > self.cut
+            rows, scores = rows[beats], scores[beats]
         if len(rows):
             rows = np.concatenate((self.rows, rows))
             scores = np.concatenate((self.scores, scores))
@@ -156,13 +160,12 @@ def nearest(vectors: StepVectors, row: int, in_slice: np.ndarray, k: int) -> tup
     text = vectors.text_scores(words.indices, words.data)
     step = vectors.step
     everyone = bool(in_slice.all())
-    shared = np.flatnonzero(text)
-    if not everyone:
-        shared = shared[in_slice[step["run_pos"][shared]]]
-    shared = shared[shared != row]
     best = Best(k)
-    for lo in range(0, len(shared), BLOCK):
-        rows = shared[lo:lo + BLOCK]
+    for lo in range(0, vectors.n_rows, BLOCK):  # by blocks: no array of every sharing row
+        rows = np.flatnonzero(text[lo:lo + BLOCK]) + lo
+        if not everyone:
+            rows = rows[in_slice[step["run_pos"][rows]]]
+        rows = rows[rows != row]
         best.offer(rows, score(anchor, text[rows], step, rows))
     if len(best.rows) < k or best.cut <= anchor.bound() + 1e-6:  # the margin: float32 sums
         best = _scan(anchor, vectors, text, row, in_slice, everyone, k)
@@ -181,7 +184,7 @@ def _scan(anchor: Anchor, vectors: StepVectors, text: np.ndarray, row: int, in_s
             total[~in_slice[step["run_pos"][block]]] = -np.inf
         if lo <= row < block.stop:
             total[row - lo] = -np.inf
-        found = np.flatnonzero(total > best.cut)
+        found = np.flatnonzero(total > best.cut)  # most rows of most blocks fall here
         best.offer(found + lo, total[found])
     return best
 

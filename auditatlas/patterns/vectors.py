@@ -43,6 +43,7 @@ class StepVectors:
         self.shards = [self._shard(i, lo, hi) for i, (lo, hi) in enumerate(meta["shards"])]
         self.shard_starts = np.array([s.start for s in self.shards], dtype=np.int64)
         self._factorized: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._columns: dict[str, np.ndarray] = {}
 
     def _shard(self, i: int, lo: int, hi: int) -> Shard:
         base = self.folder / f"shard-{i}"
@@ -95,6 +96,13 @@ class StepVectors:
             found = self._factorized[column] = (codes, np.asarray(names, dtype=object).astype(str))
         return found
 
+    def _objects(self, column: str) -> np.ndarray:
+        """A run column as an object array, made once per open (a million runs: not per answer)."""
+        found = self._columns.get(column)
+        if found is None:
+            found = self._columns[column] = self.runs[column].to_numpy(dtype=object)
+        return found
+
     def slice_mask(self, slice_: Mapping[str, Any] | None) -> np.ndarray:
         """Per row: whether its run is in the slice (``run_mask``)."""
         return np.repeat(self.run_mask(slice_), np.diff(self.run_start))
@@ -108,8 +116,8 @@ class StepVectors:
         return pd.DataFrame({
             "run_id": self.run_ids[run_pos],
             "step_idx": np.asarray(self.step["step_idx"][rows]).astype(np.int64),
-            "corpus": self.runs["corpus"].to_numpy(dtype=object)[run_pos],
-            "backbone": self.runs["backbone"].to_numpy(dtype=object)[run_pos],
+            "corpus": self._objects("corpus")[run_pos],
+            "backbone": self._objects("backbone")[run_pos],
             "action": _names(self.actions, action),
             "agent": _names(self.agents, agent),
             "label": label,
