@@ -241,16 +241,14 @@ def test_the_scan_scores_every_row_by_its_features_when_no_word_is_shared(found)
 
 def test_the_words_shared_answer_alone_when_no_other_row_can_enter(found, query, monkeypatch):
     # Only p:2 and p:5 share the anchor's words (the others' words it has, "the", "of", are in
-    # every step: idf 0). Asked for 2, both score above what a row without the anchor's five
-    # heaviest words can (0.35 + 0.6 x the sixth word's weight, 1/sqrt(6): about 0.6): neither the
-    # whole index nor the block scan is read. Asked for 4, two rows come from the scan: the
+    # every step: idf 0). Asked for 2, both score above what a row without a shared word can
+    # (0.35): the block scan is never needed. Asked for 4, two rows come from the scan: the
     # step 4s of p:3 and p:4 (0.35 each; p:6's equal step 4 is a later row).
     def no_scan(*args, **kwargs):
-        raise AssertionError("read every row")
+        raise AssertionError("scanned every row")
 
     with monkeypatch.context() as patch:
         patch.setattr(similar, "_scan", no_scan)
-        patch.setattr(found, "text_scores", no_scan)
         assert _keys(similar.similar_steps(found, query, *ps.ANCHOR, k=2).neighbours) == [ps.DUPLICATE, ps.B_DUPLICATE]
     result = similar.similar_steps(found, query, *ps.ANCHOR, k=4)
     assert _keys(result.neighbours) == [ps.DUPLICATE, ps.B_DUPLICATE, ("p:3", 4), ("p:4", 4)]

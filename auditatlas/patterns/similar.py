@@ -157,10 +157,6 @@ def nearest(vectors: StepVectors, row: int, in_slice: np.ndarray, k: int) -> tup
     """
     anchor = Anchor.of(vectors, row)
     words = vectors.text_rows(np.array([row]))
-    ceiling = anchor.bound() + 1e-6  # the margin: float32 sums
-    found = _by_heavy_words(anchor, vectors, words, row, in_slice, k, ceiling)
-    if found is not None:
-        return found
     text = vectors.text_scores(words.indices, words.data)
     step = vectors.step
     everyone = bool(in_slice.all())
@@ -170,53 +166,10 @@ def nearest(vectors: StepVectors, row: int, in_slice: np.ndarray, k: int) -> tup
         if not everyone:
             rows = rows[in_slice[step["run_pos"][rows]]]
         rows = rows[rows != row]
-        if len(best.rows) == k:  # a row whose text with every feature at its top cannot beat the cut
-            rows = rows[np.float32(WEIGHTS["text"]) * text[rows] > best.cut - ceiling]
         best.offer(rows, score(anchor, text[rows], step, rows))
-    if len(best.rows) < k or best.cut <= ceiling:
+    if len(best.rows) < k or best.cut <= anchor.bound() + 1e-6:  # the margin: float32 sums
         best = _scan(anchor, vectors, text, row, in_slice, everyone, k)
     return best.rows, best.scores, text[best.rows]
-
-
-def _by_heavy_words(anchor: Anchor, vectors: StepVectors, words, row: int, in_slice: np.ndarray, k: int,
-                    ceiling: float) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """``nearest``'s answer from the postings of the anchor's heaviest words only, or None.
-
-    The light words (small tf-idf weight: common words, long postings) are most of the index's
-    reading. A row that has none of the heavy words shares at most the light ones, and since
-    both vectors have unit length its text cosine is at most the light weights' own length
-    (Cauchy-Schwarz), so it scores at most 0.6 x that + the feature terms' top. The rows
-    holding a heavy word are scored exactly (their whole text vectors, every anchor word);
-    when their k-th best is above that bound no other row can enter. Else the bound the cut
-    reached says how many more words to read, and the next round reads them (MaxScore's
-    essential and non-essential terms, the bound from the vectors' unit length).
-    """
-    from .text import N_FEATURES
-
-    order = np.argsort(-words.data, kind="stable")
-    columns, weights = words.indices[order], words.data[order].astype(np.float64)
-    light = np.append(np.sqrt(np.cumsum(weights[::-1] ** 2)[::-1]), 0.0)  # light[i]: length of weights[i:]
-    lookup = np.zeros(N_FEATURES, dtype=np.float32)
-    lookup[columns] = weights
-    step = vectors.step
-    target = 0.5  # first round: the words beyond a weight length of 0.5 left out
-    for _ in range(4):
-        heavy = int(np.argmax(light <= target))  # the first cut whose light words fit the target
-        if heavy >= len(columns):
-            return None
-        rows = vectors.rows_with(columns[:heavy])
-        rows = rows[in_slice[step["run_pos"][rows]] & (rows != row)]
-        text = vectors.text_rows(rows) @ lookup  # every anchor word, not only the heavy ones
-        scores = score(anchor, text, step, rows)
-        best = top_k(rows, scores, k)
-        bound = WEIGHTS["text"] * light[heavy] + ceiling
-        if len(best) == k and scores[best[-1]] > bound:
-            return rows[best], scores[best], text[best]
-        reach = (float(scores[best[-1]]) - ceiling) / WEIGHTS["text"] if len(best) == k else 0.0
-        target = min(reach, light[heavy]) - 1e-6  # at least one more word next round
-        if target <= 0:
-            return None
-    return None
 
 
 def _scan(anchor: Anchor, vectors: StepVectors, text: np.ndarray, row: int, in_slice: np.ndarray,

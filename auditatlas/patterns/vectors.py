@@ -153,17 +153,6 @@ class StepVectors:
             data[target] = shard_data[source]
         return sp.csr_matrix((data, indices, out_ptr), shape=(len(rows), N_FEATURES))
 
-    def rows_with(self, columns: np.ndarray) -> np.ndarray:
-        """The rows (ascending, each once) whose text vector has any of ``columns`` (postings only)."""
-        parts = []
-        for shard in self.shards:
-            indptr, indices, _ = shard.index
-            for column in columns:
-                lo, hi = int(indptr[column]), int(indptr[column + 1])
-                if hi > lo:
-                    parts.append(shard.start + np.asarray(indices[lo:hi], dtype=np.int64))
-        return np.unique(np.concatenate(parts)) if parts else np.empty(0, dtype=np.int64)
-
     def text_scores(self, columns: np.ndarray, weights: np.ndarray) -> np.ndarray:
         """Per row: the dot product of its text vector with the sparse vector (columns, weights),
         read from the inverted index (only the postings of ``columns`` are touched)."""
