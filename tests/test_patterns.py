@@ -253,3 +253,13 @@ def test_the_words_shared_answer_alone_when_no_other_row_can_enter(found, query,
     result = similar.similar_steps(found, query, *ps.ANCHOR, k=4)
     assert _keys(result.neighbours) == [ps.DUPLICATE, ps.B_DUPLICATE, ("p:3", 4), ("p:4", 4)]
     assert list(result.neighbours["similarity"].iloc[2:]) == [0.35, 0.35]
+
+
+def test_the_compiled_postings_loop_adds_each_posting_once():
+    from auditatlas.patterns.kernels import add_postings
+
+    # Column 0 holds rows 1 and 3 (0.5, 0.25), column 1 row 0 (1.0); the shard starts at row 1.
+    scores = np.zeros(5, dtype=np.float32)
+    add_postings(scores, 1, np.array([0, 2, 3]), np.array([1, 3, 0], dtype=np.int32),
+                 np.array([0.5, 0.25, 1.0], dtype=np.float32), np.array([0, 1]), np.array([2.0, 4.0], dtype=np.float32))
+    assert list(scores) == [0.0, 4.0, 1.0, 0.0, 0.5]

@@ -155,15 +155,16 @@ class StepVectors:
 
     def text_scores(self, columns: np.ndarray, weights: np.ndarray) -> np.ndarray:
         """Per row: the dot product of its text vector with the sparse vector (columns, weights),
-        read from the inverted index (only the postings of ``columns`` are touched)."""
+        read from the inverted index (only the postings of ``columns`` are touched; compiled:
+        ``kernels.add_postings``)."""
+        from .kernels import add_postings
+
         scores = np.zeros(self.n_rows, dtype=np.float32)
+        columns = np.ascontiguousarray(columns, dtype=np.int64)
+        weights = np.ascontiguousarray(weights, dtype=np.float32)
         for shard in self.shards:
-            indptr, indices, data = shard.index
-            for column, weight in zip(columns, weights):
-                lo, hi = int(indptr[column]), int(indptr[column + 1])
-                if hi > lo:
-                    # A column lists each row once, so the fancy-indexed add is exact.
-                    scores[shard.start + np.asarray(indices[lo:hi])] += weight * np.asarray(data[lo:hi])
+            indptr, indices, data = (np.asarray(part) for part in shard.index)
+            add_postings(scores, shard.start, indptr, indices, data, columns, weights)
         return scores
 
 
