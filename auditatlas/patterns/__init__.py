@@ -35,11 +35,10 @@ Why exact top-k by sparse products and not sklearn ``NearestNeighbors``
     the exact answer below is cheaper. The text part is read from an inverted index (each
     column's steps, ``csc``): only the postings of the anchor's own ``TERMS_PER_STEP`` words are
     touched, and since every step keeps only its heaviest words, the postings of common words
-    are short. Only the steps sharing a word are then scored in full: a step sharing none
-    scores at most the feature terms' 0.4, so once the k-th best sharing a word is above that,
-    no other step can enter (``similar.nearest``). An anchor without such k (rare words, or
-    none) scores every step's features in cache-sized blocks, keeping the k best so far. The
-    slice is a mask over runs (a look-up in each column's few names); ties go to the lower row.
+    are short; their loop is compiled (``kernels.py``). Every step's features are then scored
+    in cache-sized blocks, keeping the k best so far (``similar.nearest``): linear in the
+    steps, but a few passes over small arrays, not one 9.3M-row temporary per term. The slice
+    is a mask over runs (a look-up in each column's few names); ties go to the lower row.
     Memory: 4 bytes per step (the text cosines) and a few blocks, whatever k and the slice.
 
 No Streamlit here, and no store path: the vectors are built from a ``Query`` function and live

@@ -58,7 +58,7 @@ def anchor_row(vectors: StepVectors, run_id: str, step_idx: int) -> int:
     raise AtlasError(f"Run '{run_id}' has no step {step_idx} (its steps are 0 to {n - 1}).")
 
 
-# Rows read per block (both passes of ``nearest``): a few float32 buffers of this length stay
+# Rows scored per block (``nearest``): a few float32 buffers of this length stay
 # in the CPU's cache, so each term is one pass over memory, not a 9.3M-row temporary.
 BLOCK = 1 << 16
 
@@ -77,11 +77,6 @@ class Anchor:
         step = vectors.step
         return cls(int(step["action"][row]), int(step["agent"][row]), np.float32(step["position"][row]),
                    np.float32(step["size"][row]), bool(step["has_size"][row]))
-
-    def bound(self) -> float:
-        """The most a row sharing no word with the anchor can score: every feature term at its top."""
-        return (WEIGHTS["action"] * (self.action >= 0) + WEIGHTS["agent"] * (self.agent >= 0)
-                + WEIGHTS["position"] + WEIGHTS["size"] * self.has_size)
 
 
 def score(anchor: Anchor, text: np.ndarray, step: Mapping[str, np.ndarray], rows: slice | np.ndarray) -> np.ndarray:
@@ -148,33 +143,23 @@ def nearest(vectors: StepVectors, row: int, in_slice: np.ndarray, k: int) -> tup
     """The ``k`` rows of the runs ``in_slice`` (a mask over ``vectors.runs``) most similar to
     ``row`` (itself left out): their rows, similarities and text cosines, most similar first.
 
-    Exact, in two steps. The text cosines come from the inverted index (only the rows sharing
-    a word with the anchor are touched), and those rows are scored in full. A row sharing no
-    word has its feature terms only, at most ``Anchor.bound()`` (0.4): when the k-th best row
-    sharing a word is above that, no other row can enter and the answer is read from those
-    alone. Otherwise (an anchor of rare words, or none) every row is scored, block by block.
-    Memory: the text cosines (4 bytes a row) and a few buffers of ``BLOCK`` rows.
+    Exact. The text cosines come from the inverted index (only the postings of the anchor's
+    words, in a compiled loop); then every row is scored, a cache-sized block at a time, and
+    only the rows above the k-th best so far are kept. Scoring whole blocks and not only the
+    rows sharing a word: templated trace text makes most rows share one (measured at 100,000
+    rooms, gathering them cost more than scoring all). Memory: the text cosines (4 bytes a
+    row) and a few buffers of ``BLOCK`` rows, whatever k and the slice.
     """
     anchor = Anchor.of(vectors, row)
     words = vectors.text_rows(np.array([row]))
     text = vectors.text_scores(words.indices, words.data)
-    step = vectors.step
-    everyone = bool(in_slice.all())
-    best = Best(k)
-    for lo in range(0, vectors.n_rows, BLOCK):  # by blocks: no array of every sharing row
-        rows = np.flatnonzero(text[lo:lo + BLOCK]) + lo
-        if not everyone:
-            rows = rows[in_slice[step["run_pos"][rows]]]
-        rows = rows[rows != row]
-        best.offer(rows, score(anchor, text[rows], step, rows))
-    if len(best.rows) < k or best.cut <= anchor.bound() + 1e-6:  # the margin: float32 sums
-        best = _scan(anchor, vectors, text, row, in_slice, everyone, k)
+    best = _scan(anchor, vectors, text, row, in_slice, bool(in_slice.all()), k)
     return best.rows, best.scores, text[best.rows]
 
 
 def _scan(anchor: Anchor, vectors: StepVectors, text: np.ndarray, row: int, in_slice: np.ndarray,
           everyone: bool, k: int) -> Best:
-    """``nearest``'s answer from scoring every row, a block at a time, in the rows' order."""
+    """The k best rows, scoring every row a block at a time in the rows' order."""
     step = vectors.step
     best = Best(k)
     for lo in range(0, vectors.n_rows, BLOCK):
