@@ -206,3 +206,52 @@ def test_the_explorer_step_detail_links_to_its_steps_like_this_one(root, monkeyp
     at = open_page(root, monkeypatch, "pages/explorer.py", run="p:1", step="4")
     buttons = [b for b in at.get("link_button") if "like this one" in b.proto.label]
     assert [b.proto.url for b in buttons] == ["/patterns?run=p%3A1&step=4"]
+
+
+def test_top_k_breaks_ties_by_the_lower_row_even_at_the_cut():
+    rows = np.array([5, 1, 3, 2, 9])
+    scores = np.array([0.5, 0.9, 0.5, 0.5, 0.7], dtype=np.float32)
+    # 0.9 (row 1), 0.7 (row 9), then of the three rows tied at 0.5 the lowest, row 2.
+    assert list(rows[similar.top_k(rows, scores, 3)]) == [1, 9, 2]
+    assert list(rows[similar.top_k(rows, scores, 4)]) == [1, 9, 2, 3]
+    # Offered a block at a time, the later blocks' equal scores lose to the held lower rows.
+    best = similar.Best(3)
+    for lo in range(0, 6, 2):
+        block = np.arange(lo, lo + 2)
+        best.offer(block, np.array([0.5, 0.5], dtype=np.float32))
+    assert list(best.rows) == [0, 1, 2] and best.cut == 0.5
+
+
+def test_the_scan_scores_every_row_by_its_features_when_no_word_is_shared(found):
+    # No text: the anchor p:1 step 4 (ACT, solver, position 4/5; no token counts) against
+    # another run's step 4 scores 0.2 + 0.1 + 0.05 = 0.35, a step 2 (ACT, solver, position
+    # 2/5) 0.2 + 0.1 + 0.05 x 0.6 = 0.33; equal scores in row order (run p:N starts at row 6(N-1)).
+    row = found.row_of(*ps.ANCHOR)
+    anchor = similar.Anchor.of(found, row)
+    no_text = np.zeros(found.n_rows, dtype=np.float32)
+    everyone = np.ones(len(found.runs), dtype=bool)
+    best = similar._scan(anchor, found, no_text, row, everyone, True, 6)
+    assert list(best.rows) == [10, 16, 22, 28, 34, 2]
+    assert np.allclose(best.scores, [0.35] * 5 + [0.33])
+    in_b = found.run_mask({"backbone": ["B"]})
+    assert list(in_b) == [False, False, False, True, True, True]
+    assert list(similar._scan(anchor, found, no_text, row, in_b, False, 2).rows) == [22, 28]
+
+
+def test_equal_scores_at_the_cut_go_to_the_lower_rows(found, query):
+    # Only p:2 and p:5 share the anchor's words (the others' words it has, "the", "of", are in
+    # every step: idf 0). Asked for 4, the other two are the step 4s of p:3 and p:4 (0.35 each,
+    # features only); p:6's equal step 4 is a later row.
+    result = similar.similar_steps(found, query, *ps.ANCHOR, k=4)
+    assert _keys(result.neighbours) == [ps.DUPLICATE, ps.B_DUPLICATE, ("p:3", 4), ("p:4", 4)]
+    assert list(result.neighbours["similarity"].iloc[2:]) == [0.35, 0.35]
+
+
+def test_the_compiled_postings_loop_adds_each_posting_once():
+    from auditatlas.patterns.kernels import add_postings
+
+    # Column 0 holds rows 1 and 3 (0.5, 0.25), column 1 row 0 (1.0); the shard starts at row 1.
+    scores = np.zeros(5, dtype=np.float32)
+    add_postings(scores, 1, np.array([0, 2, 3]), np.array([1, 3, 0], dtype=np.int32),
+                 np.array([0.5, 0.25, 1.0], dtype=np.float32), np.array([0, 1]), np.array([2.0, 4.0], dtype=np.float32))
+    assert list(scores) == [0.0, 4.0, 1.0, 0.0, 0.5]

@@ -30,12 +30,16 @@ The similarity (one number in [0, 1], the same for neighbours and clusters)
 
 Why exact top-k by sparse products and not sklearn ``NearestNeighbors``
     A brute-force ``NearestNeighbors`` fit holds the whole matrix in memory and computes every
-    distance with every column; an ANN index costs minutes to build and is approximate. Here
-    the text part is read from an inverted index (each column's steps, ``csc``): only the
-    postings of the anchor's own ``TERMS_PER_STEP`` words are touched, and since every step
-    keeps only its heaviest words, the postings of common words are short. The feature part
-    is a few vector operations over every row; the slice is a row mask; ``argpartition`` takes
-    the top k. Linear in the rows with a small constant: the target is 500 ms at 9.3M steps.
+    distance with every column; an ANN index (hnswlib, pynndescent, annoy) costs minutes to
+    build at 9.3M steps, holds its graph in memory beside the app and is approximate, while
+    the exact answer below is cheaper. The text part is read from an inverted index (each
+    column's steps, ``csc``): only the postings of the anchor's own ``TERMS_PER_STEP`` words are
+    touched, and since every step keeps only its heaviest words, the postings of common words
+    are short; their loop is compiled (``kernels.py``). Every step's features are then scored
+    in cache-sized blocks, keeping the k best so far (``similar.nearest``): linear in the
+    steps, but a few passes over small arrays, not one 9.3M-row temporary per term. The slice
+    is a mask over runs (a look-up in each column's few names); ties go to the lower row.
+    Memory: 4 bytes per step (the text cosines) and a few blocks, whatever k and the slice.
 
 No Streamlit here, and no store path: the vectors are built from a ``Query`` function and live
 in a folder the caller names (``build.vectors_home``: next to the derived tables, keyed by the

@@ -42,6 +42,8 @@ class StepVectors:
         self.run_start = np.concatenate(([0], np.cumsum(n_steps)))
         self.shards = [self._shard(i, lo, hi) for i, (lo, hi) in enumerate(meta["shards"])]
         self.shard_starts = np.array([s.start for s in self.shards], dtype=np.int64)
+        self._factorized: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._columns: dict[str, np.ndarray] = {}
 
     def _shard(self, i: int, lo: int, hi: int) -> Shard:
         base = self.folder / f"shard-{i}"
@@ -68,9 +70,9 @@ class StepVectors:
         rows = [self.row_of(str(r), int(s)) for r, s in keys]
         return np.array([r for r in rows if r is not None], dtype=np.int64)
 
-    def slice_mask(self, slice_: Mapping[str, Any] | None) -> np.ndarray:
-        """Per row: whether its run is in the slice (the shared slice's meaning: every filtered
-        column holds one of its values; an empty column filters nothing)."""
+    def run_mask(self, slice_: Mapping[str, Any] | None) -> np.ndarray:
+        """Per run (the rows of ``runs``): whether it is in the slice (the shared slice's meaning:
+        every filtered column holds one of its values; an empty column filters nothing)."""
         keep = np.ones(len(self.runs), dtype=bool)
         for column in SLICE_COLUMNS:
             values = list((slice_ or {}).get(column) or [])
@@ -80,8 +82,30 @@ class StepVectors:
                 held = self.runs[column].to_numpy(dtype=np.float64)
                 keep &= np.isin(held, [float(v) for v in values])
             else:
-                keep &= self.runs[column].astype("string").isin([str(v) for v in values]).fillna(False).to_numpy(bool)
-        return np.repeat(keep, np.diff(self.run_start))
+                codes, names = self._codes(column)
+                wanted = np.append(np.isin(names, [str(v) for v in values]), False)  # code -1: missing
+                keep &= wanted[codes]
+        return keep
+
+    def _codes(self, column: str) -> tuple[np.ndarray, np.ndarray]:
+        """A slice column's values as codes into its distinct names (-1: missing), once per open:
+        a slice is then a look-up in a few names, not a million string comparisons."""
+        found = self._factorized.get(column)
+        if found is None:
+            codes, names = pd.factorize(self.runs[column].astype("string"))
+            found = self._factorized[column] = (codes, np.asarray(names, dtype=object).astype(str))
+        return found
+
+    def _objects(self, column: str) -> np.ndarray:
+        """A run column as an object array, made once per open (a million runs: not per answer)."""
+        found = self._columns.get(column)
+        if found is None:
+            found = self._columns[column] = self.runs[column].to_numpy(dtype=object)
+        return found
+
+    def slice_mask(self, slice_: Mapping[str, Any] | None) -> np.ndarray:
+        """Per row: whether its run is in the slice (``run_mask``)."""
+        return np.repeat(self.run_mask(slice_), np.diff(self.run_start))
 
     def keys(self, rows: np.ndarray) -> pd.DataFrame:
         """run_id, step_idx, backbone, corpus, action, agent, label of ``rows``."""
@@ -92,8 +116,8 @@ class StepVectors:
         return pd.DataFrame({
             "run_id": self.run_ids[run_pos],
             "step_idx": np.asarray(self.step["step_idx"][rows]).astype(np.int64),
-            "corpus": self.runs["corpus"].to_numpy(dtype=object)[run_pos],
-            "backbone": self.runs["backbone"].to_numpy(dtype=object)[run_pos],
+            "corpus": self._objects("corpus")[run_pos],
+            "backbone": self._objects("backbone")[run_pos],
             "action": _names(self.actions, action),
             "agent": _names(self.agents, agent),
             "label": label,
@@ -131,15 +155,16 @@ class StepVectors:
 
     def text_scores(self, columns: np.ndarray, weights: np.ndarray) -> np.ndarray:
         """Per row: the dot product of its text vector with the sparse vector (columns, weights),
-        read from the inverted index (only the postings of ``columns`` are touched)."""
+        read from the inverted index (only the postings of ``columns`` are touched; compiled:
+        ``kernels.add_postings``)."""
+        from .kernels import add_postings
+
         scores = np.zeros(self.n_rows, dtype=np.float32)
+        columns = np.ascontiguousarray(columns, dtype=np.int64)
+        weights = np.ascontiguousarray(weights, dtype=np.float32)
         for shard in self.shards:
-            indptr, indices, data = shard.index
-            for column, weight in zip(columns, weights):
-                lo, hi = int(indptr[column]), int(indptr[column + 1])
-                if hi > lo:
-                    # A column lists each row once, so the fancy-indexed add is exact.
-                    scores[shard.start + np.asarray(indices[lo:hi])] += weight * np.asarray(data[lo:hi])
+            indptr, indices, data = (np.asarray(part) for part in shard.index)
+            add_postings(scores, shard.start, indptr, indices, data, columns, weights)
         return scores
 
 
