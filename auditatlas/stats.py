@@ -295,7 +295,7 @@ def clopper_pearson(successes: int, trials: int, confidence: float = 0.95) -> tu
     """
     if trials <= 0:
         raise UndefinedMetric("A proportion's interval needs at least one item.")
-    ci = _sps.binomtest(int(successes), int(trials)).proportion_ci(confidence_level=confidence, method="exact")
+    ci = _sps().binomtest(int(successes), int(trials)).proportion_ci(confidence_level=confidence, method="exact")
     return float(ci.low), float(ci.high)
 
 
