@@ -141,6 +141,24 @@ def graph_frame(page, timeout: float = 60_000):
     raise AssertionError("the run graph was not drawn")
 
 
+def graph_reads(page, script: str, expected, timeout: float = 60_000):
+    """What ``script`` evaluates to in the run graph's frame once it is ``expected``, or the last
+    value seen when ``timeout`` ms pass. After a change of step or edges the URL and the page
+    text update before the graph's frame is replaced (seen under load: the old frame still
+    selected the old step)."""
+    deadline = time.time() + timeout / 1000
+    seen = None
+    while time.time() < deadline:
+        try:
+            seen = graph_frame(page, timeout=timeout).evaluate(script)
+        except Exception:  # noqa: BLE001 - the frame is being replaced
+            seen = None
+        if seen == expected:
+            break
+        page.wait_for_timeout(300)
+    return seen
+
+
 def keep_shot(page, path: Path, full_page: bool = False) -> None:
     """A screenshot at ``path`` when ``AUDITATLAS_BROWSER_SHOTS`` is set (to look at the pages as a
     person would). Off by default: no assertion reads them, and the ~20 of them cost the suite

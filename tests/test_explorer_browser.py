@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, quote, urlparse
 
 import pytest
 
-from browser_support import graph_frame, keep_shot, new_page, shots_dir, wait_idle
+from browser_support import graph_frame, keep_shot, graph_reads, new_page, shots_dir, wait_idle
 from conftest import WHOWHEN
 
 pytestmark = pytest.mark.browser
@@ -44,15 +44,14 @@ def test_whowhen_deep_link(app_server, browser):
     page.get_by_role("option", name="3 ·", exact=False).first.click()
     page.wait_for_url("**step=3**", timeout=60_000)
     wait_idle(page, "Judges on this run")
-    frame = graph_frame(page)
-    assert frame.evaluate("() => window.traceNetwork.getSelectedNodes()") == ["3"]
+    assert graph_reads(page, "() => window.traceNetwork.getSelectedNodes()", ["3"]) == ["3"]
     assert parse_qs(urlparse(page.url).query)["set"] == [judge]
     # Showing the inferred context edges (toggle) puts them in the link and in the graph.
     page.get_by_text("Show inferred full-context edges").click()
     page.wait_for_url("**context=1**", timeout=60_000)
     wait_idle(page, "Judges on this run")
-    frame = graph_frame(page)
-    assert frame.evaluate("() => window.traceNetwork.body.data.edges.length") == n * (n - 1) // 2 + n - 1
+    edges = n * (n - 1) // 2 + n - 1
+    assert graph_reads(page, "() => window.traceNetwork.body.data.edges.length", edges) == edges
     assert not outside, f"requests left localhost: {outside}"
 
 
