@@ -101,8 +101,14 @@ def span(intervals: Sequence[Sequence[float] | None]) -> list[float] | None:
     return [min(iv[0] for iv in got), max(iv[1] for iv in got)]
 
 
-def fmt(interval: Sequence[float] | None, digits: int = 3) -> str:
-    """'[0.336, 0.509]'; '' without an interval."""
-    if not interval:
+def fmt_interval(low: float | None, high: float | None, digits: int = 3) -> str:
+    """'[0.336, 0.509]'; '' where there is no interval (a bound missing or not finite). The one
+    spelling of an interval on the boards, the AUROC grid, their hovers and exports."""
+    if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
         return ""
-    return f"[{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]"
+    return f"[{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def fmt(interval: Sequence[float] | None, digits: int = 3) -> str:
+    """``fmt_interval`` of a [low, high] pair; '' without an interval."""
+    return fmt_interval(*interval, digits=digits) if interval else ""

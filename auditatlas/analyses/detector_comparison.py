@@ -27,6 +27,7 @@ import pandas as pd
 
 from .. import actions
 from ..stats import obuchowski_variance, wald_interval
+from .board_intervals import fmt_interval  # noqa: F401 - the grid's cells; figures.detectors reads it here
 from ..views import explorer_url
 from . import Query
 
@@ -91,8 +92,12 @@ def fmt_mean_std(mean: float, std: float, digits: int = 3) -> str:
 
 def span(values: pd.Series) -> str:
     """'12' when every seed rests on the same count, '10–14' when the seeds' test sets differ."""
-    lo, hi = int(values.min()), int(values.max())
-    return f"{lo:,}" if lo == hi else f"{lo:,}–{hi:,}"
+    return count_span(values.min(), values.max())
+
+
+def count_span(lo: int, hi: int) -> str:
+    """'12' when the lowest and highest count agree, else '10–14'."""
+    return f"{int(lo):,}" if lo == hi else f"{int(lo):,}–{int(hi):,}"
 
 
 # ----------------------------------------------------------------------------- prediction sets
@@ -169,13 +174,14 @@ def random_baseline(dets: pd.DataFrame) -> str | None:
 
 # ----------------------------------------------------------------------------- the AUROC grid
 
-def undefined_reason(n_pos: pd.Series, n_neg: pd.Series) -> str:
-    """Why no seed of a cell has a ROC-AUC (it needs at least one positive and one negative)."""
-    if len(n_pos) == 0 or (n_pos.sum() + n_neg.sum()) == 0:
+def undefined_reason(pos_max: int, neg_max: int) -> str:
+    """Why no seed of a cell has a ROC-AUC (it needs at least one positive and one negative),
+    from the most positives and negatives any of its seeds has."""
+    if pos_max + neg_max == 0:
         return "no scored labeled test steps"
-    if (n_pos == 0).all():
+    if pos_max == 0:
         return "no anomalies (positives) among the test steps"
-    if (n_neg == 0).all():
+    if neg_max == 0:
         return "no normal steps (negatives) among the test steps"
     return "every seed lacks positives or negatives"
 
@@ -221,8 +227,8 @@ def aggregate_cells(per_set: pd.DataFrame, sets: pd.DataFrame) -> pd.DataFrame:
         n_pos_min=("n_pos", "min"), n_pos_max=("n_pos", "max"), n_neg_min=("n_neg", "min"),
         n_neg_max=("n_neg", "max"), ci_low=("auc_low", "min"), ci_high=("auc_high", "max"),
         n_ci=("auc_low", "count"), first_reason=("first_reason", "first")).reset_index()
-    g["n_pos"] = [_span(lo, hi) for lo, hi in zip(g["n_pos_min"], g["n_pos_max"])]
-    g["n_neg"] = [_span(lo, hi) for lo, hi in zip(g["n_neg_min"], g["n_neg_max"])]
+    g["n_pos"] = [count_span(lo, hi) for lo, hi in zip(g["n_pos_min"], g["n_pos_max"])]
+    g["n_neg"] = [count_span(lo, hi) for lo, hi in zip(g["n_neg_min"], g["n_neg_max"])]
     g["reason"] = [_cell_reason(*v) for v in zip(g["n_defined"], g["n_seeds"], g["n_pos_max"], g["n_neg_max"])]
     g["ci_of"] = [_interval_of(k, n) for k, n in zip(g["n_ci"], g["n_seeds"])]
     g["ci_reason"] = np.where(g["n_ci"] > 0, "", g["first_reason"].fillna("no interval"))
@@ -231,20 +237,10 @@ def aggregate_cells(per_set: pd.DataFrame, sets: pd.DataFrame) -> pd.DataFrame:
     return g[cols]
 
 
-def _span(lo: int, hi: int) -> str:
-    return f"{int(lo):,}" if lo == hi else f"{int(lo):,}–{int(hi):,}"
-
-
 def _cell_reason(n_defined: int, n_seeds: int, pos_max: int, neg_max: int) -> str:
     """``undefined_reason`` from a cell's counts, or the partly defined cell's note."""
     if n_defined == 0:
-        if pos_max + neg_max == 0:
-            return "no scored labeled test steps"
-        if pos_max == 0:
-            return "no anomalies (positives) among the test steps"
-        if neg_max == 0:
-            return "no normal steps (negatives) among the test steps"
-        return "every seed lacks positives or negatives"
+        return undefined_reason(pos_max, neg_max)
     if n_defined < n_seeds:
         return f"{n_seeds - n_defined} of {n_seeds} seeds undefined (no positives or no negatives); mean of the rest"
     return ""
@@ -259,13 +255,6 @@ def _interval_of(n_ci: int, n_seeds: int) -> str:
         return ""
     of = "one set" if n_ci == 1 else f"span of {n_ci} seeds' intervals"
     return of + (f" ({n_ci} of {n_seeds} seeds have one)" if n_ci < n_seeds else "")
-
-
-def fmt_interval(low: float, high: float, digits: int = 3) -> str:
-    """'[0.612, 0.701]'; '' where there is no interval."""
-    if low is None or high is None or not (np.isfinite(low) and np.isfinite(high)):
-        return ""
-    return f"[{low:.{digits}f}, {high:.{digits}f}]"
 
 
 def grid_means(cells: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -10,6 +10,7 @@ import math
 import pandas as pd
 import plotly.graph_objects as go
 
+from ..analyses.board_intervals import fmt as interval_fmt
 from .text import plotly as plotly_text
 
 ROLE_LABEL = {"floor": "floor", "baseline": "baseline", "entrant": "entrant", "extra": "extra (not a board row)"}
@@ -39,7 +40,7 @@ def rows_frame(result, per_seed: bool = False) -> tuple[pd.DataFrame, pd.DataFra
             interval = e.intervals.get(m)
             rec[m] = (spread.text(with_range=False) if spread else fmt(value, blank="")) if grouped else value
             if m in methods:
-                rec[f"{m} 95%"] = interval_text(interval)
+                rec[f"{m} 95%"] = interval_fmt(interval)
             csv[m] = spread.mean if spread else value
             if m in methods:
                 csv.update({f"{m} 95% low": interval[0] if interval else None,
@@ -59,13 +60,6 @@ def rows_frame(result, per_seed: bool = False) -> tuple[pd.DataFrame, pd.DataFra
         shown.append(rec)
         download.append(csv)
     return pd.DataFrame(shown), pd.DataFrame(download)
-
-
-def interval_text(interval) -> str:
-    """'[0.336, 0.509]'; '' where the line has no interval."""
-    if not interval:
-        return ""
-    return f"[{interval[0]:.3f}, {interval[1]:.3f}]"
 
 
 def interval_caption(result, grouped: bool) -> str:
@@ -143,7 +137,7 @@ def live_figure(result) -> go.Figure:
     for row in result.rows:
         ys = [row.metrics.get(m) for m in prefixes]
         hover = [plotly_text(f"{row.entrant} at {x}%: ROC-AUC {fmt(y)}"
-                             + (f", 95% interval {interval_text(row.intervals.get(m))} "
+                             + (f", 95% interval {interval_fmt(row.intervals.get(m))} "
                                 f"({result.interval_methods.get(m, '')})" if row.intervals.get(m) else ", no interval"))
                  for x, y, m in zip(xs, ys, prefixes)]
         fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name=plotly_text(row.entrant),
