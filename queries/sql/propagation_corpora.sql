@@ -7,7 +7,7 @@
 -- a chain has one origin, and a failed step outside a chain is alone in its scope.
 WITH @slice,
 run_counts AS (
-    SELECT corpus, count(*) AS runs, count(*) FILTER (WHERE outcome IN ('success', 'failure')) AS runs_with_outcome
+    SELECT corpus, count(*) AS runs, count(*) FILTER (WHERE @known_outcome) AS runs_with_outcome
     FROM sliced_runs GROUP BY ALL
 ),
 chain_counts AS (

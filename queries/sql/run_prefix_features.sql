@@ -16,7 +16,7 @@ population AS (
     SELECT r.run_id, r.outcome, r.n_steps AS run_steps,
            least(r.n_steps, greatest(1, ceil(round($fraction * r.n_steps, 6))))::BIGINT AS k
     FROM sliced_runs r
-    WHERE r.outcome IN ('success', 'failure') AND r.n_steps >= greatest($min_steps, 1)
+    WHERE @known_outcome AND r.n_steps >= greatest($min_steps, 1)
     -- Above $max_runs runs the boards use a fixed sample: the $max_runs runs with the smallest
     -- md5 of their id (the same runs on every call and every machine; NULL = every run).
     QUALIFY $max_runs IS NULL OR row_number() OVER (ORDER BY md5(r.run_id), r.run_id) <= $max_runs

@@ -3,4 +3,4 @@
 WITH @slice
 SELECT count(*) AS runs
 FROM sliced_runs r
-WHERE r.outcome IN ('success', 'failure') AND r.n_steps >= greatest($min_steps, 1)
+WHERE @known_outcome AND r.n_steps >= greatest($min_steps, 1)

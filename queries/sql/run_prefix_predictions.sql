@@ -10,7 +10,7 @@ population AS (
     SELECT r.run_id,
            least(r.n_steps, greatest(1, ceil(round($fraction * r.n_steps, 6))))::BIGINT AS k
     FROM sliced_runs r
-    WHERE r.outcome IN ('success', 'failure') AND r.n_steps >= greatest($min_steps, 1)
+    WHERE @known_outcome AND r.n_steps >= greatest($min_steps, 1)
 )
 SELECT p.set_id, p.run_id, max(p.score) AS score,
        CASE WHEN bool_or(p.step_idx IS NULL) THEN 'run' ELSE 'step' END AS granularity,
