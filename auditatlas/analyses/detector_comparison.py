@@ -27,7 +27,7 @@ import pandas as pd
 
 from .. import actions
 from ..stats import obuchowski_variance, wald_interval
-from .board_intervals import fmt_interval  # noqa: F401 - the grid's cells; figures.detectors reads it here
+from .board_intervals import fmt_interval
 from ..views import explorer_url
 from . import Query
 

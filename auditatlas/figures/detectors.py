@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from auditatlas.analyses import detector_comparison as dv
+from auditatlas.analyses.board_intervals import fmt_interval
 from .text import plotly as safe
 
 # Red (worse than chance) through pale yellow (0.5) to green (1.0), one scale for every grid.
@@ -110,7 +111,7 @@ def heatmaps(grid: dv.Grid, backbones: list[str]) -> go.Figure:
 def _hover_interval(cell) -> str:
     """'95% interval [0.61, 0.80] (span of 5 seeds' intervals), clustered by run (Obuchowski 1997)',
     or why there is none."""
-    ci = dv.fmt_interval(cell["ci_low"], cell["ci_high"])
+    ci = fmt_interval(cell["ci_low"], cell["ci_high"])
     if not ci:
         return f"no 95% interval ({cell['ci_reason']})"
     return f"95% interval {ci} ({cell['ci_of']}), {dv.INTERVAL_METHOD}"
