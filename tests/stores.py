@@ -64,7 +64,6 @@ RECIPES: dict[str, Callable[[Path], None]] = {
     "app": _app,
     "detectors": _detectors,
     "demo-300-s0": _demo(300, 0),
-    "demo-300-s1": _demo(300, 1),
 }
 
 

@@ -53,6 +53,26 @@ def tiny_store(root: Path) -> Path:
     return root
 
 
+_BUILT: list[Path] = []  # the module's one tiny store, built by _tiny_template
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _tiny_template(tmp_path_factory):
+    """Build the tiny store once for the module: the ~200 cases each break a copy of it (a write
+    with its checks costs 0.15 CPU-s; a copy of its few files, nothing)."""
+    _BUILT[:] = [tiny_store(tmp_path_factory.mktemp("tiny") / "store")]
+    yield
+    _BUILT.clear()
+
+
+def fresh_tiny_store(root: Path) -> Path:
+    """A store at ``root`` as ``tiny_store`` writes it: a copy of the module's one build."""
+    if not _BUILT:
+        return tiny_store(root)
+    shutil.copytree(_BUILT[0], root)
+    return root
+
+
 def break_store(kind: str, root: Path) -> tuple[Path, str]:
     """Break ``root`` one way: the store path to use and a phrase its one sentence contains."""
     folder = root / store.read_manifest(root)["sources"]["alpha"]["dir"]
@@ -127,7 +147,7 @@ def restore_permissions(root: Path) -> None:
 
 @contextlib.contextmanager
 def broken(tmp_path: Path, kind: str):
-    root = tiny_store(tmp_path / "store")
+    root = fresh_tiny_store(tmp_path / "store")
     path, phrase = break_store(kind, root)
     try:
         yield path, phrase

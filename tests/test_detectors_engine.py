@@ -91,11 +91,11 @@ def toy(tmp_path) -> Path:
 
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory) -> Path:
-    """300 simulated rooms (about 2,800 steps, five backbones) plus an unrelated source."""
-    from auditatlas.ingest.demo import build_demo
+    """300 simulated rooms (about 2,800 steps, five backbones) plus an unrelated source: a copy
+    of the session's demo-300-s0 build (tests/stores.py; 11 CPU-s per worker built here)."""
+    from stores import copy_of
 
-    root = tmp_path_factory.mktemp("sim-store")
-    build_demo(root, rooms=300, seed=0)
+    root = copy_of("demo-300-s0", tmp_path_factory.mktemp("sim-store") / "store")
     write_source(root, "toy", _toy_tables())
     return root
 
