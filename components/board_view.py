@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from auditatlas.figures.boards import (  # noqa: F401 - rows_frame re-exported
-    STATUS_COLOR, contrasts_frame, fmt as _fmt, interval_caption, live_figure, published_frame, rows_frame,
+    STATUS_COLOR, contrasts_frame, extra_frame, fmt as _fmt, interval_caption, live_figure, published_frame, rows_frame,
     shown_rows)
 from components.safe import md
 from components.tables import csv_safe, file_name, table
@@ -38,7 +38,8 @@ def draw(result, cells, key: str, per_seed: bool = False) -> None:
     _coverage(result, key)
     for name, rows in result.extra_tables.items():
         st.markdown(f"*{md(name.replace('_', ' '))}*")
-        table(pd.DataFrame(rows).round(3), f"{key}-{name}")
+        shown, download = extra_frame(rows)
+        table(shown, f"{key}-{name}", caption=result.extra_captions.get(name), download=download)
     if result.contrasts:
         with st.expander(f"Paired contrasts ({len(result.contrasts)}, Holm-adjusted within each family)"):
             table(contrasts_frame(result), f"{key}-contrasts")

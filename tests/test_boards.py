@@ -85,6 +85,47 @@ def test_pre_rules_and_per_source_cells_match_the_golden_board(catch_store):
     assert all(c.matches for c in cells), [(c.entrant, c.corpus, c.metric) for c in cells if not c.matches]
 
 
+def test_pre_f1_by_source_carries_each_sources_own_cluster_bootstrap(catch_store):
+    """Each source's F1 with its 95% interval: the published value inside it, the oracle's
+    [1, 1], and flag_all's n8n interval against a bootstrap written out here from the store's
+    own rows (n8n's configurations drawn whole; flag_all flags every capability, so a
+    configuration's true positives are its excess capabilities and its false positives the rest)."""
+    import numpy as np
+
+    from auditatlas.figures.boards import extra_frame
+    from queries import connect
+
+    result = run_board("pre", runner(catch_store))
+    rows = {r["entrant"]: r for r in result.extra_tables["f1_by_source"]}
+    cells = [c for c in reconcile(result, runner(catch_store)) if c.metric == "f1" and c.corpus != result.corpus]
+    assert len(cells) == 66  # 11 entrants x 6 sources
+    for c in cells:
+        low, high = rows[c.entrant][f"{c.corpus} 95% low"], rows[c.entrant][f"{c.corpus} 95% high"]
+        assert 0 <= low <= c.published + 0.0005 and c.published - 0.0005 <= high <= 1, (c.entrant, c.corpus, low, high)
+    oracle = rows["oracle_privilege_diff"]
+    assert all(oracle[f"{s} 95% low"] == oracle[f"{s} 95% high"] == 1.0 for s in ("crewai", "n8n", "mcp", "overall"))
+    assert (rows["flag_all"]["overall 95% low"], rows["flag_all"]["overall 95% high"]) == \
+        tuple(next(r for r in result.rows if r.entrant == "flag_all").intervals["f1"])
+
+    con = connect(catch_store)
+    per_config = con.execute("""
+        SELECT sum(c.excess::INT), sum((NOT c.excess)::INT) FROM capabilities c JOIN configs g USING (corpus, config_id)
+        WHERE g.config_source = 'n8n' GROUP BY config_id ORDER BY config_id""").fetchall()
+    con.close()
+    tp, fp = (np.array(col, dtype=float) for col in zip(*per_config))
+    draws = np.random.default_rng(0).integers(0, len(tp), size=(1000, len(tp)))
+    f1 = [2 * tp[d].sum() / (2 * tp[d].sum() + fp[d].sum()) for d in draws]
+    expected = np.quantile(f1, [0.025, 0.975])
+    assert [rows["flag_all"]["n8n 95% low"], rows["flag_all"]["n8n 95% high"]] == pytest.approx(list(expected))
+
+    shown, download = extra_frame(result.extra_tables["f1_by_source"])
+    line = shown.set_index("entrant").loc["flag_all"]
+    assert line["n8n"] == 0.154 and line["n8n 95%"] == f"[{expected[0]:.3f}, {expected[1]:.3f}]"
+    assert list(shown.columns[:3]) == ["entrant", "crewai", "crewai 95%"]
+    assert download.set_index("entrant").loc["flag_all", "n8n 95% low"] == pytest.approx(expected[0])
+    assert "over that source's configurations only" in result.extra_captions["f1_by_source"]
+
+
 def test_pre_judge_contrast_separates_from_floor(catch_store):
     result = run_board("pre", runner(catch_store))
     judge = next(c for c in result.contrasts if c.a_name == "llm_judge_needed(llama-3.3-70b)")
@@ -108,8 +149,13 @@ def test_post_localization_json_uses_board_spelling(whowhen_store):
     data = run_board("post-localization", runner(whowhen_store), "whowhen").to_json()
     assert data["board"] == "post-localization" and data["corpus"] == "whowhen" and data["n_items"] == 126
     row = next(r for r in data["rows"] if r["entrant"] == "llm-judge all-at-once (gpt-5.5)")
-    assert set(row) == {"entrant", "top1", "top3", "mrr"}
+    assert set(row) == {"entrant", "top1", "top3", "mrr", "intervals", "role", "n_items", "seed_group", "seed"}
     assert row["top1"] == pytest.approx(0.452, abs=0.0005)
+    for metric, published in zip(("top1", "top3", "mrr"), POST_PUBLISHED["llm-judge all-at-once (gpt-5.5)"]):
+        low, high = row["intervals"][metric]
+        assert 0 <= low < published < high <= 1, metric
+    assert data["interval_methods"]["top1"].startswith("Clopper-Pearson") and "bootstrap" in data["interval_methods"]["mrr"]
+    assert data["seed_groups"] == [] and row["role"] == "entrant" and row["n_items"] == 126
 
 
 def test_missing_blocks_name_the_corpora_they_need(catch_store):

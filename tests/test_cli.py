@@ -61,6 +61,12 @@ def test_board_json(full_store):
     assert data["board"] == "pre" and data["n_items"] == 1187
     flag_all = next(r for r in data["rows"] if r["entrant"] == "flag_all")
     assert round(flag_all["f1"], 3) == 0.601
+    low, high = flag_all["intervals"]["f1"]  # the published 0.601 inside its 95% interval, as on the page
+    assert 0.5 < low < 0.601 < high < 0.7 and flag_all["role"] == "floor"
+    assert "configuration-cluster bootstrap" in data["interval_methods"]["f1"]
+    by_source = {r["entrant"]: r for r in data["extra_tables"]["f1_by_source"]}
+    assert round(by_source["flag_all"]["n8n"], 3) == 0.154
+    assert by_source["flag_all"]["n8n 95% low"] < 0.154 < by_source["flag_all"]["n8n 95% high"]
 
 
 def test_live_board_on_taubench(full_store):
@@ -68,7 +74,10 @@ def test_live_board_on_taubench(full_store):
     assert done.returncode == 0, done.stderr
     rows = {r["entrant"]: r for r in json.loads(done.stdout)["rows"]}
     assert {"random", "size (flat)", "auditable (size+deps)", "full", "pyod (ECOD)"} <= set(rows)
-    assert set(rows["random"]) == {"entrant", "auc@25", "auc@50", "auc@75", "auc@100", "t2d"}
+    metrics = {"auc@25", "auc@50", "auc@75", "auc@100", "t2d"}
+    assert set(rows["random"]) == {"entrant", *metrics, "intervals", "role", "n_items", "seed_group", "seed"}
+    assert set(rows["full"]["intervals"]) == metrics - {"t2d"}  # a threshold crossing is not an estimate
+    assert all(lo <= rows["full"][m] <= hi for m, (lo, hi) in rows["full"]["intervals"].items())
     assert all(0.0 <= rows["full"][k] <= 1.0 for k in ("auc@25", "auc@50", "auc@75", "auc@100"))
 
 

@@ -11,7 +11,8 @@ Each board says how its intervals are made (``BoardResult.interval_methods``), p
   as the paired contrasts draw);
 - PRE precision, recall, F1: a configuration-cluster bootstrap (the clusters the PRE contrasts
   resample: a configuration's capabilities are labeled together), 1,000 resamples, seed 0;
-  coverage, a share of configurations: Clopper-Pearson.
+  coverage, a share of configurations: Clopper-Pearson. F1 by source: the same bootstrap over
+  that source's configurations only.
 
 A seed group's line (``board_seeds``) shows the span of its seeds' intervals, the lowest low to
 the highest high, beside the mean ± sd: the seeds score overlapping runs, so an interval of
@@ -77,20 +78,31 @@ PRE_METRICS = {
 def pre_intervals(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray, n_scored: int, n_configs: int,
                   n_boot: int, seed: int = 0) -> dict[str, list[float]]:
     """PRE precision, recall and F1 by the configuration-cluster bootstrap of the per-config
-    counts; coverage by Clopper-Pearson. A ratio with nothing to divide by (flag_none's
-    precision: it flags nothing) gets no interval: its 0.000 is a convention, not an estimate."""
+    counts; coverage by Clopper-Pearson."""
     out: dict[str, list[float]] = {}
-    totals = {"precision": tp.sum() + fp.sum(), "recall": tp.sum() + fn.sum(), "f1": 2 * tp.sum() + fp.sum() + fn.sum()}
-    for metric, fn_metric in PRE_METRICS.items():
-        if totals[metric] == 0:
-            continue
-        try:
-            out[metric] = list(cluster_bootstrap_ci((tp, fp, fn), fn_metric, n_boot=n_boot, seed=seed))
-        except UndefinedMetric:
-            continue
+    for metric in PRE_METRICS:
+        interval = pre_ratio_interval(metric, tp, fp, fn, n_boot, seed)
+        if interval is not None:
+            out[metric] = interval
     if n_configs:
         out["coverage"] = list(clopper_pearson(n_scored, n_configs))
     return out
+
+
+def pre_ratio_interval(metric: str, tp: np.ndarray, fp: np.ndarray, fn: np.ndarray, n_boot: int,
+                       seed: int = 0) -> list[float] | None:
+    """One PRE ratio's configuration-cluster bootstrap interval from per-configuration counts
+    (the whole board's configurations, or one source's). A ratio with nothing to divide by
+    (flag_none's precision: it flags nothing) gets none: its 0.000 is a convention, not an
+    estimate; nor do fewer than two configurations."""
+    total = {"precision": tp.sum() + fp.sum(), "recall": tp.sum() + fn.sum(),
+             "f1": 2 * tp.sum() + fp.sum() + fn.sum()}[metric]
+    if total == 0:
+        return None
+    try:
+        return list(cluster_bootstrap_ci((tp, fp, fn), PRE_METRICS[metric], n_boot=n_boot, seed=seed))
+    except UndefinedMetric:
+        return None
 
 
 def span(intervals: Sequence[Sequence[float] | None]) -> list[float] | None:

@@ -118,13 +118,27 @@ INTERVAL_METHODS = {m: f"configuration-cluster bootstrap ({N_BOOT:,} resamples, 
 INTERVAL_METHODS["coverage"] = ci.CLOPPER_PEARSON_CONFIGS
 
 
-def _intervals(truth: np.ndarray, flagged: np.ndarray, scored: np.ndarray, codes: np.ndarray, n_configs: int,
-               n_scored: int) -> dict[str, list[float]]:
-    """The row's 95% intervals: its pairs reduced to (tp, fp, fn) per configuration, as the
-    contrasts reduce them, and whole configurations resampled (``board_intervals.pre_intervals``)."""
-    k = int(codes.max()) + 1 if codes.size else 0
-    tp, fp, fn = _cluster_counts(truth, flagged, scored, codes, k)
-    return ci.pre_intervals(tp, fp, fn, n_scored, n_configs, N_BOOT)
+BY_SOURCE = "f1_by_source"
+BY_SOURCE_CAPTION = (f"95% intervals ('… 95%'): F1's configuration-cluster bootstrap ({N_BOOT:,} resamples, seed 0, "
+                     "percentile) over that source's configurations only; blank where F1 has nothing to divide by.")
+
+
+def _by_source_row(name: str, per_source: dict, overall: float, counts: tuple[np.ndarray, ...],
+                   cluster_source: np.ndarray, overall_interval: list[float] | None) -> dict:
+    """One line of the F1-by-source table: each source's F1 and its 95% interval (bounds as
+    numbers, ``… 95% low`` / ``… 95% high``: the page shows them as one text cell), then the pooled F1."""
+    row: dict = {"entrant": name}
+    for source, value in per_source.items():
+        mine = cluster_source == source
+        interval = ci.pre_ratio_interval("f1", *(c[mine] for c in counts), N_BOOT)
+        row.update({source: value["f1"], **_bounds(source, interval)})
+    row.update({"overall": overall, **_bounds("overall", overall_interval)})
+    return row
+
+
+def _bounds(column: str, interval: list[float] | None) -> dict:
+    low, high = interval if interval else (None, None)
+    return {f"{column} 95% low": low, f"{column} 95% high": high}
 
 
 # Every entrant (rules, stored judges) against the floor; the baselines (flag_none, the
@@ -140,19 +154,24 @@ def compute(query: Query, corpus: str, slice_: dict | None = None) -> BoardResul
         raise AtlasError(f"PRE board on '{corpus}': no configuration in this slice.")
     truth = np.array([c.excess for cfg in configs for c in cfg.capabilities], dtype=bool)
     cluster = np.array([cfg.config_id for cfg in configs for _ in cfg.capabilities])
-    _, codes = np.unique(cluster, return_inverse=True)
+    config_ids, codes = np.unique(cluster, return_inverse=True)
+    source_of = {cfg.config_id: cfg.config_source for cfg in configs}
+    cluster_source = np.array([source_of[c] for c in config_ids])  # by configuration, as ``codes`` number them
     entrants = [_memoised(e) for e in pre.board_entrants() + stored_entrants(query, corpus)]
     rows, by_source = [], []
     for entrant in entrants:
         score = pre.score_pre(configs, entrant)
         flagged, scored = _pair_vectors(configs, entrant)
+        # The row's pairs reduced to (tp, fp, fn) per configuration, as the contrasts reduce
+        # them: its intervals resample whole configurations (``board_intervals.pre_intervals``).
+        counts = _cluster_counts(truth, flagged, scored, codes, len(config_ids))
+        intervals = ci.pre_intervals(*counts, score["n_scored"], len(configs), N_BOOT)
         rows.append(BoardRow(entrant.name, {m: score[m] for m in METRICS},
                              {"truth": truth, "cluster": cluster, "flagged": flagged, "scored": scored},
                              n_items=score["n_scored"], coverage=score["coverage"], role=entrant.role,
-                             kind=entrant.kind,
-                             intervals=_intervals(truth, flagged, scored, codes, len(configs), score["n_scored"])))
-        per_source = pre.score_pre_by_source(configs, entrant)
-        by_source.append({"entrant": entrant.name, **{s: v["f1"] for s, v in per_source.items()}, "overall": score["f1"]})
+                             kind=entrant.kind, intervals=intervals))
+        by_source.append(_by_source_row(entrant.name, pre.score_pre_by_source(configs, entrant), score["f1"], counts,
+                                        cluster_source, intervals.get("f1")))
     contrasts = contrasts_for(rows, CONTRAST_FAMILIES, TESTS)
     n_pairs = int(truth.size)
     notes = [f"{len(configs)} configurations, {n_pairs} declared capabilities, {int(truth.sum())} labeled excess "
@@ -161,10 +180,10 @@ def compute(query: Query, corpus: str, slice_: dict | None = None) -> BoardResul
         if row.coverage < 1:
             notes.append(f"{row.entrant} abstains on {len(configs) - row.n_items} configuration(s); its scores rest on {row.n_items}.")
     return BoardResult("pre", "PRE over-privilege", "PRE", corpus, METRICS, pre.flag_all.name, len(configs),
-                       "configurations", rows, contrasts, notes, {"f1_by_source": by_source},
+                       "configurations", rows, contrasts, notes, {BY_SOURCE: by_source},
                        primary_metric="f1", primary_contrast_family=CONTRAST_FAMILIES[0].name,
                        family_labels={f.name: f.label for f in CONTRAST_FAMILIES},
-                       interval_methods=INTERVAL_METHODS)
+                       interval_methods=INTERVAL_METHODS, extra_captions={BY_SOURCE: BY_SOURCE_CAPTION})
 
 
 def corpora(query: Query) -> list[str]:

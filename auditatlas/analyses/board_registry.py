@@ -99,6 +99,8 @@ class BoardResult:
     contrasts: list[Contrast] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     extra_tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # An extra table's line under its title (how its intervals are made), by the table's name.
+    extra_captions: dict[str, str] = field(default_factory=dict)
     primary_metric: str | None = None  # the metric rows are ordered by
     primary_contrast_family: str | None = None  # the contrast family that decides that order
     family_labels: dict[str, str] = field(default_factory=dict)  # family name -> its short label
@@ -109,12 +111,34 @@ class BoardResult:
     interval_methods: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
+        """The board for scripts (``auditatlas board --json``): every row with its metrics flat
+        (``row["f1"]``), its 95% intervals and how they are made, a re-scored detector's seeds
+        also as one group (mean, sd, min, max over seeds; the span of their intervals), and the
+        extra tables (PRE's F1 by source, with its bounds)."""
+        from .board_seeds import entries
+
+        groups = [e for e in entries(self, group=True) if e.members]
         return {
             "board": self.board,
             "corpus": self.corpus,
             "n_items": self.n_items,
-            "rows": [{"entrant": r.entrant, **{k: _num(v) for k, v in r.metrics.items()}} for r in self.rows],
+            "item_kind": self.item_kind,
+            "floor": self.floor,
+            "rows": [{"entrant": r.entrant, **{k: _num(v) for k, v in r.metrics.items()},
+                      "intervals": _intervals(r.intervals), "role": r.role, "n_items": int(r.n_items),
+                      "seed_group": r.seed_group, "seed": r.seed} for r in self.rows],
+            "seed_groups": [{"entrant": e.entrant, "seeds": list(e.seeds), "rows": list(e.members),
+                             **{m: {"mean": _num(s.mean), "sd": _num(s.sd), "min": _num(s.low), "max": _num(s.high)}
+                                for m, s in e.spreads.items()},
+                             "intervals": _intervals(e.intervals)} for e in groups],
+            "interval_methods": dict(self.interval_methods),
+            "extra_tables": {name: [{k: _num(v) for k, v in row.items()} for row in rows]
+                             for name, rows in self.extra_tables.items()},
         }
+
+
+def _intervals(intervals: dict[str, list[float]]) -> dict[str, list[float | None]]:
+    return {m: [_num(float(v)) for v in iv] for m, iv in intervals.items()}
 
 
 def _num(value: Any) -> Any:

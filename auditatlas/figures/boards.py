@@ -87,6 +87,30 @@ def _seeds(seeds: tuple[int, ...]) -> str:
     return ", ".join(map(str, seeds))
 
 
+LOW, HIGH = " 95% low", " 95% high"
+
+
+def extra_frame(rows: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """An extra table (e.g. PRE's F1 by source) as shown and as downloaded: each column's
+    ``… 95% low`` / ``… 95% high`` pair becomes one ``… 95%`` text cell beside it on screen,
+    numbers rounded to 3; the download keeps every bound as a number."""
+    download = pd.DataFrame(rows)
+    shown: dict[str, list] = {}
+    for col in download.columns:
+        if col.endswith((LOW, HIGH)):
+            continue
+        values = download[col]
+        shown[col] = values.round(3).tolist() if pd.api.types.is_float_dtype(values) else values.tolist()
+        if f"{col}{LOW}" in download.columns:
+            pairs = zip(download[f"{col}{LOW}"], download[f"{col}{HIGH}"])
+            shown[f"{col} 95%"] = [interval_fmt([lo, hi]) if _finite(lo) and _finite(hi) else "" for lo, hi in pairs]
+    return pd.DataFrame(shown), download
+
+
+def _finite(v) -> bool:
+    return v is not None and isinstance(v, (int, float)) and math.isfinite(v)
+
+
 def contrasts_frame(result) -> pd.DataFrame:
     return pd.DataFrame([{
         "family": c.family, "A": c.a_name, "B": c.b_name, "A value": c.a_value, "B value": c.b_value,

@@ -13,8 +13,8 @@ from ...analyses.labels_in_use import board_note
 from ...analyses.board_registry import registry
 from ...analyses.board_seeds import SD_WORDS, coverage_line
 from ...errors import AtlasError
-from ...figures.boards import (STATUS_COLOR, contrasts_frame, fmt, interval_caption, live_figure, published_frame,
-                               shown_rows)
+from ...figures.boards import (STATUS_COLOR, contrasts_frame, extra_frame, fmt, interval_caption, live_figure,
+                               published_frame, shown_rows)
 from ...views import not_held
 from ...views.fields import filters_any
 from ...views.pages import board_corpus_key
@@ -96,7 +96,10 @@ def draw(doc: Document, result, cells, key: str, per_seed: bool) -> None:
                                  "origin": "re-scored" if c.rescored else "released"} for c in result.coverage]),
                   f"{key}-coverage", caption=f"Which prediction sets, and how many {result.item_kind} each scores")
     for name, rows in result.extra_tables.items():
-        doc.table(pd.DataFrame(rows).round(3), f"{key}-{name}", caption=name.replace("_", " "))
+        if name in result.extra_captions:
+            doc.text(result.extra_captions[name], "note")
+        shown, download = extra_frame(rows)
+        doc.table(shown, f"{key}-{name}", caption=name.replace("_", " "), download=download)
     if result.contrasts:
         doc.table(contrasts_frame(result), f"{key}-contrasts",
                   caption=f"Paired contrasts ({len(result.contrasts)}, Holm-adjusted within each family)")
