@@ -154,6 +154,7 @@ def overall_tab() -> None:
     metric = dict(zip(DETECTORS["metric"].choices, dv.METRICS))[label]
     st.plotly_chart(auroc_grid.overall_chart(per, metric), key="overall-chart")
     table(auroc_grid.overall_frame(per), f"overall-{corpus}", placeholder="")
+    st.caption(dv.OVERALL_INTERVAL_CAPTION)
     st.markdown("**Silent and loud anomalies, detected apart**")
     st.caption("Silent: label 1 in a scope (puzzle, or run) that still succeeded, so the outcome does not reveal it; "
                "loud: the scope failed. Recall of each at the threshold above; counts in the table "

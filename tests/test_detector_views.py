@@ -283,6 +283,18 @@ def test_overall_hand_computed_top_k(toy):
     assert (s1.n_steps, s1.n_runs) == (8, 3)
 
 
+def test_overall_interval_of_a_detector_spans_its_seeds(toy):
+    """det has two seeds: its line's 95% interval runs from the lower seed's low to the higher
+    seed's high, each seed's being the run-clustered interval of its own labeled test steps."""
+    from auditatlas.stats import clustered_auc
+
+    overall = dv.compute_overall(_query(toy), CORPUS, {})
+    refs = [clustered_auc(t.label.astype(int), t.score, t.run_id).ci95 for t in map(_labeled_test, ("det:s0", "det:s1"))]
+    det = overall.per_detector.set_index("detector").loc["det · f"]
+    assert (det.auc_ci_low, det.auc_ci_high) == pytest.approx((min(r[0] for r in refs), max(r[1] for r in refs)))
+    assert det.auc_ci_of == "span of 2 seeds' intervals"
+
+
 @pytest.mark.parametrize("threshold,top_k", [("own", 10.0), ("top_k", 25.0), ("top_k", 50.0), ("top_k", 100.0)])
 def test_overall_matches_sklearn(toy, threshold, top_k):
     overall = dv.compute_overall(_query(toy), CORPUS, {}, threshold=threshold, top_k=top_k)

@@ -170,6 +170,31 @@ def test_grid_table_and_csv_carry_the_interval(civ):
     assert "clustered by run (Obuchowski" in dv.INTERVAL_CAPTION
 
 
+def test_overall_roc_auc_carries_the_run_clustered_interval_of_all_its_steps(civ):
+    """The Overall tab: a set's ROC-AUC over every labeled test step of the slice (all three
+    actions) with the interval clustered by run of those steps, in the table and its CSV."""
+    root, steps = civ
+    overall = dv.compute_overall(queries.runner(root), CORPUS, None)
+    ref = clustered_auc(steps["label"], steps["score"], steps["run_id"])
+    one = overall.per_set.set_index("set_id").loc["det:s0"]
+    assert one["auc"] == pytest.approx(roc_auc_score(steps["label"], steps["score"]))
+    assert (one["auc_low"], one["auc_high"]) == pytest.approx(ref.ci95)
+    frame = figs.overall_frame(overall.per_detector).set_index("detector").iloc[0]
+    assert frame["ROC-AUC 95%"] == f"[{ref.ci95[0]:.3f}, {ref.ci95[1]:.3f}]" and frame["interval of"] == "one set"
+    assert frame["ROC-AUC 95% low"] == pytest.approx(ref.ci95[0], abs=5e-5)
+    assert "span of their intervals" in dv.OVERALL_INTERVAL_CAPTION
+
+
+def test_a_set_the_pooled_cells_lack_has_no_interval_and_says_why():
+    per_set = pd.DataFrame({"set_id": ["s0", "s1"], "auc": [0.6, 0.7]})
+    pooled = pd.DataFrame({"set_id": ["s0", "s1"], "auc_low": [0.52, 0.61], "auc_high": [0.68, 0.79],
+                           "interval_reason": ["", ""]})
+    got = dv.with_pooled_intervals(per_set, pooled)
+    assert got["auc_low"].tolist() == [0.52, 0.61]
+    missing = dv.with_pooled_intervals(pd.DataFrame({"set_id": ["s2"], "auc": [0.5]}), pooled)
+    assert np.isnan(missing["auc_low"].iloc[0]) and missing["interval_reason"].iloc[0] == "no scored test step"
+
+
 def test_a_seed_cell_spans_its_seeds_intervals():
     per_set = pd.DataFrame({"set_id": ["s0", "s1", "s2"], "backbone": "A", "action": "X", "n_pos": [5, 6, 1],
                             "n_neg": [20, 20, 20], "auc": [0.60, 0.70, 0.80], "auc_low": [0.50, 0.55, np.nan],

@@ -277,6 +277,11 @@ INTERVAL_CAPTION = (f"95% interval: {INTERVAL_METHOD}: a run's steps count as on
                     "several seeds shows the span of its seeds' own intervals (the lowest low to the highest high), "
                     "not an interval of their mean, beside the spread over seeds.")
 
+OVERALL_INTERVAL_CAPTION = (f"ROC-AUC 95%: each set's interval {INTERVAL_METHOD}, as the grid's cells (its steps of "
+                            "every backbone and action in the slice); a detector of several sets (seeds) shows the "
+                            "span of their intervals, not an interval of their mean ('interval of' says which). "
+                            "The decision metrics carry the spread over seeds only.")
+
 
 def with_intervals(per_set: pd.DataFrame) -> pd.DataFrame:
     """Each set's cell with its standard error and 95% interval, clustered by run.
@@ -546,6 +551,10 @@ def per_detector_metrics(per_set: pd.DataFrame, dets: pd.DataFrame, baseline: st
         row["silent_anomalies"] = span(g["silent_pos"]) if len(g) else "0"
         row["loud_anomalies"] = span(g["loud_pos"]) if len(g) else "0"
         row["threshold"] = "; ".join(sorted(set(t for t in g["threshold_used"] if t)))
+        # One set's interval, or the span of its seeds' intervals (never an interval of the mean).
+        lows, highs = g["auc_low"].astype(float), g["auc_high"].astype(float)
+        row["auc_ci_low"], row["auc_ci_high"] = (lows.min(), highs.max()) if lows.notna().any() else (math.nan, math.nan)
+        row["auc_ci_of"] = _interval_of(int(lows.notna().sum()), len(g))
         if baseline is None:
             test = {"test": "", "n": 0, "p": math.nan, "note": "no random baseline in this corpus"}
         elif d["detector"] == baseline:
@@ -595,7 +604,8 @@ def compute_overall(query: Query, corpus: str, slice_: Mapping[str, Any] | None,
         counts = query("detector_overall", {"slice": slice_, "set_ids": ids, "threshold": threshold, "top_k": top_k})
     else:
         counts = pd.DataFrame(columns=["set_id", "own_labels", "cut", "auc"])
-    per_set = per_set_metrics(counts, sets, top_k)
+    per_set = with_pooled_intervals(per_set_metrics(counts, sets, top_k),
+                                    grid_cells(query, slice_, ids, [], [], by_backbone=False, by_action=False))
     dets = detectors(sets)
     baseline = random_baseline(dets)
     notes = []
@@ -603,6 +613,17 @@ def compute_overall(query: Query, corpus: str, slice_: Mapping[str, Any] | None,
         notes.append("No random prediction set for this corpus: there is no baseline to test against. Re-score with the "
                      "'random' detector to add one (its expected ROC-AUC is 0.5, but a drawn one shows the spread).")
     return Overall(corpus, threshold, top_k, sets, per_set, per_detector_metrics(per_set, dets, baseline), baseline, notes)
+
+
+def with_pooled_intervals(per_set: pd.DataFrame, pooled: pd.DataFrame) -> pd.DataFrame:
+    """Each set's overall ROC-AUC with its 95% interval, clustered by run as the grid's cells
+    are (``pooled``: the grid's one cell per set over every backbone and action, whose ROC-AUC
+    is the overall one: the same labeled, scored test steps of the slice)."""
+    cols = ["set_id", "auc_low", "auc_high", "interval_reason"]
+    pooled = pooled[cols] if len(pooled) else pd.DataFrame(columns=cols)
+    out = per_set.merge(pooled, on="set_id", how="left")
+    out["interval_reason"] = out["interval_reason"].fillna("no scored test step")
+    return out
 
 
 def one_class_note(per_set: pd.DataFrame) -> str | None:

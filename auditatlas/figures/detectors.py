@@ -149,8 +149,11 @@ def overall_chart(per_detector: pd.DataFrame, metric: str = "auc") -> go.Figure:
             y=g[f"{metric}_mean"],
             error_y=dict(type="data", array=g[f"{metric}_std"].fillna(0), visible=True),
             name=safe(family), marker_color="#9e9e9e" if family == "random" else palette[i % len(palette)],
-            customdata=[safe(f"{d}: {dv.fmt_mean_std(m, s)} over {n} set(s)") for d, m, s, n
-                        in zip(g["detector"], g[f"{metric}_mean"], g[f"{metric}_std"], g[f"{metric}_n"])],
+            customdata=[safe(f"{d}: {dv.fmt_mean_std(m, s)} over {n} set(s)"
+                             + (f"; 95% interval {fmt_interval(lo, hi)} ({of})" if metric == "auc" and of else ""))
+                        for d, m, s, n, lo, hi, of
+                        in zip(g["detector"], g[f"{metric}_mean"], g[f"{metric}_std"], g[f"{metric}_n"],
+                               g["auc_ci_low"], g["auc_ci_high"], g["auc_ci_of"])],
             hovertemplate="%{customdata}<extra></extra>",
         ))
     rnd = frame[frame["is_random"]]
@@ -168,6 +171,8 @@ def overall_frame(per_detector: pd.DataFrame) -> pd.DataFrame:
     text = {m: [dv.fmt_mean_std(a, b) for a, b in zip(per_detector[f"{m}_mean"], per_detector[f"{m}_std"])]
             for m in dv.METRICS}
     out["ROC-AUC"] = text["auc"]
+    out["ROC-AUC 95%"] = [fmt_interval(lo, hi) for lo, hi in zip(per_detector["auc_ci_low"], per_detector["auc_ci_high"])]
+    out["interval of"] = per_detector["auc_ci_of"]
     out["p vs random (one-tailed)"] = per_detector["vs_random_p"].map(lambda p: "" if not np.isfinite(p) else f"{p:.3g}")
     out["test"] = np.where(per_detector["vs_random_test"] != "", per_detector["vs_random_test"], per_detector["vs_random_note"])
     for m in dv.METRICS[1:]:
@@ -182,6 +187,7 @@ def overall_frame(per_detector: pd.DataFrame) -> pd.DataFrame:
     out["origin"] = per_detector["origin"]
     out["test note"] = per_detector["vs_random_note"]
     out["ROC-AUC mean"] = per_detector["auc_mean"].round(4)
+    out["ROC-AUC 95% low"], out["ROC-AUC 95% high"] = per_detector["auc_ci_low"].round(4), per_detector["auc_ci_high"].round(4)
     return out
 
 
@@ -203,7 +209,8 @@ def silent_loud_chart(per_detector: pd.DataFrame) -> go.Figure:
 
 
 def per_set_frame(per_set: pd.DataFrame) -> pd.DataFrame:
-    cols = ["detector", "set_id", "seed", "origin", "n_steps", "n_runs", "n_pos", "n_neg", "auc", "f1", "accuracy",
+    cols = ["detector", "set_id", "seed", "origin", "n_steps", "n_runs", "n_pos", "n_neg", "auc", "auc_low", "auc_high",
+            "interval_reason", "f1", "accuracy",
             "balanced_accuracy", "tp", "fp", "tn", "fn", "silent_pos", "silent_tp", "silent_recall", "loud_pos",
             "loud_tp", "loud_recall", "unknown_scope_pos", "threshold_used"]
     return per_set[cols].round(4)

@@ -120,6 +120,7 @@ def overall_tab(doc: Document, query: Query, link: Link, corpus: str, sets: pd.D
     metric = dict(zip(DETECTORS["metric"].choices, dv.METRICS))[label]
     doc.figure(figs.overall_chart(overall.per_detector, metric))
     doc.table(figs.overall_frame(overall.per_detector), f"overall-{corpus}")
+    doc.text(dv.OVERALL_INTERVAL_CAPTION, "note")
     doc.heading("Silent and loud anomalies, detected apart", 3)
     doc.figure(figs.silent_loud_chart(overall.per_detector))
     doc.table(figs.per_set_frame(overall.per_set), f"overall-sets-{corpus}", caption="Per prediction set")
