@@ -67,9 +67,18 @@ def test_sources_are_independent(tmp_path):
         (lambda t: t["steps"].append({"run_id": "alpha:zz", "corpus": "alpha", "step_idx": 0}), "belongs to a run"),
         (lambda t: t["steps"][0].update(label=2), "labels"),
         (lambda t: t["runs"][0].update(outcome="won"), "outcomes"),
+        # Two broken: the first in the checks' order is the one named.
+        (lambda t: (t["runs"][0].update(outcome="won"), t["steps"][0].update(label=2)), "labels are 0, 1 or null"),
     ],
 )
-def test_broken_invariant_leaves_store_unchanged(tmp_path, mutate, invariant):
+@pytest.mark.parametrize("database", ["kept", "own"])
+def test_broken_invariant_leaves_store_unchanged(tmp_path, monkeypatch, mutate, invariant, database):
+    """On the kept checking database (a small source) and on a database of the write's own (a
+    source over ``KEPT_MAX_BYTES``) alike."""
+    from auditatlas import validate
+
+    if database == "own":
+        monkeypatch.setattr(validate, "KEPT_MAX_BYTES", -1)
     store.write_source(tmp_path, "alpha", _run("alpha", 3))
     before = (tmp_path / "MANIFEST.json").read_bytes()
     tables = _run("alpha", 3)
@@ -108,21 +117,35 @@ def test_bad_source_name(tmp_path):
         store.write_source(tmp_path, "../evil", _run("alpha", 1))
 
 
-def test_invariant_checks_spill_inside_the_store_and_clean_up(tmp_path, monkeypatch):
-    """The staged checks run under a memory limit and may spill: into a scratch folder of the
-    store (which recovery removes if the writer dies), gone after the write, failed or not."""
-    made = []
-    real = store.scratch_dir
+@pytest.mark.parametrize("kept_max_bytes", [None, -1])
+def test_invariant_checks_spill_inside_the_store_and_clean_up(tmp_path, monkeypatch, kept_max_bytes):
+    """The staged checks run under a memory limit. A source over ``KEPT_MAX_BYTES`` may spill:
+    into a scratch folder of the store (which recovery removes if the writer dies), gone after
+    the write, failed or not. A smaller one is checked on the kept database, which never spills."""
+    from auditatlas import validate
+
+    if kept_max_bytes is not None:
+        monkeypatch.setattr(validate, "KEPT_MAX_BYTES", kept_max_bytes)
+    made, settings = [], []
+    real, real_checks = store.scratch_dir, validate._run_checks
 
     def recording(root, purpose):
         folder = real(root, purpose)
         made.append(folder)
         return folder
 
+    def checks(con, source):
+        settings.append(con.execute("SELECT current_setting('temp_directory'), current_setting('memory_limit')").fetchone())
+        real_checks(con, source)
+
     monkeypatch.setattr(store, "scratch_dir", recording)
+    monkeypatch.setattr(validate, "_run_checks", checks)
     store.write_source(tmp_path, "alpha", _run("alpha", 3))
     assert [f.parent for f in made] == [tmp_path] and made[0].name.startswith(store.TMP_PREFIX + "check-")
     assert not made[0].exists()
+    spill, limit = settings[0]
+    assert spill == ("" if kept_max_bytes is None else str(made[0]))
+    assert limit.startswith("244.1 MiB")  # 256 MB, as DuckDB spells it
     bad = _run("beta", 2)
     bad["steps"].append(dict(bad["steps"][0]))  # a duplicate step breaks an invariant
     with pytest.raises(StoreError):
