@@ -1,6 +1,7 @@
 """Shared fixtures: the stores every module reads (built once per session, tests/stores.py), one
-app server and one browser per worker for every browser test on the app store, and the xdist
-grouping that keeps a large build's module, or a browser module, on one worker."""
+app server for every browser test on the app store (its tests run on one worker), one browser
+per worker, and the xdist grouping that keeps a large build's module, or a browser module, on
+one worker."""
 from __future__ import annotations
 
 import functools
@@ -87,29 +88,37 @@ def _needs(item) -> list[str]:
 
 def _queue_rank(item) -> int:
     """Where a test goes in the queue xdist hands out (``--no-loadscope-reorder`` keeps it):
-    the large one-worker builds first, then what needs no store built ahead (browser modules
-    before the rest: long units go early), then the browser modules on the built-ahead stores,
-    then their other tests, many and short, which even out the end."""
+    the large one-worker builds first, then the browser modules (long units go early: the
+    app server's group alone is a minute and a half), those on their own stores before those
+    on the stores built ahead, which are built meanwhile; then the other tests, many and short,
+    which even out the end."""
     browser = item.get_closest_marker("browser") is not None
     if item.module.__name__ in ONE_WORKER_MODULES:
         return 0
-    if not _needs(item):
-        return 1 if browser else 2
-    return 3 if browser else 4
+    if browser:
+        return 2 if _needs(item) else 1
+    return 4 if _needs(item) else 3
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the markers into the node ids
 def pytest_collection_modifyitems(config, items) -> None:
     """Which tests run on one worker (``--dist loadgroup``): a browser module's tests (they share
-    its page visits and, for some, its own Streamlit server) and the modules above. The session's
-    app server is per worker: browser modules on it spread over the workers, each worker
-    starting its own (a few CPU-seconds), so their waits overlap other work. Then the queue
-    order (``_queue_rank``), and the build of the stores ahead."""
+    its page visits and, for some, its own Streamlit server) and the modules above; every test
+    on the session's app server runs on one worker, so one server serves them all. Then the
+    queue order (``_queue_rank``), and the build of the stores ahead."""
     for item in items:
         if item.get_closest_marker("xdist_group"):
             continue
         module = item.module.__name__
-        if item.get_closest_marker("browser") is not None or module in ONE_WORKER_MODULES:
+        if "local_cluster" in item.fixturenames:
+            # One local Dask cluster for the tests that only need one: each start spawned two
+            # worker processes that import the whole stack (~7 CPU-s).
+            item.add_marker(pytest.mark.xdist_group("local_cluster"))
+        elif "app_server" in item.fixturenames:
+            # One app server for the session, not one per worker: a second server repeated the
+            # first one's start and every cold page computation (~10 CPU-s).
+            item.add_marker(pytest.mark.xdist_group("app_server"))
+        elif item.get_closest_marker("browser") is not None or module in ONE_WORKER_MODULES:
             item.add_marker(pytest.mark.xdist_group(module))
     items.sort(key=_queue_rank)  # stable: collection order within a rank
     _build_ahead(config, items)
@@ -147,11 +156,23 @@ def detectors_store(app_store) -> Path:
 
 @pytest.fixture(scope="session")
 def app_server(app_store) -> Iterator[str]:
-    """One Streamlit server on the app store for every browser module this worker runs."""
+    """One Streamlit server on the app store for every browser module that uses it (they run on
+    one worker: see pytest_collection_modifyitems)."""
     from browser_support import streamlit_server
 
     with streamlit_server(app_store) as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def local_cluster() -> Iterator:
+    """A client on one local Dask cluster of two worker processes (``auditatlas.cluster``), for
+    every test that runs jobs on one; its tests run on one worker. A test of how a cluster
+    starts (tests/test_cluster.py) makes its own."""
+    from auditatlas.cluster import client_session
+
+    with client_session(None, n_workers=2) as client:
+        yield client
 
 
 @pytest.fixture(scope="session")

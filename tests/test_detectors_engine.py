@@ -461,14 +461,11 @@ def test_cross_backbone_matrix(sim):
 
 # ------------------------------------------------------------------------------- Dask
 
-def test_dask_local_cluster_gives_the_in_process_scores(toy):
-    from auditatlas.cluster import client_session
-
+def test_dask_local_cluster_gives_the_in_process_scores(toy, local_cluster):
     local = engine.score(toy, ["iforest", "logreg", "random"], {}, 2)
-    with client_session(None, n_workers=2) as client:
-        info = client.scheduler_info()
-        assert len(info["workers"]) == 2
-        remote = engine.score(toy, ["iforest", "logreg", "random"], {}, 2, client=client, partition_rows=10)
+    info = local_cluster.scheduler_info()
+    assert len(info["workers"]) == 2
+    remote = engine.score(toy, ["iforest", "logreg", "random"], {}, 2, client=local_cluster, partition_rows=10)
     con = _con(toy)
     for a, b in zip(local.sets, remote.sets):
         assert (a.detector, a.seed) == (b.detector, b.seed)

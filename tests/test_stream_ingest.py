@@ -63,11 +63,8 @@ def test_simulated_rooms_in_memory_equal_the_files(single_batch, tmp_path):
     _same_tables(single_batch, tmp_path)
 
 
-def test_a_local_dask_cluster_gives_the_same_store(single_batch, tmp_path):
-    from auditatlas.cluster import client_session
-
-    with client_session(None, n_workers=2) as client:
-        run_plan(simulated.plan(ROOMS, 5, chunk_rooms=90), tmp_path, client=client)
+def test_a_local_dask_cluster_gives_the_same_store(single_batch, tmp_path, local_cluster):
+    run_plan(simulated.plan(ROOMS, 5, chunk_rooms=90), tmp_path, client=local_cluster)
     _same_tables(single_batch, tmp_path)
 
 
