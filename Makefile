@@ -35,6 +35,10 @@ browser:
 # One pytest worker per core; the stores the tests read are built once and shared (tests/stores.py).
 TEST_WORKERS ?= auto
 test: $(STAMP) browser
+	@# The project's own modules compiled once (0.5 s), not in every process the suite starts
+	@# (workers, servers, CLI subprocesses): PYTHONDONTWRITEBYTECODE, set on this machine,
+	@# keeps Python from caching what it compiles.
+	@$(PY) -m compileall -q -j 0 auditatlas queries components pages app.py tests >/dev/null
 	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 bench: $(STAMP)
