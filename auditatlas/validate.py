@@ -82,8 +82,10 @@ _FIRST_BROKEN = "SELECT k, v FROM (" + " UNION ALL ".join(
 MEMORY_LIMIT = "256MB"
 
 # A staged source up to this size is checked on a cursor of the process's kept checking
-# database instead of a database of its own: a new DuckDB database costs about 30 ms of CPU,
-# more than the checks of a small write (a review verdict, a receiver batch), and checks over
+# database instead of a database of its own: a new DuckDB database and its first statements
+# cost about 20 ms of CPU (the checks of a small write: 58 ms on their own database, 36 on the
+# kept one, bench/writes.py), as much as the checks of a review verdict or a receiver batch;
+# and checks over
 # this little Parquet stay far below MEMORY_LIMIT, so that database never needs to spill (it
 # has no spill folder: DuckDB cannot move one once used, and each write has its own).
 KEPT_MAX_BYTES = 16 * 1024 * 1024
@@ -98,12 +100,19 @@ def _kept_cursor() -> "duckdb.DuckDBPyConnection":
     global _kept
     with _kept_lock:
         if _kept is None or _kept[0] != os.getpid():
-            con = duck_connect()
-            con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
-            con.execute("SET temp_directory = ''")
-            con.execute("SET preserve_insertion_order = false")
-            _kept = (os.getpid(), con)
+            _kept = (os.getpid(), _checking_database(spill=""))
         return duck_cursor(_kept[1])
+
+
+def _checking_database(spill: str | Path | None) -> "duckdb.DuckDBPyConnection":
+    """A new database set up for the checks: bounded memory, spilling into ``spill`` ('' for
+    never; None leaves DuckDB's default), and no insertion order to keep."""
+    con = duck_connect()
+    con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+    if spill is not None:
+        con.execute("SET temp_directory = $1", [str(spill)])
+    con.execute("SET preserve_insertion_order = false")
+    return con
 
 
 def _close_kept_before_fork() -> None:
@@ -150,14 +159,7 @@ def check_staged(folder: str | Path, source: str, spill: str | Path | None = Non
     folder = Path(folder)
     tables = sorted(p for p in folder.iterdir() if p.is_dir())
     small = sum(f.stat().st_size for t in tables for f in t.glob("part-*.parquet")) <= KEPT_MAX_BYTES
-    if small:
-        con = _kept_cursor()
-    else:
-        con = duck_connect()
-        con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
-        if spill is not None:
-            con.execute("SET temp_directory = $1", [str(spill)])
-        con.execute("SET preserve_insertion_order = false")
+    con = _kept_cursor() if small else _checking_database(spill)
     try:
         for table_dir in tables:
             pattern = str(table_dir / "part-*.parquet").replace("'", "''")
