@@ -104,6 +104,8 @@ def grid_tab() -> None:
     auroc_grid.grid_table(text, num, grid_key, on_select=pick_cell)
     table(auroc_grid.long_cells(shown), f"grid-long-{corpus}", caption="The same grid, one row per cell (for download).",
           placeholder="—")
+    table(auroc_grid.long_means(shown), f"grid-means-{corpus}", caption="The grid's means (the bottom row and the "
+          "right column) with their intervals, one row per mean (for download).", placeholder="—")
 
     st.subheader("Errors behind a cell")
     c1, c2, c3 = st.columns([2, 3, 3])

@@ -65,8 +65,8 @@ QUERY: dict[str, str] = {"slice_choices": "slice_options"}
 # tables (the other queries never wait for a build). The twins' own queries (queries/twins.py)
 # need them too. tests/test_queries.py checks this list against the query texts.
 READERS: frozenset[str] = frozenset({
-    "grid_cells", "grid_errors", "detector_coverage", "detector_overall", "detector_sets",
-    "grid_cells_ranked", "grid_errors_ranked", "detector_coverage_ranked", "detector_overall_ranked",
+    "grid_cells", "grid_errors", "detector_coverage", "detector_overall", "detector_sets", "grid_means",
+    "grid_cells_ranked", "grid_errors_ranked", "grid_means_ranked", "detector_coverage_ranked", "detector_overall_ranked",
     "grid_actions_cube", "slice_options_stored",
 })
 # Tables whose rows grow with the number of sets and slice cells, not with the corpus: the

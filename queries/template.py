@@ -24,8 +24,9 @@ only; every value is bound, never written into the text.
     ``(NULL)``, which matches nothing. Expanded when the values are bound (:func:`each`).
 ``@name`` (any other name, not followed by ``(``)
     includes the fragment ``sql/_name.sql``, so a predicate or CTE several queries share (the
-    run list's filters, the scored test steps, the ROC-AUC sum) is written once. Fragments are
-    included as written: they may hold ``$name`` placeholders, not other forms.
+    run list's filters, the scored test steps, the ROC-AUC sum) is written once. A fragment may
+    hold ``$name`` placeholders and include other fragments (the grid's run sums include the
+    scored test steps), not the other forms.
 """
 from __future__ import annotations
 
@@ -67,7 +68,15 @@ def text(name: str, active: tuple[str, ...] = ()) -> str:
     sql = _IN_SLICE.sub(lambda m: f"{m.group(1)} IN (SELECT run_id FROM sliced_runs)" if active else "true", sql)
     if "@slice" in sql:
         sql = sql.replace("@slice", slice_ctes(active))
-    return _FRAGMENT.sub(lambda m: raw("_" + m.group(1)).strip(), sql)
+    return _fragments(sql)
+
+
+def _fragments(sql: str, depth: int = 0) -> str:
+    """``sql`` with every ``@name`` replaced by its fragment, fragments within fragments too."""
+    if depth > 4:
+        raise ValueError("SQL fragments nest more than four deep (does one include itself?)")
+    expanded = _FRAGMENT.sub(lambda m: raw("_" + m.group(1)).strip(), sql)
+    return expanded if expanded == sql else _fragments(expanded, depth + 1)
 
 
 def slice_ctes(active: tuple[str, ...]) -> str:

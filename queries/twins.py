@@ -29,6 +29,8 @@ class Twin:
 TWINS: dict[str, Twin] = {
     # Cells per backbone rank within the backbone: a backbone filter keeps them whole.
     "grid_cells": Twin("grid_cells_ranked", lambda p: frozenset({"backbone"}) if p.get("by_backbone") else frozenset()),
+    # The grid's means are sums over its cells: what keeps the cells whole keeps them whole.
+    "grid_means": Twin("grid_means_ranked", lambda p: frozenset({"backbone"}) if p.get("by_backbone") else frozenset()),
     # Runs per backbone add up; steps too.
     "detector_coverage": Twin("detector_coverage_ranked", lambda p: frozenset({"backbone"})),
     # The threshold is over all the set's steps in the slice.

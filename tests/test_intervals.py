@@ -185,6 +185,119 @@ def test_overall_roc_auc_carries_the_run_clustered_interval_of_all_its_steps(civ
     assert "span of their intervals" in dv.OVERALL_INTERVAL_CAPTION
 
 
+def test_a_mean_over_cells_with_a_cell_lacking_an_interval_says_why(civ):
+    """civ's detector has cells X (an interval) and Y (one run with a positive: none); Z is
+    undefined and not in the mean. Its bottom-row mean has no interval and says why; the right
+    column's mean of X (one cell) has the cell's own interval, up to the small-sample factor."""
+    root, steps = civ
+    grid = dv.compute_grid(queries.runner(root), CORPUS, None, True)
+    bottom = grid.detector_means.iloc[0]
+    assert bottom["n_cells"] == 2 and np.isnan(bottom["ci_low"])
+    assert bottom["ci_reason"] == "1 of its 2 cells have too few runs for an interval"
+    x = grid.action_means.set_index("action").loc["X"]
+    part = steps[steps["action"] == "X"]
+    ref = clustered_auc(part["label"], part["score"], part["run_id"])
+    assert x["mean"] == pytest.approx(ref.auc) and x["n_runs"] == 12
+    assert x["se"] == pytest.approx(ref.se, rel=0.05)  # one factor I/(I-1) for Obuchowski's three
+    text, _, titles = dv.wide_grid(grid, "A")
+    assert text.iloc[-1][next(iter(titles))].endswith("[no interval] (2 actions)")
+    assert f"[{x['ci_low']:.3f}, {x['ci_high']:.3f}] (1 cell)" in text[text["action"].str.endswith("X")].iloc[0][
+        "mean over detectors"]
+    long = figs.long_means(grid).set_index(["mean over", "detector or action"])
+    assert long.loc[("detectors", "X"), "95% low"] == pytest.approx(x["ci_low"], abs=5e-5)
+    assert long.loc[("detectors", "X"), "95% interval method"] == dv.MEAN_INTERVAL_METHOD
+    assert long.loc[("actions", bottom["detector"]), "no interval because"] == bottom["ci_reason"]
+    assert "A mean's interval" in dv.INTERVAL_CAPTION
+
+
+MEANS_CORPUS = "mean"
+MEANS_RUNS, MEANS_X, MEANS_Y = 80, 4, 3  # runs; steps of action X and of action Y per run
+MEANS_SETS = {"det:s0": "det", "det:s1": "det", "other:s0": "other"}
+
+
+def _means_tables() -> tuple[dict, pd.DataFrame]:
+    """Runs whose steps share an offset in every set's score (one run is one draw for all of
+    them), so the grid's cells are correlated through their runs."""
+    rng = np.random.default_rng(5)
+    runs, steps, preds, rows = [], [], [], []
+    for r in range(MEANS_RUNS):
+        run_id = f"{MEANS_CORPUS}:r{r}"
+        runs.append({"run_id": run_id, "corpus": MEANS_CORPUS, "backbone": "A", "outcome": "failure",
+                     "n_steps": MEANS_X + MEANS_Y, "run_key": f"k{r}"})
+        offset = 1.5 * rng.normal()
+        for i in range(MEANS_X + MEANS_Y):
+            action = "X" if i < MEANS_X else "Y"
+            label = int(rng.random() < (0.35 if action == "X" else 0.5))
+            steps.append({"run_id": run_id, "corpus": MEANS_CORPUS, "step_idx": i, "action": action,
+                          "label": label, "scope": run_id, "agent": "a", "step_id": f"{run_id}#{i}",
+                          "scope_success": False})
+            for set_id in MEANS_SETS:
+                score = float(offset + rng.normal() + 0.7 * label)
+                preds.append({"set_id": set_id, "corpus": MEANS_CORPUS, "run_id": run_id, "step_idx": i,
+                              "score": score, "pred_label": None, "split": "test"})
+                rows.append((set_id, r, action, label, score))
+    sets = [{"set_id": sid, "corpus": MEANS_CORPUS, "method": det, "family": "tabular",
+             "supervision": "unsupervised", "granularity": "step", "seed": int(sid[-1]), "feature_set": "f",
+             "origin": "rescore", "params": "{}"} for sid, det in MEANS_SETS.items()]
+    tables = {"runs": runs, "steps": steps, "prediction_sets": sets, "predictions": preds}
+    return tables, pd.DataFrame(rows, columns=["set_id", "run", "action", "label", "score"])
+
+
+@pytest.fixture(scope="module")
+def means_store(tmp_path_factory) -> tuple[Path, pd.DataFrame]:
+    root = tmp_path_factory.mktemp("grid-means-store")
+    tables, scored = _means_tables()
+    write_source(root, "fixture", tables)
+    return root, scored
+
+
+def _bootstrap_aucs(scored: pd.DataFrame, n_boot: int, seed: int) -> dict[tuple[str, str], np.ndarray]:
+    """Per (set, action), the ROC-AUC of each resample of whole runs drawn with replacement
+    (every run has the same number of steps of an action, so a resample is an index array):
+    the Mann-Whitney rank sum on scipy's midranks, one row per resample."""
+    picks = np.random.default_rng(seed).integers(0, MEANS_RUNS, size=(n_boot, MEANS_RUNS))
+    out = {}
+    for (set_id, action), part in scored.groupby(["set_id", "action"]):
+        part = part.sort_values("run", kind="stable")
+        per_run = MEANS_X if action == "X" else MEANS_Y
+        y, s = part["label"].to_numpy(), part["score"].to_numpy()
+        idx = (picks[:, :, None] * per_run + np.arange(per_run)).reshape(n_boot, -1)
+        yb, ranks = y[idx], sps.rankdata(s[idx], axis=1)
+        n_pos = yb.sum(axis=1)
+        out[(set_id, action)] = ((ranks * yb).sum(axis=1) - n_pos * (n_pos + 1) / 2) / (n_pos * (yb.shape[1] - n_pos))
+        assert out[(set_id, action)][0] == pytest.approx(roc_auc_score(yb[0], s[idx[0]]))
+    return out
+
+
+@pytest.mark.parametrize("slice_", [None, {"outcome": ["failure"]}], ids=["ranked twin", "live window"])
+def test_grid_means_se_agrees_with_a_brute_force_cluster_bootstrap(means_store, slice_):
+    """The bottom row (det: its two seeds per cell, then the mean over X and Y) and the right
+    column (X: det's cell and other's, averaged) against 1,000 resamples of whole runs: the
+    same means recomputed on each; their standard deviation is the SE to match. The cells share
+    runs, so the SE is wider than the one that treats them as independent."""
+    root, scored = means_store
+    grid = dv.compute_grid(queries.runner(root), MEANS_CORPUS, slice_, True)
+    boot = _bootstrap_aucs(scored, 1000, seed=3)
+    det_cell = {a: (boot[("det:s0", a)] + boot[("det:s1", a)]) / 2 for a in ("X", "Y")}
+    det_mean = (det_cell["X"] + det_cell["Y"]) / 2
+    x_mean = (det_cell["X"] + boot[("other:s0", "X")]) / 2
+    aucs = {k: roc_auc_score(g["label"], g["score"]) for k, g in scored.groupby(["set_id", "action"])}
+    bottom = grid.detector_means.set_index("detector").loc["det · f"]
+    right = grid.action_means.set_index("action").loc["X"]
+    assert bottom["mean"] == pytest.approx((aucs[("det:s0", "X")] + aucs[("det:s1", "X")]
+                                            + aucs[("det:s0", "Y")] + aucs[("det:s1", "Y")]) / 4)
+    assert right["mean"] == pytest.approx(((aucs[("det:s0", "X")] + aucs[("det:s1", "X")]) / 2
+                                           + aucs[("other:s0", "X")]) / 2)
+    assert bottom["se"] == pytest.approx(np.std(det_mean, ddof=1), rel=0.1)
+    assert right["se"] == pytest.approx(np.std(x_mean, ddof=1), rel=0.1)
+    assert bottom["n_runs"] == MEANS_RUNS and bottom["ci_reason"] == ""
+    assert (bottom["ci_low"], bottom["ci_high"]) == pytest.approx((bottom["mean"] - 1.959964 * bottom["se"],
+                                                                   bottom["mean"] + 1.959964 * bottom["se"]))
+    # Treating the four set-cells as independent (the sum of their own variances) is too narrow.
+    own = [np.var(boot[(sid, a)], ddof=1) for sid in ("det:s0", "det:s1") for a in ("X", "Y")]
+    assert bottom["se"] > 1.3 * math.sqrt(sum(own) / 16)
+
+
 def test_a_set_the_pooled_cells_lack_has_no_interval_and_says_why():
     per_set = pd.DataFrame({"set_id": ["s0", "s1"], "auc": [0.6, 0.7]})
     pooled = pd.DataFrame({"set_id": ["s0", "s1"], "auc_low": [0.52, 0.61], "auc_high": [0.68, 0.79],

@@ -257,15 +257,48 @@ def _interval_of(n_ci: int, n_seeds: int) -> str:
     return of + (f" ({n_ci} of {n_seeds} seeds have one)" if n_ci < n_seeds else "")
 
 
-def grid_means(cells: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Bottom row (mean over actions, per detector) and right column (mean over detectors,
-    per action), each over the defined cells only, with how many cells it averages."""
-    defined = cells[np.isfinite(cells["auc_mean"].astype(float))]
-    by_detector = (defined.groupby(["backbone", "detector"], as_index=False)["auc_mean"]
-                   .agg(mean="mean", n_cells="count"))
-    by_action = (defined.groupby(["backbone", "action"], as_index=False)["auc_mean"]
-                 .agg(mean="mean", n_cells="count"))
+MEAN_COLUMNS = ["backbone", "key", "mean", "n_cells", "n_cells_with_interval", "n_runs", "se", "ci_low", "ci_high",
+                "ci_reason"]
+
+
+def grid_means(query: Query, slice_: Mapping[str, Any] | None, sets: pd.DataFrame, backbones: Sequence[str],
+               actions_: Sequence[str], by_backbone: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Bottom row (per backbone and detector, the mean over its defined cells) and right column
+    (per backbone and action, the mean over the detectors' defined cells; a cell is the mean
+    over its defined seeds), each with how many cells it averages and its 95% interval.
+
+    The interval is clustered by run like a cell's, from each run's influence on every cell of
+    the mean (``queries/sql/_grid_mean_spread.sql``): the cells share runs, so their errors are
+    correlated and the mean's interval does not follow from theirs.
+    """
+    backbones = sorted(set(backbones)) if by_backbone else [ALL_BACKBONES]
+    actions_ = sorted(set(actions_))
+    if sets.empty or not backbones or not actions_:
+        return (pd.DataFrame(columns=MEAN_COLUMNS).rename(columns={"key": "detector"}),
+                pd.DataFrame(columns=MEAN_COLUMNS).rename(columns={"key": "action"}))
+    frame = query("grid_means", {"slice": dict(slice_ or {}), "set_ids": list(sets["set_id"]),
+                                 "set_detectors": list(sets["detector"]), "backbones": backbones,
+                                 "actions": actions_, "by_backbone": by_backbone, "by_action": True})
+    frame["key"] = np.where(frame["mean_of"] == "detector", frame["detector"], frame["action"])
+    frame["se"] = np.sqrt(frame["var"].astype(float))
+    low, high = wald_interval(frame["mean"].astype(float), frame["se"])
+    frame["ci_reason"] = [mean_interval_reason(*v) for v in
+                          zip(frame["n_cells"], frame["n_cells_with_interval"], frame["se"])]
+    shown = (frame["ci_reason"] == "").to_numpy()
+    frame["ci_low"], frame["ci_high"] = np.where(shown, low, np.nan), np.where(shown, high, np.nan)
+    by_detector, by_action = (frame[frame["mean_of"] == kind][MEAN_COLUMNS].rename(columns={"key": kind})
+                              .reset_index(drop=True) for kind in ("detector", "action"))
     return by_detector, by_action
+
+
+def mean_interval_reason(n_cells: int, n_with_interval: int, se: float) -> str:
+    """Why a grid mean has no interval: a cell of it has too few runs for one of its own (the
+    mean would lean on a spread that cell cannot estimate), or the mean rests on one run."""
+    if n_with_interval < n_cells:
+        return f"{n_cells - n_with_interval} of its {n_cells} cells have too few runs for an interval"
+    if not np.isfinite(se):
+        return "too few runs for an interval"
+    return ""
 
 
 GRID_CELL_COLUMNS = ["set_id", "backbone", "action", "n_pos", "n_neg", "auc", "n_runs", "runs_pos", "runs_neg",
@@ -275,7 +308,10 @@ INTERVAL_METHOD = "clustered by run (Obuchowski 1997)"
 INTERVAL_CAPTION = (f"95% interval: {INTERVAL_METHOD}: a run's steps count as one draw, since they are not "
                     "independent (Wald, clipped to [0, 1]). A cell of one set shows that set's interval; a cell of "
                     "several seeds shows the span of its seeds' own intervals (the lowest low to the highest high), "
-                    "not an interval of their mean, beside the spread over seeds.")
+                    "not an interval of their mean, beside the spread over seeds. A mean's interval (the bottom row "
+                    "and the right column) is clustered by run too, from each run's influence on every cell of the "
+                    "mean, since its cells share runs; it leaves out the variation between seeds.")
+MEAN_INTERVAL_METHOD = "clustered by run (each run's influence on the mean's cells)"
 
 OVERALL_INTERVAL_CAPTION = (f"ROC-AUC 95%: each set's interval {INTERVAL_METHOD}, as the grid's cells (its steps of "
                             "every backbone and action in the slice); a detector of several sets (seeds) shows the "
@@ -373,7 +409,8 @@ def compute_grid(query: Query, corpus: str, slice_: Mapping[str, Any] | None, by
     per_set = grid_cells(query, slice_, list(sets["set_id"]), acts["backbone"].unique().tolist(),
                          acts["action"].unique().tolist(), by_backbone)
     cells = aggregate_cells(per_set, sets)
-    det_means, act_means = grid_means(cells)
+    det_means, act_means = grid_means(query, slice_, sets, acts["backbone"].unique().tolist(),
+                                      acts["action"].unique().tolist(), by_backbone)
     coverage = (query("detector_coverage", {"slice": slice_, "set_ids": list(sets["set_id"])}) if len(sets)
                 else pd.DataFrame(columns=["set_id", "n_steps", "n_pos", "n_runs"]))
     notes = []
@@ -428,25 +465,29 @@ def wide_grid(grid: Grid, backbone: str) -> tuple[pd.DataFrame, pd.DataFrame, di
             else:
                 text[title] = "— no scored test steps"
                 num[title] = np.nan
-        m = act_means["mean"].get(a["action"], np.nan)
-        n = int(act_means["n_cells"].get(a["action"], 0))
-        text["mean over detectors"] = f"{m:.3f} ({n} cell{'s' if n != 1 else ''})" if np.isfinite(m) else "— no defined cell"
-        num["mean over detectors"] = m
+        text["mean over detectors"], num["mean over detectors"] = _mean_text(act_means, a["action"], "cell")
         text_rows.append(text)
         num_rows.append(num)
     bottom = {"action": "mean over actions", "success rate": "", "labeled steps": ""}
     bottom_num = {"action": ALL_ACTIONS, "success rate": np.nan, "labeled steps": np.nan}
     for title, det in titles.items():
-        m = det_means["mean"].get(det, np.nan)
-        n = int(det_means["n_cells"].get(det, 0))
-        bottom[title] = f"{m:.3f} ({n} action{'s' if n != 1 else ''})" if np.isfinite(m) else "— no defined cell"
-        bottom_num[title] = m
+        bottom[title], bottom_num[title] = _mean_text(det_means, det, "action")
     bottom["mean over detectors"] = ""
     bottom_num["mean over detectors"] = np.nan
     text_rows.append(bottom)
     num_rows.append(bottom_num)
     columns = ["action", "success rate", "labeled steps", *titles, "mean over detectors"]
     return pd.DataFrame(text_rows, columns=columns), pd.DataFrame(num_rows, columns=columns), titles
+
+
+def _mean_text(means: pd.DataFrame, key: str, unit: str) -> tuple[str, float]:
+    """A grid mean as the table shows it, '0.712 [0.690, 0.734] (9 actions)', and its value."""
+    if key not in means.index or not np.isfinite(float(means.at[key, "mean"])):
+        return "— no defined cell", np.nan
+    row = means.loc[key]
+    n = int(row["n_cells"])
+    ci = fmt_interval(row["ci_low"], row["ci_high"]) or "[no interval]"
+    return f"{float(row['mean']):.3f} {ci} ({n} {unit}{'s' if n != 1 else ''})", float(row["mean"])
 
 
 def cell_errors(query: Query, set_id: str, backbone: str, action: str, slice_: Mapping[str, Any] | None,

@@ -133,6 +133,21 @@ def long_cells(grid: dv.Grid) -> pd.DataFrame:
                  "n_neg": "negatives per set", "reason": "undefined because"})
 
 
+def long_means(grid: dv.Grid) -> pd.DataFrame:
+    """The grid's means for download: per backbone, each detector's mean over actions (the
+    bottom row) and each action's mean over detectors (the right column), with their intervals."""
+    parts = [grid.detector_means.assign(**{"mean over": "actions"}).rename(columns={"detector": "of"}),
+             grid.action_means.assign(**{"mean over": "detectors"}).rename(columns={"action": "of"})]
+    frame = pd.concat([p for p in parts if not p.empty] or [parts[0]], ignore_index=True)
+    frame["ci_method"] = np.where(np.isfinite(frame["ci_low"].astype(float)), dv.MEAN_INTERVAL_METHOD, "")
+    return frame[["backbone", "mean over", "of", "mean", "n_cells", "ci_low", "ci_high", "ci_method", "ci_reason",
+                  "n_runs"]].astype({"mean": float, "ci_low": float, "ci_high": float}).round(
+        {"mean": 4, "ci_low": 4, "ci_high": 4}).rename(
+        columns={"of": "detector or action", "mean": "ROC-AUC mean", "n_cells": "cells", "ci_low": "95% low",
+                 "ci_high": "95% high", "ci_method": "95% interval method", "ci_reason": "no interval because",
+                 "n_runs": "runs"})
+
+
 # ----------------------------------------------------------------------------- overall comparison
 
 def overall_chart(per_detector: pd.DataFrame, metric: str = "auc") -> go.Figure:

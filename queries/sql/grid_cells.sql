@@ -26,31 +26,7 @@
 -- a negative, summed per run, give Obuchowski's (1997) sums q10, q01, q11 and the run counts
 -- runs_pos / runs_neg / n_runs that auditatlas.stats.obuchowski_variance turns into Var(AUC).
 WITH @slice,
-scored AS (
-    SELECT list_position($set_ids, t.set_id::VARCHAR) AS set_key,
-           coalesce(list_position($backbones,
-               CASE WHEN $by_backbone THEN coalesce(t.backbone::VARCHAR, '(none)') ELSE '(all backbones)' END), 0) AS backbone_key,
-           coalesce(list_position($actions,
-               CASE WHEN $by_action THEN coalesce(t.action::VARCHAR, '(none)') ELSE '(all actions)' END), 0) AS action_key,
-           t.run_id::VARCHAR AS run_id, t.label, t.score
-    @scored_test_steps
-),
-placed AS (
-    SELECT set_key, backbone_key, action_key, run_id, label,
-           (rank() OVER cell + count(*) OVER cell) - (rank() OVER own + count(*) OVER own) AS place2
-    FROM scored
-    WINDOW cell AS (PARTITION BY set_key, backbone_key, action_key ORDER BY score),
-           own AS (PARTITION BY set_key, backbone_key, action_key, label ORDER BY score)
-),
-run_sums AS (
-    SELECT set_key, backbone_key, action_key, run_id,
-           count(*) FILTER (WHERE label = 1) AS m,
-           count(*) FILTER (WHERE label = 0) AS n,
-           coalesce(sum(place2) FILTER (WHERE label = 1), 0) AS rp,
-           coalesce(sum(place2) FILTER (WHERE label = 0), 0) AS rq
-    FROM placed
-    GROUP BY ALL
-),
+@grid_run_sums,
 @grid_auc_sums
 SELECT $set_ids[c.set_key] AS set_id,
        coalesce($backbones[c.backbone_key], '(unlisted)') AS backbone,

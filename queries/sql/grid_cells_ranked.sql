@@ -13,20 +13,7 @@
 -- A backbone or action missing from $backbones / $actions keeps its own name here (the live query pools such rows as
 -- '(unlisted)'; the grid lists every backbone and action of the slice, so neither occurs).
 WITH @slice,
-run_sums AS (
-    SELECT t.set_id::VARCHAR AS set_key,
-           CASE WHEN $by_backbone THEN coalesce(t.backbone::VARCHAR, '(none)') ELSE '(all backbones)' END AS backbone_key,
-           CASE WHEN $by_action THEN coalesce(t.action::VARCHAR, '(none)') ELSE '(all actions)' END AS action_key,
-           CASE WHEN $by_backbone AND $by_action THEN t.cell_run_m WHEN $by_backbone THEN t.backbone_run_m
-                WHEN $by_action THEN t.action_run_m ELSE t.set_run_m END AS m,
-           CASE WHEN $by_backbone AND $by_action THEN t.cell_run_n WHEN $by_backbone THEN t.backbone_run_n
-                WHEN $by_action THEN t.action_run_n ELSE t.set_run_n END AS n,
-           CASE WHEN $by_backbone AND $by_action THEN t.cell_run_rp WHEN $by_backbone THEN t.backbone_run_rp
-                WHEN $by_action THEN t.action_run_rp ELSE t.set_run_rp END AS rp,
-           CASE WHEN $by_backbone AND $by_action THEN t.cell_run_rq WHEN $by_backbone THEN t.backbone_run_rq
-                WHEN $by_action THEN t.action_run_rq ELSE t.set_run_rq END AS rq
-    @scored_test_steps
-),
+@grid_run_sums_ranked,
 @grid_auc_sums
 SELECT c.set_key AS set_id, c.backbone_key AS backbone, c.action_key AS action,
        c.n_pos, c.n_neg, c.auc, c.n_runs, c.runs_pos, c.runs_neg, s.q10, s.q01, s.q11

@@ -78,6 +78,8 @@ def grid_tab(doc: Document, query: Query, link: Link, corpus: str, sets: pd.Data
     doc.table(text.reset_index(drop=True), f"grid-{corpus}-{facet}", caption=f"The grid for backbone {facet}",
               styles=styles.reset_index(drop=True))
     doc.table(figs.long_cells(shown), f"grid-long-{corpus}", caption="The same grid, one row per cell.")
+    doc.table(figs.long_means(shown), f"grid-means-{corpus}",
+              caption="The grid's means (the bottom row and the right column), one row per mean.")
     cell_errors(doc, query, link, corpus, sets, list(num["action"].iloc[:-1]), list(grid.detectors["detector"]), facet)
 
 
