@@ -47,13 +47,19 @@ action_mean AS (
     FROM grid_cell
     GROUP BY ALL
 ),
-weighted AS (
-    SELECT r.run_id, r.u, d.backbone_key, d.action_key, d.detector,
+cell_weight AS (
+    -- Weights per set's cell first (a few thousand rows), then one join with the runs: joined
+    -- together, DuckDB paired every run with every detector of its backbone before the cells.
+    SELECT d.set_key, d.backbone_key, d.action_key, d.detector,
            1.0 / (d.seeds * dm.n_cells) AS w_detector, 1.0 / (d.seeds * am.n_cells) AS w_action
+    FROM defined d
+    JOIN detector_mean dm ON dm.backbone_key = d.backbone_key AND dm.detector = d.detector
+    JOIN action_mean am ON am.backbone_key = d.backbone_key AND am.action_key = d.action_key
+),
+weighted AS (
+    SELECT r.run_id, r.u, w.backbone_key, w.action_key, w.detector, w.w_detector, w.w_action
     FROM run_influence r
-    JOIN defined d USING (set_key, backbone_key, action_key)
-    JOIN detector_mean dm USING (backbone_key, detector)
-    JOIN action_mean am USING (backbone_key, action_key)
+    JOIN cell_weight w USING (set_key, backbone_key, action_key)
 ),
 detector_runs AS (
     SELECT backbone_key, detector, run_id, sum(w_detector * u) AS z FROM weighted GROUP BY ALL
