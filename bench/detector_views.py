@@ -171,6 +171,9 @@ def main(argv: list[str] | None = None) -> int:
         "grid_cells per backbone x action": timed(lambda: len(dv.grid_cells(query, slice_, ids, backbones, actions, True)), args.repeat),
         "grid_cells per backbone x action, 3 sets": timed(lambda: len(dv.grid_cells(query, slice_, ids[:3], backbones, actions, True)), args.repeat),
         "grid_cells pooled backbones": timed(lambda: len(dv.grid_cells(query, slice_, ids, backbones, actions, False)), args.repeat),
+        # The grid's bottom row and right column with their run-clustered intervals.
+        "grid_means per backbone": timed(lambda: len(dv.grid_means(query, slice_, sets, backbones, actions, True)[0]), args.repeat),
+        "grid_means per backbone, one difficulty": timed(lambda: len(dv.grid_means(query, {**slice_, "difficulty": [difficulty]}, sets, backbones, actions, True)[0]), args.repeat),
         "grid_actions": timed(lambda: len(query("grid_actions", {"slice": slice_, "target_corpus": args.corpus, "by_backbone": True})), args.repeat),
         "detector_overall (top 10%)": timed(lambda: len(query("detector_overall", {"slice": slice_, "set_ids": ids, "threshold": "top_k", "top_k": 10.0})), args.repeat),
         "grid_errors (one cell, one set)": timed(lambda: len(query("grid_errors", {"slice": slice_, "set_id": ids[-1], "cell_backbone": dv.ALL_BACKBONES, "cell_action": "APPLY_DELTA", "threshold": "top_k", "top_k": 10.0, "limit": 20})), args.repeat),
