@@ -20,7 +20,7 @@ from typing import Any, Iterable
 import streamlit as st
 
 from auditatlas.views import LABELS, PageState, not_held
-from auditatlas.views.fields import names_in, values_of
+from auditatlas.views.fields import FALSE_TEXTS, TRUE_TEXTS, names_in, values_of
 from components.safe import md
 
 OPENING_KEY = "_view_state_opening_link"  # {"page": path, "raw": {name: [values]}}
@@ -78,6 +78,8 @@ def report(problems: Iterable[str]) -> None:
 def read(page: PageState, bound: bool = True, show: bool = True) -> LinkView:
     """``page``'s state from ``st.query_params``; its problems are reported here unless
     ``show`` is False (the page then calls ``report(view.problems)`` where it wants them)."""
+    if bound:
+        _bool_texts_for_toggles(page)
     current = {name: values_of(st.query_params, name) for name in names_in(st.query_params)}
     opening = st.session_state.get(OPENING_KEY)
     if not opening or opening.get("page") != page.path:
@@ -98,6 +100,20 @@ def read(page: PageState, bound: bool = True, show: bool = True) -> LinkView:
     if show:
         report(problems)
     return view
+
+
+def _bool_texts_for_toggles(page: PageState) -> None:
+    """A declared bool is written ``1`` in a link (``Field.items``) and read as 1/true/yes, but a
+    toggle bound to the URL reads only ``true``/``false`` and drops the rest without a word: the
+    URL's spellings the declaration accepts are written as the toggle's before it exists."""
+    for f in page.fields:
+        if f.kind != "bool" or f.name not in st.query_params:
+            continue
+        text = st.query_params[f.name].lower()
+        spelled = "true" if text in TRUE_TEXTS else "false" if text in FALSE_TEXTS else None
+        if spelled is not None and st.query_params[f.name] != spelled:
+            st.query_params[f.name] = spelled
+            st.session_state[f.name] = spelled == "true"  # the toggle's key is the field's name
 
 
 def write(page: PageState, values: dict[str, Any]) -> None:
