@@ -120,7 +120,6 @@ def test_one_backbones_heatmap_by_default_every_one_on_demand(detector_store, mo
     assert backbones[-1] == "(all backbones)" and len(backbones) > 2
     assert at.toggle(key="side_by_side").value is False
     assert _heatmap_titles(at) == [backbones[0]]
-    assert _heatmap_titles(_open(store, monkeypatch, grid_backbone="GPT-4.1")) == ["GPT-4.1"]
     assert _heatmap_titles(_open(store, monkeypatch, grid_backbone="(all backbones)")) == ["(all backbones)"]
     at = _open(store, monkeypatch, side_by_side="1")
     assert at.toggle(key="side_by_side").value is True
