@@ -187,9 +187,8 @@ def a_run(store: Path) -> str:
 
 def table(rows: list[dict]) -> str:
     """The figures as a Markdown table: content seconds, each with its ratio to the bare
-    references of the same run (cold and warm to the bare page, reopen to the bare app)."""
-    bare = next((r for r in rows if r["page"].startswith("bare Streamlit page")), None)
-    app = next((r for r in rows if r["page"].startswith("bare two-page app")), None)
+    references of the same round (cold and warm to the bare page, reopen to the bare app)."""
+    bare = app = None  # the references of the round a row belongs to (they open each round)
 
     def ratio(value: float, ref: dict | None, key: str) -> str:
         if ref is None or key not in ref:
@@ -200,6 +199,10 @@ def table(rows: list[dict]) -> str:
     out = ["| link | cold | new-tab warm | in-app reopen (1st, 2nd) | cold / bare | warm / bare | reopen / bare app | "
            "load | lands on |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
+        if r["page"].startswith("bare Streamlit page"):
+            bare = r
+        elif r["page"].startswith("bare two-page app"):
+            app = r
         reopen_s = r.get("reopen") or []
         first = reopen_s[0]["content_s"] if reopen_s else None
         link = r["page"] if r["page"].startswith("bare") else f"`{r['link'][:40]}{'…' if len(r['link']) > 40 else ''}`"
