@@ -92,8 +92,8 @@ def board(name: str, corpus: str, slice_: Mapping[str, Any] | None = None):
 
 def keep_boards() -> None:
     """Keep every board's default view for the store's current version, as a CLI write does
-    (``auditatlas.analyses.board_kept.keep_all``), and the whole store's supervised half of label
-    doubt (skipped under ``AUDITATLAS_KEEP_BOARDS=0``)."""
+    (``auditatlas.analyses.board_kept.keep_all``), the whole store's supervised half of label
+    doubt, the step vectors and failure clusters (skipped under ``AUDITATLAS_KEEP_BOARDS=0``)."""
     from functools import partial
 
     from auditatlas.analyses.board_kept import keep_all, keeps_after_write
@@ -103,6 +103,9 @@ def keep_boards() -> None:
         root = str(store_root())
         keep_all(queries.runner(root), partial(remember, root))
         keep_label_doubt(root)
+        from auditatlas.patterns import clusters
+
+        clusters.keep_default(root, queries.runner(root))
 
 
 def keep_label_doubt(root: str) -> None:

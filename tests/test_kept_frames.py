@@ -1,7 +1,8 @@
 """Tables kept per store version (queries.kept.remember_frame) and the supervised half of label
 doubt kept with them (analyses.label_doubt.kept_supervised_doubt, a CLI write's _keep_label_doubt):
-computed once per version, read back as written, never for a slice or another version. The fit
-itself is replaced by a stub that counts its calls (its own tests are tests/test_review_*)."""
+computed once per version, read back as written, never for a slice or another version; and a
+write's step vectors and default clusters. The fit, the vectors and the clustering are replaced
+by stubs that record their calls (their own tests are tests/test_review_* and test_patterns)."""
 from __future__ import annotations
 
 from functools import partial
@@ -88,3 +89,17 @@ def test_a_cli_write_keeps_the_doubt_for_the_first_review(tmp_path, version, fit
     version["now"] = "v2"
     cli._keep_boards(tmp_path)
     assert len(fits) == 1
+
+
+def test_a_cli_write_builds_the_step_vectors_and_the_default_clusters(tmp_path, version, fits, monkeypatch):
+    from auditatlas import cli
+    from auditatlas.patterns import clusters, vectors
+
+    monkeypatch.setenv("AUDITATLAS_KEEP_BOARDS", "1")
+    monkeypatch.setattr("auditatlas.analyses.board_kept.keep_all", lambda query, remember: [])
+    built, clustered = [], []
+    monkeypatch.setattr(vectors, "load", lambda root, query, progress=None: built.append(root) or "the vectors")
+    monkeypatch.setattr(clusters, "failure_clusters", lambda found, query, slice_, seed: clustered.append(
+        (found, slice_, seed)))
+    cli._keep_boards(tmp_path)
+    assert built == [tmp_path] and clustered == [("the vectors", {}, 0)]
