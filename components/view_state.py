@@ -11,6 +11,11 @@ Pages whose widgets are bound to the URL (``bind="query-params"``) lose a value 
 not offer: Streamlit drops it from the URL on the first run, without a word. So the link as it
 was opened is remembered for as long as the reader stays on the page and has not set that
 parameter to a value of their own, and its problems stay on screen until then.
+
+Pages that write the URL themselves (``bound=False``) would open their default view when the
+reader comes back through the app's navigation (a sidebar link carries no parameters, and
+their state is the URL), where a bound widget keeps its value in the session: so each page's
+own parameters are remembered per session and written back on such a return.
 """
 from __future__ import annotations
 
@@ -24,6 +29,7 @@ from auditatlas.views.fields import FALSE_TEXTS, TRUE_TEXTS, names_in, values_of
 from components.safe import md
 
 OPENING_KEY = "_view_state_opening_link"  # {"page": path, "raw": {name: [values]}}
+LAST_KEY = "_view_state_last_views"  # {page path: {name: [values]}}: each page's own URL as last seen
 
 
 @dataclass
@@ -80,6 +86,8 @@ def read(page: PageState, bound: bool = True, show: bool = True) -> LinkView:
     ``show`` is False (the page then calls ``report(view.problems)`` where it wants them)."""
     if bound:
         _bool_texts_for_toggles(page)
+    else:
+        _restore_on_return(page)
     current = {name: values_of(st.query_params, name) for name in names_in(st.query_params)}
     opening = st.session_state.get(OPENING_KEY)
     if not opening or opening.get("page") != page.path:
@@ -91,6 +99,7 @@ def read(page: PageState, bound: bool = True, show: bool = True) -> LinkView:
         opening = {"page": page.path, "raw": {k: v for k, v in opening["raw"].items() if _lost(current.get(k), v)},
                    "shown": opening.get("shown", {})}
     st.session_state[OPENING_KEY] = opening
+    _remember(page, {name: current[name] for name in page.names if name in current})
     # The label choice is the sidebar's (components/filters.py): it reads and reports it before
     # its bound widget exists, as the slice.
     current.pop(LABELS.name, None)
@@ -100,6 +109,26 @@ def read(page: PageState, bound: bool = True, show: bool = True) -> LinkView:
     if show:
         report(problems)
     return view
+
+
+def _remember(page: PageState, raw: dict[str, list[str]]) -> None:
+    st.session_state.setdefault(LAST_KEY, {})[page.path] = raw
+
+
+def _restore_on_return(page: PageState) -> None:
+    """Back on a page through the app's navigation (a sidebar link carries no parameters), the
+    page shows the view the reader left it on in this session (the open run, the search),
+    as a page whose widgets are bound to the URL does by itself: its last parameters are
+    written back. Only on arrival from another page with none of this page's parameters: a
+    link that gives any, or a click on the page's own link while on it, opens what it says."""
+    opening = st.session_state.get(OPENING_KEY)
+    last = (st.session_state.get(LAST_KEY) or {}).get(page.path)
+    if not opening or opening.get("page") == page.path or not last:
+        return
+    if any(name in st.query_params for name in page.names):
+        return
+    for name, texts in last.items():
+        st.query_params[name] = texts if len(texts) > 1 else texts[0]
 
 
 def _bool_texts_for_toggles(page: PageState) -> None:
@@ -129,3 +158,4 @@ def write(page: PageState, values: dict[str, Any]) -> None:
                 st.query_params[name] = wanted[name] if len(wanted[name]) > 1 else wanted[name][0]
         elif name in st.query_params:
             del st.query_params[name]
+    _remember(page, {name: wanted[name] for name in page.names if name in wanted})
