@@ -10,8 +10,10 @@ Each figure is the wall time from navigation to:
 
 - ``content``: the page's title and its first content element (a table, a chart, a graph's
   frame, a metric or a message box) drawn;
-- ``settled``: no spinner, skeleton or "running" status left, and the text unchanged for 1 s
-  (the settle second is not counted).
+- ``settled``: no spinner, skeleton, running script (Streamlit's running icon) or stale
+  element left, and the text unchanged for 1 s (the settle second is not counted). Before
+  session 17 the running script was read from a "Running" text, which Streamlit 1.67 shows as
+  an icon only, so a page still computing behind a late spinner could count as settled.
 
 In-app reopen: a new tab boots Streamlit's whole page (its bundle, a websocket, a session), so
 it can never beat the bare page's boot. A reader inside the app reopens a page through the
@@ -55,7 +57,11 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--
 CONTENT = ('[data-testid="stDataFrame"], [data-testid="stTable"], [data-testid="stPlotlyChart"], '
            '[data-testid="stIFrame"], iframe, [data-testid="stMetric"], [data-testid="stAlert"], '
            '[data-testid="stCode"]')
-BUSY = '[data-testid="stSkeleton"], [data-testid="stSpinner"]'
+# Still at work: a skeleton or spinner drawn, or the script still running (Streamlit's running
+# icon: st.spinner shows only after half a second, which a busy server sends late) or an element
+# left stale by the run before.
+BUSY = ('[data-testid="stSkeleton"], [data-testid="stSpinner"], [data-testid="stStatusWidgetRunningIcon"], '
+        '[data-stale="true"]')
 
 # The links timed: each page's default view, plus the views a reviewer is sent to.
 LINKS = ("/", "/boards", "/boards?tab=LIVE", "/boards?tab=POST", "/explorer", "/explorer?run={run}",
@@ -223,7 +229,7 @@ def table(rows: list[dict]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--store", type=Path, required=True)
+    parser.add_argument("--store", type=Path, help="the store served (required unless --table)")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--only", nargs="*", help="links to time (default: all)")
     parser.add_argument("--shots", type=Path, help="keep a screenshot of every visit here")
@@ -242,6 +248,8 @@ def main() -> None:
         for path in args.table:
             print(f"{path}:\n{table(json.loads(path.read_text()))}\n")
         return
+    if args.store is None:
+        parser.error("--store is required")
     if args.shots:
         args.shots.mkdir(parents=True, exist_ok=True)
     run = a_run(args.store)
