@@ -12,8 +12,9 @@ Each figure is the wall time from navigation to:
   frame, a metric or a message box) drawn;
 - ``settled``: no spinner, skeleton, running script (Streamlit's running icon) or stale
   element left, and the text unchanged for 1 s (the settle second is not counted). Before
-  session 17 the running script was read from a "Running" text, which Streamlit 1.67 shows as
-  an icon only, so a page still computing behind a late spinner could count as settled.
+  session 17 the check returned a promise, and Playwright's wait_for_function ends on the first
+  promise whatever it resolves to: ``settled`` was ``content`` plus at most one poll, never a
+  wait for the page to finish (a page computing behind a spinner for 15 s counted as settled).
 
 In-app reopen: a new tab boots Streamlit's whole page (its bundle, a websocket, a session), so
 it can never beat the bare page's boot. A reader inside the app reopens a page through the
@@ -68,13 +69,16 @@ LINKS = ("/", "/boards", "/boards?tab=LIVE", "/boards?tab=POST", "/explorer", "/
          "/search?q=error", "/patterns", "/propagation", "/detectors", "/rescore", "/review", "/tour")
 
 
-SETTLED = f"""() => new Promise(resolve => {{
-    const size = () => document.body.innerText.length;
-    const busy = () => document.querySelector('{BUSY}') ||
-        (document.querySelector('[data-testid="stStatusWidget"]')?.innerText || '').includes('Running');
-    const last = size();
-    setTimeout(() => resolve(!busy() && size() === last), 1000);
-}})"""
+# Polled (Playwright settles on the first promise a predicate returns, whatever it resolves to,
+# so a promise-returning check would end after its first second): the text length and the last
+# moment it changed or something was busy, kept on the window between polls.
+SETTLED = f"""() => {{
+    const now = performance.now(), size = document.body.innerText.length;
+    const s = window.__settled || (window.__settled = {{size: -1, since: now}});
+    const busy = document.querySelector('{BUSY}');
+    if (busy || size !== s.size) {{ s.size = size; s.since = now; return false; }}
+    return now - s.since >= 1000;
+}}"""
 # The page's own title and first content element, in the main area, none of it left stale from
 # the page shown before (a page switch keeps the sidebar's elements until the rerun replaces them).
 FRESH = f"""title => {{
@@ -102,9 +106,14 @@ def new_tab(context, outside: list[str]):
     return page
 
 
+def wait_settled(page) -> None:
+    page.evaluate("() => { delete window.__settled; }")
+    page.wait_for_function(SETTLED, timeout=300_000, polling=100)
+
+
 def finish(page, t0: float, content: float, shot: Path | None) -> dict:
     """``settled`` after ``content``, an optional screenshot, the exception boxes."""
-    page.wait_for_function(SETTLED, timeout=300_000, polling=100)
+    wait_settled(page)
     settled = time.perf_counter() - t0 - 1.0
     if shot is not None:
         page.screenshot(path=str(shot), timeout=60_000)
@@ -141,7 +150,7 @@ def reopen(page, link: str, away: str, title: str, shot: Path | None) -> dict:
     away_title = {"/": "Overview", "/tour": "Tour", "/bare-b": "Bare page B"}[away]
     page.evaluate(NAV_CLICK, away)
     page.wait_for_function(FRESH, arg=away_title, timeout=300_000, polling=50)
-    page.wait_for_function(SETTLED, timeout=300_000, polling=100)
+    wait_settled(page)
     t0 = time.perf_counter()
     page.evaluate(NAV_CLICK, path_of(link))
     page.wait_for_function(FRESH, arg=title, timeout=300_000, polling=50)
