@@ -134,7 +134,10 @@ def _restore_on_return(page: PageState) -> None:
 def _bool_texts_for_toggles(page: PageState) -> None:
     """A declared bool is written ``1`` in a link (``Field.items``) and read as 1/true/yes, but a
     toggle bound to the URL reads only ``true``/``false`` and drops the rest without a word: the
-    URL's spellings the declaration accepts are written as the toggle's before it exists."""
+    URL's spellings the declaration accepts are written as the toggle's, and the page run again
+    (a toggle reads the URL the run started with; setting its state instead drops the parameter
+    from the URL). Once per such link: the second run finds the toggle's spelling."""
+    respelled = False
     for f in page.fields:
         if f.kind != "bool" or f.name not in st.query_params:
             continue
@@ -142,7 +145,9 @@ def _bool_texts_for_toggles(page: PageState) -> None:
         spelled = "true" if text in TRUE_TEXTS else "false" if text in FALSE_TEXTS else None
         if spelled is not None and st.query_params[f.name] != spelled:
             st.query_params[f.name] = spelled
-            st.session_state[f.name] = spelled == "true"  # the toggle's key is the field's name
+            respelled = True
+    if respelled:
+        st.rerun()
 
 
 def write(page: PageState, values: dict[str, Any]) -> None:
