@@ -46,7 +46,7 @@ import shutil
 import sys
 import time
 from pathlib import Path
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -224,8 +224,8 @@ def table(rows: list[dict]) -> str:
         if r.get("repo"):
             link += f" ({Path(r['repo']).name})"
         lands = "" if not reopen_s or r["page"].startswith("bare") else (
-            "the link" if all(x["url"].split("?")[0] == r["link"].lstrip("/").split("?")[0] and
-                              sorted(x["url"].split("?")[1:]) == sorted(r["link"].split("?")[1:]) for x in reopen_s)
+            "the link" if all(unquote(x["url"]).split("?")[0] == r["link"].lstrip("/").split("?")[0] and
+                              unquote(x["url"]).split("?")[1:] == r["link"].split("?")[1:] for x in reopen_s)
             else "`/" + reopen_s[0]["url"][:30] + "`")
         out.append(" | ".join([
             f"| {link}", f"{r['cold']['content_s']:.2f}", f"{r['warm']['content_s']:.2f}",
