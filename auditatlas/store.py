@@ -733,6 +733,9 @@ class SourceWriter:
                 self.rewritten[name] += merged
             segs.finalize(self.staging, name, segments)
             layout[name] = rows
+        # Arrow keeps freed buffers for reuse: handing a merge's back keeps a long-lived writer
+        # (the receiver) at about one write's memory between writes, as write_batches does.
+        pa.default_memory_pool().release_unused()
         return layout
 
 
