@@ -85,6 +85,18 @@ def _received(root: Path, ids: list[str]) -> tuple[list, int]:
     return sent, reopened
 
 
+def _segment_keys(root: Path, table: str) -> list[list[tuple]]:
+    """Each segment's sort keys in the order its parts hold them (``part-g<segment>-<n>``)."""
+    import pyarrow.parquet as pq
+
+    keys = {"runs": ["run_id"], "steps": ["run_id", "step_idx"], "edges": ["run_id", "dst_idx", "src_idx"]}[table]
+    segments: dict[str, list[tuple]] = {}
+    for f in table_files(root, table):
+        rows = pq.read_table(f, columns=keys).to_pydict()
+        segments.setdefault(Path(f).name.split("-")[1], []).extend(zip(*(rows[k] for k in keys)))
+    return [segments[name] for name in sorted(segments)]
+
+
 def test_many_writes_answer_as_one_file_ingest(tmp_path, small_parts):
     import queries
 
@@ -96,6 +108,9 @@ def test_many_writes_answer_as_one_file_ingest(tmp_path, small_parts):
 
     layout = read_manifest(received)["sources"]["live"]["segments"]
     assert len(layout["steps"]) >= 2, layout  # the test must see several segments, or it proves nothing
+    for table in ("runs", "steps", "edges"):
+        assert _segment_keys(received, table) == [sorted(keys) for keys in _segment_keys(received, table)], table
+        assert [len(keys) for keys in _segment_keys(received, table)] == layout[table]
     assert health(received, deep=True) == []
     for table in ("runs", "steps", "edges"):
         assert rows(received, table, "live") == rows(file, table, "live"), table
