@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .errors import AtlasError
+from .schema import SORT_KEYS
 from .store import SourceWriter, read_manifest, source_corpora, source_meta
 
 def planted_copy(store: str | Path, dest: str | Path, corpus: str, share: float, seed: int) -> pd.DataFrame:
@@ -69,8 +70,13 @@ def flip(root: Path, corpus: str, share: float, seed: int) -> pd.DataFrame:
 
 
 def _table(folder: Path) -> pa.Table:
-    """One table of a source, its parts in order (the source's (run, step) order)."""
-    return pa.concat_tables(pq.read_table(p) for p in sorted(folder.glob("part-*.parquet")))
+    """One table of a source in (run, step) order, which the seeded choice of steps counts on.
+
+    Sorted here: a source the receiver wrote keeps its rows in segments, each in that order on
+    its own (``auditatlas.store_segments``), not one order across its parts; a source in one
+    order comes out as it is (its keys are unique)."""
+    table = pa.concat_tables(pq.read_table(p) for p in sorted(folder.glob("part-*.parquet")))
+    return table.sort_by([(k, "ascending") for k in SORT_KEYS[folder.name]])
 
 
 def _source_of(root: Path, corpus: str) -> tuple[str, dict]:

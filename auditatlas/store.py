@@ -25,7 +25,9 @@ removed by a later write once it has been retired for ``RETIRE_GRACE_S``.
 
 What a batch becomes before it is written (the schema's shape, the slice keys on the steps,
 the chains, the run counts, the ranks) is ``auditatlas.store_batches``; how its Parquet parts
-are written sorted by run and merged at commit is ``auditatlas.store_parts``. This module
+are written sorted by run and merged at commit is ``auditatlas.store_parts``; how a writer that adds
+a few runs at a time (the live receiver) keeps them in sorted segments instead of one run
+order is ``auditatlas.store_segments`` (``SourceWriter.carry_segments``). This module
 re-exports the names adapters, workers and tests use (``conform``, ``prepare``,
 ``write_part``, ``write_prepared``, ``ROW_GROUP_ROWS``).
 
@@ -58,7 +60,8 @@ from .errors import StoreBusy, StoreError
 from .schema import LATER_TABLES, SORT_KEYS, TABLES, empty_table
 from .store_batches import TableLike, conform, prepare  # noqa: F401 - re-exported
 from .store_parts import ROW_GROUP_ROWS, key_lt, part_key, part_label, resort, write_part, write_prepared  # noqa: F401
-from .validate import check_staged
+from . import store_segments as segs
+from .validate import CHECKED_TABLES, check_added, check_staged
 
 MANIFEST = "MANIFEST.json"
 # 3: runs carry anomalous_steps and chain_length (the run list sorts on them without steps).
@@ -459,6 +462,14 @@ class SourceWriter:
         self._lock_cm = None
         self.committed: dict | None = None
         self.bucket_of: Callable[[str], str] | None = None  # set by a plan whose chunks are not in run order
+        # Set by carry_segments: the staged parts of each segment of the SEGMENTED tables,
+        # oldest first (auditatlas.store_segments); None for a write that keeps one run order.
+        self._segments: dict[str, list[list[Path]]] | None = None
+        self._added: dict[str, list[Path]] = {}  # parts of the rows this write brings (checked alone)
+        # Rows written again that an earlier write had written (merges, runs dropped from a
+        # part): the cost segments keep bounded, counted here so a test can hold them to it.
+        self.rewritten: dict[str, int] = dict.fromkeys(TABLES, 0)
+        self._check_whole = False  # a segmented write carrying rows the added-rows checks cannot vouch for
 
     def __enter__(self) -> "SourceWriter":
         self._lock_cm = store_lock(self.root, wait=self.wait, notify=self.notify)
@@ -482,8 +493,30 @@ class SourceWriter:
 
     def append(self, tables: Mapping[str, TableLike]) -> None:
         """Prepare one batch (whole runs) and write it as the next part of each table (into the
-        sort buckets of ``bucket_of`` when set: batches not in run order)."""
-        self.record(write_prepared(self.staging, prepare(tables), self.next_seq(), self.bucket_of))
+        sort buckets of ``bucket_of`` when set: batches not in run order; as a new segment of
+        each SEGMENTED table after ``carry_segments``)."""
+        prepared = prepare(tables)
+        if self._segments is None:
+            self.record(write_prepared(self.staging, prepared, self.next_seq(), self.bucket_of))
+            return
+        for name in segs.SEGMENTED:
+            table = prepared.pop(name, None)
+            if table is not None and table.num_rows:
+                sink = segs.PartSink(self.staging, name, self._temp_label)
+                sink.add(table)
+                self._segments[name].append(sink.close())
+                self._added.setdefault(name, []).extend(sink.parts)
+                self.rows[name] += table.num_rows
+                if name == "runs":
+                    self._run_corpora.update(c for c in pc.unique(table.column("corpus")).to_pylist() if c is not None)
+        seq = self.next_seq()
+        self.record(write_prepared(self.staging, prepared, seq))
+        for name, table in prepared.items():
+            if table.num_rows:  # write_prepared writes a table with rows as this one part
+                self._added.setdefault(name, []).append(self.staging / name / f"part-{part_label(seq)}.parquet")
+
+    def _temp_label(self) -> str:
+        return f"t{self.next_seq():06d}"  # renamed at commit (store_segments.finalize)
 
     def next_seq(self) -> int:
         """The number of the next batch; batches are kept in the order of these numbers."""
@@ -531,6 +564,72 @@ class SourceWriter:
                 carried[name] += self._carry_part(name, part, dropped)
         return carried
 
+    def carry_segments(self, drop_runs: Collection[str] = (), skip: Collection[str] = ()) -> dict[str, int]:
+        """``carry`` for a writer that adds a few runs to a large source at every write (the live
+        receiver): the SEGMENTED tables are carried as their sorted segments and the rows
+        appended next become a segment of their own, merged at commit only with segments not
+        much larger (``auditatlas.store_segments``), so a write costs about its own rows, not the
+        source's. The other tables are carried as ``carry`` carries them.
+
+        A segment's part that may hold a run of ``drop_runs`` (by its run_id statistics) is
+        re-written without them; every other part is hard-linked.
+        """
+        assert self.staging is not None, "carry_segments() outside the with-block"
+        assert not self._seq, "carry_segments() first: appended batches would not be segments"
+        self._segments = {name: [] for name in segs.SEGMENTED}
+        entry = read_manifest(self.root)["sources"].get(self.source)
+        carried = dict.fromkeys(TABLES, 0)
+        if entry is None:
+            return carried
+        folder = self.root / str(entry["dir"])
+        dropped = sorted(drop_runs)
+        recorded = entry.get("segments") or {}
+        for name in TABLES:
+            if name in skip:
+                continue
+            if name not in segs.SEGMENTED:
+                dropped_array = pa.array(dropped, pa.string())
+                for part in sorted((folder / name).glob("part-*.parquet")):
+                    carried[name] += self._carry_part(name, part, dropped_array)
+                self._check_whole |= bool(carried[name]) and name in CHECKED_TABLES
+                continue
+            for parts in segs.committed_segments(folder, name, recorded.get(name)):
+                kept = [self._carry_segment_part(name, part, dropped) for part in parts]
+                segment = [path for path, _ in kept if path is not None]
+                if segment:
+                    self._segments[name].append(segment)
+                carried[name] += sum(rows for _, rows in kept)
+        return carried
+
+    def _carry_segment_part(self, name: str, part: Path, dropped: list[str]) -> tuple[Path | None, int]:
+        """One part of a segment into the staging folder (without ``dropped`` runs); its path there and rows."""
+        target = self.staging / name / f"part-{self._temp_label()}.parquet"
+        if segs.may_hold(part, dropped):
+            table = pq.read_table(part).replace_schema_metadata(None)
+            before = table.num_rows
+            gone = pc.is_in(table["run_id"], value_set=pa.array(dropped, pa.string()))
+            table = conform(name, table.filter(pc.invert(gone)))
+            if table.num_rows < before:
+                self.rewritten[name] += table.num_rows
+                if not table.num_rows:
+                    return None, 0
+                write_part(self.staging, name, target.name[len("part-"):-len(".parquet")], table)
+                self._count_carried(name, part, table.num_rows, table)
+                return target, table.num_rows
+        rows = pq.read_metadata(part).num_rows
+        if not rows:
+            return None, 0
+        segs.link(part, target)
+        self._count_carried(name, target, rows, None)
+        return target, rows
+
+    def _count_carried(self, name: str, part: Path, rows: int, table: "pa.Table | None") -> None:
+        self.rows[name] += rows
+        if name == "runs":
+            self._run_corpora.update(
+                segs.run_corpora(part) if table is None
+                else (c for c in pc.unique(table.column("corpus")).to_pylist() if c is not None))
+
     def _carry_part(self, name: str, part: Path, dropped: "pa.Array") -> int:
         keys = list(SORT_KEYS.get(name, ()))
         wanted = list(dict.fromkeys(keys + (["run_id"] if "run_id" in TABLES[name].names else [])
@@ -571,12 +670,14 @@ class SourceWriter:
         assert self.staging is not None, "commit() outside the with-block"
         for name in sorted(self._unsorted):
             resort(self.staging, name, self.bucket_of)
-        for name in TABLES:  # every table present, so views never guess a shape
-            if not any((self.staging / name).glob("part-*.parquet")):
-                write_part(self.staging, name, part_label(0), empty_table(name))
         spill = scratch_dir(self.root, "check")
         try:
-            check_staged(self.staging, self.source, spill)
+            segments = self._commit_segments(spill) if self._segments is not None else None
+            for name in TABLES:  # every table present, so views never guess a shape
+                if not any((self.staging / name).glob("part-*.parquet")):
+                    write_part(self.staging, name, part_label(0), empty_table(name))
+            if segments is None or self._check_whole:
+                check_staged(self.staging, self.source, spill)
         finally:
             shutil.rmtree(spill, ignore_errors=True)
         if check is not None:
@@ -593,6 +694,7 @@ class SourceWriter:
             "rows": dict(self.rows),
             "sorted_by": {name: list(keys) for name, keys in SORT_KEYS.items()},
             "run_corpora": sorted(self._run_corpora),
+            **({"segments": segments} if segments is not None else {}),
             **dict(meta or {}),
         }
         manifest["sources"][self.source] = entry
@@ -602,9 +704,43 @@ class SourceWriter:
         self.committed = entry
         return entry
 
+    def _commit_segments(self, spill: Path) -> dict[str, list[int]]:
+        """Check the rows this write adds (the carried ones were checked when they landed and
+        lost only whole runs), merge the newest segments that are due, name the parts; the rows
+        of each segment, oldest first, for the manifest.
+
+        Checked before merging, while the added rows are in parts of their own; a source that
+        carries rows of tables the checks join across (predictions, configs) is checked whole.
+        """
+        assert self._segments is not None
+        added = {p for parts in self._added.values() for p in parts}
+        if not self._check_whole:
+            held_runs = [p for segment in self._segments["runs"] for p in segment if p not in added]
+            check_added(self._added, held_runs, self.source, spill)
+        layout: dict[str, list[int]] = {}
+        for name, segments in self._segments.items():
+            rows = [sum(pq.read_metadata(p).num_rows for p in segment) for segment in segments]
+            k = segs.merges_due(rows)
+            if k:
+                sink = segs.PartSink(self.staging, name, self._temp_label)
+                merged = segs.merge(segments[-k:], name, sink)
+                if merged != sum(rows[-k:]):
+                    raise StoreError(f"merging the segments of table '{name}' gave {merged} rows of "
+                                     f"{sum(rows[-k:])}; nothing was written.")
+                for part in (p for segment in segments[-k:] for p in segment):
+                    part.unlink()
+                segments[-k:], rows[-k:] = [sink.parts], [merged]
+                self.rewritten[name] += merged
+            segs.finalize(self.staging, name, segments)
+            layout[name] = rows
+        # Arrow keeps freed buffers for reuse: handing a merge's back keeps a long-lived writer
+        # (the receiver) at about one write's memory between writes, as write_batches does.
+        pa.default_memory_pool().release_unused()
+        return layout
+
 
 # The manifest keys SourceWriter.commit sets itself; the rest of a source's entry is its writer's meta.
-WRITER_KEYS = ("dir", "ingested_at", "rows", "sorted_by", "run_corpora")
+WRITER_KEYS = ("dir", "ingested_at", "rows", "sorted_by", "run_corpora", "segments")
 
 
 def source_meta(entry: Mapping[str, Any] | None) -> dict[str, Any]:

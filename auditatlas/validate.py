@@ -9,11 +9,12 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import pyarrow as pa
 
 from .errors import StoreError
+from .schema import empty_table
 from .duck import connect as duck_connect
 from .duck import cursor as duck_cursor
 
@@ -69,6 +70,10 @@ _CHECKS: list[tuple[str, str]] = [
      "SELECT c.config_id FROM capabilities c ANTI JOIN configs g USING (config_id)"),
 ]
 
+
+# The tables the checks read: a write that adds to a source must check what it adds to each.
+CHECKED_TABLES: tuple[str, ...] = ("runs", "steps", "edges", "prediction_sets", "predictions", "rankings",
+                                   "configs", "capabilities")
 
 # Every check in one statement, the first broken one (in the order above) with its offender:
 # one statement costs a third less than fifteen on a small source, and nothing on a large one
@@ -167,6 +172,38 @@ def check_staged(folder: str | Path, source: str, spill: str | Path | None = Non
             # other cursors check other sources at the same time).
             con.execute(f"CREATE TEMP VIEW {table_dir.name} AS SELECT * FROM read_parquet('{pattern}')")
         _run_checks(con, source)
+    finally:
+        con.close()
+
+
+def check_added(added: Mapping[str, Sequence[Path]], held_runs: Sequence[Path], source: str,
+                spill: str | Path | None = None) -> None:
+    """The same checks over the rows a write adds to a source it carries forward (the parts in
+    ``added`` per table), and the added run ids against those of the runs parts it carries
+    (``held_runs``).
+
+    Enough for a write whose carried rows were checked when they landed and lost only whole runs
+    (``SourceWriter.carry_segments``): every check but the uniqueness of run ids holds run by
+    run, and a step or edge of a carried run among the added rows is named as one without a run.
+    So a write costs checks over its own rows, not over the source.
+    """
+    small = sum(Path(f).stat().st_size for files in added.values() for f in files) <= KEPT_MAX_BYTES
+    con = _kept_cursor() if small else _checking_database(spill)
+    try:
+        for name in CHECKED_TABLES:
+            files = [str(f) for f in added.get(name, ())]
+            if files:
+                listing = ", ".join("'" + f.replace("'", "''") + "'" for f in files)  # a view takes no parameter
+                con.execute(f"CREATE TEMP VIEW {name} AS SELECT * FROM read_parquet([{listing}])")
+            else:
+                con.register(name, empty_table(name))
+        _run_checks(con, source)
+        if held_runs:
+            row = con.execute("SELECT run_id FROM runs SEMI JOIN read_parquet($held) h USING (run_id) LIMIT 1",
+                              {"held": [str(p) for p in held_runs]}).fetchone()
+            if row is not None:
+                raise StoreError(f"source '{source}' breaks the invariant 'run ids are unique' (e.g. {row[0]!r}); "
+                                 "nothing was written.")
     finally:
         con.close()
 

@@ -161,9 +161,9 @@ def bench_slice(store: Path, repeat: int) -> list[dict]:
     for label, phrase, actions in [("common", "compass", []), ("rare", "room_0042.", []),
                                    ("absent", "no such phrase anywhere", []),
                                    ("common, one action", "compass", ["APPLY_DELTA"])]:
-        cases.append((f"search ({label}: '{phrase}')", "explorer_search",
+        cases.append((f"search ({label}: '{phrase}')", "step_text_scan",
                       {"slice": {}, "regex": phrase_regex(phrase), "phrase": phrase, "actions": actions,
-                       "field": "both", "limit": 50, "offset": 0, "context": 60}))
+                       "field": "both", "label": "any", "limit": 50, "offset": 0, "context": 60}))
     rows = []
 
     def call(name, params):

@@ -16,7 +16,11 @@ Figures:
   after the last export, so the rate includes the final write);
 - the receiver's peak RSS (VmHWM), its writes, the 503s it answered, spans in the store;
 - the reference, in the same run: ``auditatlas ingest otlp`` of the same spans written as
-  protobuf files (one per exporter-sized batch), spans/s and its peak RSS.
+  protobuf files (one per exporter-sized batch), spans/s and its peak RSS;
+- the Explorer's per-run fetch (its run, steps and edges queries) on ``--fetch-runs`` random
+  runs of each store, median and 90th percentile ms, warm: the received store keeps its rows in
+  sorted segments (auditatlas/store_segments.py), the file ingest in one run order; and the
+  segments the received store holds.
 
 Not a test: nothing is asserted. Prints the figures and writes ``bench/out/receive.json``.
 """
@@ -195,12 +199,45 @@ def file_ingest(batches: list, work: Path) -> dict:
             "spans_in_store": _stored_spans(work / "ingested", "bench")}
 
 
+def run_fetch(store: Path, n_runs: int, seed: int = 0) -> dict:
+    """The Explorer's three per-run queries on ``n_runs`` random runs of ``store``: ms per run
+    (median and 90th percentile, after one warm-up run), and the store's segments of steps."""
+    import random
+    import statistics
+
+    import duckdb
+
+    import queries
+    from auditatlas.store import read_manifest, table_files
+
+    run_ids = sorted(r for (r,) in duckdb.connect().execute("SELECT run_id FROM read_parquet($1)",
+                                                            [table_files(store, "runs")]).fetchall())
+    chosen = random.Random(seed).sample(run_ids, min(n_runs, len(run_ids)))
+    query = queries.runner(store)
+
+    def fetch(run_id: str) -> float:
+        t0 = time.perf_counter()
+        query("explorer_run", {"run": run_id, "labels": "released"})
+        query("explorer_steps", {"run": run_id, "labels": "released"})
+        query("explorer_edges", {"run": run_id})
+        return (time.perf_counter() - t0) * 1000
+
+    fetch(chosen[0])
+    times = sorted(fetch(r) for r in chosen)
+    entry = read_manifest(store)["sources"]["bench"]
+    return {"runs": len(chosen), "median_ms": round(statistics.median(times), 1),
+            "p90_ms": round(times[int(0.9 * (len(times) - 1))], 1),
+            "steps_segments": entry.get("segments", {}).get("steps"),
+            "steps_parts": len(list((store / entry["dir"] / "steps").glob("part-*.parquet")))}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--spans", type=int, default=40_000)
     parser.add_argument("--per-trace", type=int, default=20)
     parser.add_argument("--max-spans", type=int, default=10_000)
     parser.add_argument("--idle", type=float, default=1.0)
+    parser.add_argument("--fetch-runs", type=int, default=100, help="runs whose Explorer fetch is timed per store")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "receive.json")
     args = parser.parse_args()
     load_before = os.getloadavg()
@@ -208,7 +245,9 @@ def main() -> None:
         work = Path(tmp)
         received, batches = receive(args, work)
         reference = file_ingest(batches, work)
-    result = {"receiver": received, "file_ingest": reference,
+        fetch = {"received": run_fetch(work / "received", args.fetch_runs),
+                 "file_ingest": run_fetch(work / "ingested", args.fetch_runs)}
+    result = {"receiver": received, "file_ingest": reference, "explorer_fetch": fetch,
               "load_average_1_5_15": {"before": [round(x, 2) for x in load_before],
                                       "after": [round(x, 2) for x in os.getloadavg()]},
               "cores": os.cpu_count()}

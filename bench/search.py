@@ -9,7 +9,7 @@ built from scratch (``--rebuild``, or when missing) through the query layer's ow
 (``queries.search``), with the process's resident memory sampled every 0.1 s and its CPU time
 (all threads) beside the wall time. Each query is timed ``REPEAT`` times on a warm index: p50
 and p95 of the ranked page (20 hits with snippets) and of the scan the Explorer runs for the
-same text (``search_scan.sql``, one page).
+same text (``step_text_scan.sql``, one page).
 """
 from __future__ import annotations
 

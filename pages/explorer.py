@@ -108,11 +108,12 @@ with st.expander("Search the slice's step text", expanded=bool(state.q)):
     field = s3.selectbox("Look in", ["both", "input", "output"], key="search_field")
     if state.q:
         search_params = {"slice": slice_, "regex": lists.phrase_regex(state.q), "phrase": state.q,
-                         "actions": st.session_state["search_actions"], "field": field, "context": SNIPPET_CONTEXT}
-        first = cached.query("explorer_search", {**search_params, "limit": 1, "offset": 0})
+                         "actions": st.session_state["search_actions"], "field": field, "label": "any",
+                         "context": SNIPPET_CONTEXT}
+        first = cached.query("step_text_scan", {**search_params, "limit": 1, "offset": 0})
         n_hits = int(first["total"].iloc[0]) if len(first) else 0
         hit_page, hit_pages = lists.page_number("search_page", n_hits, SEARCH_PAGE_SIZE)
-        hits = cached.query("explorer_search", {**search_params, "limit": SEARCH_PAGE_SIZE,
+        hits = cached.query("step_text_scan", {**search_params, "limit": SEARCH_PAGE_SIZE,
                                                 "offset": (hit_page - 1) * SEARCH_PAGE_SIZE})
         if hits.empty:
             st.info("No step of the slice contains this phrase.")

@@ -465,3 +465,60 @@ def test_a_batch_refused_after_others_were_written_leaves_the_store_as_it_was(tm
     assert [p.file for p in info.value.problems] == ["b.json"]
     assert (store / MANIFEST).read_bytes() == manifest
     assert sorted(p.name for p in store.iterdir()) == sources  # no staging folder left behind
+
+
+def test_bucket_width_grows_one_hex_digit_per_sixteen_times_the_spans(monkeypatch):
+    monkeypatch.setattr(otlp, "BUCKET_SPANS", 25_000)
+    assert otlp.bucket_width(0) == 1  # not counted before reading (a file read whole)
+    assert otlp.bucket_width(400_000) == 1  # 16 buckets of 25,000
+    assert otlp.bucket_width(400_001) == 2
+    assert otlp.bucket_width(1_000_000) == 2  # 256 buckets of ~3,900
+    assert otlp.bucket_width(6_400_000) == 2
+    assert otlp.bucket_width(6_400_001) == 3
+
+
+def test_two_digit_buckets_merge_a_bucket_at_a_time_and_land_sorted(tmp_path, monkeypatch):
+    """Forty traces over eight files, batched one file at a time so their runs interleave; with
+    buckets of two hex digits the commit merges only the rows of one prefix at a time, and the
+    store holds the same runs, in run order, as with one digit."""
+    import duckdb
+    import random
+
+    from auditatlas import store_parts
+    from auditatlas.store import table_files
+
+    rng = random.Random(7)
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    for f in range(8):
+        spans = []
+        for t in range(5):
+            trace = f"{rng.getrandbits(128):032x}"
+            spans += [S(trace, sid(1), "root", 0, 9, attrs={"openinference.span.kind": "AGENT"}),
+                      S(trace, sid(2), "call", 1, 2, parent=sid(1), attrs={"openinference.span.kind": "LLM"})]
+        write_json(folder / f"f{f}.json", spans)
+
+    merged: list[set[str]] = []
+    real_read = store_parts._read_row_groups
+
+    def spy(path, row_groups):
+        table = real_read(path, row_groups)
+        if path.parent.name == "steps":
+            merged.append({r[len("mine:"):][:2] for r in table.column("run_id").to_pylist()})
+        return table
+
+    monkeypatch.setattr(store_parts, "_read_row_groups", spy)
+    monkeypatch.setattr(otlp, "BATCH_SPANS", 1)
+    monkeypatch.setattr(otlp, "BUCKET_SPANS", 1)  # 80 spans > 16 buckets of 1: two digits
+    ingest("otlp", folder, tmp_path / "two", corpus="mine")
+    assert merged and all(len(prefixes) == 1 for prefixes in merged)  # each read: one two-digit prefix
+    monkeypatch.setattr(otlp, "BUCKET_SPANS", 25_000)
+    ingest("otlp", folder, tmp_path / "one", corpus="mine")
+
+    def rows(root):
+        files = table_files(root, "steps")
+        return duckdb.connect().execute("SELECT run_id, step_idx, action FROM read_parquet($1)", [files]).fetchall()
+
+    two, one = rows(tmp_path / "two"), rows(tmp_path / "one")
+    assert len(two) == 80 and two == one  # the same rows in the same (file) order
+    assert two == sorted(two, key=lambda r: (r[0], r[1]))

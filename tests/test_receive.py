@@ -254,11 +254,17 @@ def test_a_late_span_reopens_its_trace_and_a_forgotten_trace_continues_in_a_run_
     whole = [r for r in rows(store, "steps", "live") if r["run_id"] == f"live:{TRACE_A}"]
     assert whole == rows(tmp_path / "file", "steps", "live")
     assert [r["run_id"] for r in rows(store, "runs", "live")] == [f"live:{TRACE_A}", f"live:{TRACE_A}~2", f"live:{TRACE_B}"]
-    # Every write keeps the store's promise that its parts are in run order (runs carried and added merged).
+    # Every write keeps the receiver's promise: each segment the manifest lists is in run order
+    # on its own (store_segments), and together they hold every step once.
     import pyarrow.parquet as pq
 
-    keys = [k for f in table_files(store, "steps") for k in zip(*pq.read_table(f, columns=["run_id", "step_idx"]).to_pydict().values())]
-    assert keys == sorted(keys) and len(keys) == 12
+    by_segment: dict[str, list] = {}
+    for f in table_files(store, "steps"):
+        keys = zip(*pq.read_table(f, columns=["run_id", "step_idx"]).to_pydict().values())
+        by_segment.setdefault(Path(f).name.split("-")[1], []).extend(keys)
+    assert all(keys == sorted(keys) for keys in by_segment.values())
+    assert [len(keys) for _, keys in sorted(by_segment.items())] == read_manifest(store)["sources"]["live"]["segments"]["steps"]
+    assert sum(len(keys) for keys in by_segment.values()) == 12
 
 
 def test_a_failed_write_keeps_the_spans_and_tries_again(tmp_path, monkeypatch):

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import AtlasError, IngestFailed, InputError
+from ..schema import SORT_KEYS
 from . import Batch, Context
 from .kit import first_line, loads
 from .otlp import ANNOTATION_SOURCE, LABEL_PROCESS_ANNOTATIONS, LABEL_PROCESS_NONE, OWN_FORMATS, UNLABELED
@@ -82,7 +83,8 @@ def read(path: Path | None, context: Context, corpus: str | None = None) -> Batc
         problems.append(InputError(path, None, "holds no label rows; the loaded labels were kept."))
     if problems:
         raise IngestFailed(problems)
-    tables = {name: context.lookup(f"SELECT * FROM {name} WHERE corpus = $1", [corpus]).to_pylist()
+    tables = {name: context.lookup(f"SELECT * FROM {name} WHERE corpus = $1{_in_run_order(name)}",
+                                   [corpus]).to_pylist()
               for name in ("corpora", "runs", "steps", "edges")}
     matched, unmatched = _join(rows, tables["steps"], corpus, path, problems)
     if problems:
@@ -98,6 +100,15 @@ def read(path: Path | None, context: Context, corpus: str | None = None) -> Batc
     traces = entry.get("traces") if entry.get("format") == "labels" else {
         k: entry.get(k) for k in ("format", "origin", "group") if entry.get(k) is not None}
     return Batch(source=corpus, tables=tables, notes=notes, meta={"traces": traces, "labeled_steps": len(matched)})
+
+
+def _in_run_order(table: str) -> str:
+    """The ORDER BY that reads ``table`` in run order. A scan without one followed the parts, in
+    run order when a source had one order across them; a received corpus keeps sorted segments
+    (``auditatlas.store_segments``), and a span id repeated in two runs of a trace (``~2``) must
+    still be labeled in the later run, as before."""
+    keys = SORT_KEYS.get(table)
+    return " ORDER BY " + ", ".join(f"{k} NULLS LAST" for k in keys) if keys else ""
 
 
 def _source_entry(store: Path, corpus: str) -> dict:

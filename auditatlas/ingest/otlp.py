@@ -48,6 +48,11 @@ _SHOWN = 5  # spans named in one note before "and N more"
 # Spans per batch a file ingest maps and writes at a time (read_batches): memory holds one batch
 # of spans and rows, not the input. A trace is never split, so a batch may hold more.
 BATCH_SPANS = 20_000
+# Spans the commit's merge holds at a time, at most about: the run-id prefix that buckets the
+# batches' parts (``_RunBucket``) is made one hex digit longer until a bucket's share of the
+# input is under this, so the merge's memory stays flat as the input grows (one digit held a
+# sixteenth of the input: ~190 MB over the batches' ~280 MB at a million spans).
+BUCKET_SPANS = 25_000
 
 
 def group_type(text: str) -> str:
@@ -98,24 +103,37 @@ def read_batches(path: Path | None, context: Context, corpus: str | None = None,
     notes = check_corpus_name(context.store, corpus, "otlp")
     path = Path(path)
     files = otlp_files(path)
-    batches = _file_batches(files, batch_spans or BATCH_SPANS) if group == "trace" else [files]
+    batches, n_spans = _file_batches(files, batch_spans or BATCH_SPANS) if group == "trace" else ([files], 0)
     batch = Batch(source=corpus, tables={}, notes=notes, meta={"files": len(files), "group": group})
     batch.parts = _parts(path, batches, corpus, group, notes)
-    batch.bucket_of = _RunBucket(corpus)
+    batch.bucket_of = _RunBucket(corpus, bucket_width(n_spans))
     return batch
+
+
+def bucket_width(n_spans: int) -> int:
+    """How many leading characters of a trace id make its run's sort bucket: the fewest that
+    leave about ``BUCKET_SPANS`` or fewer spans per bucket (trace ids are random hex, so each
+    digit cuts a bucket sixteen ways); at least one."""
+    width = 1
+    while n_spans > BUCKET_SPANS * 16 ** width:
+        width += 1
+    return width
 
 
 @dataclass(frozen=True)
 class _RunBucket:
-    """A run's sort bucket: the first character of its trace id. Batches come in file order, so
-    their run ids (``<corpus>:<trace id>``, random hex) interleave; bucketed parts let the
-    commit merge a sixteenth of the source at a time instead of sorting all of it (measured at
-    300,000 spans: that sort alone took the ingest from 340 MB to 750 MB)."""
+    """A run's sort bucket: the first ``width`` characters of its trace id. Batches come in file
+    order, so their run ids (``<corpus>:<trace id>``, random hex) interleave; bucketed parts let
+    the commit merge one bucket of the source at a time instead of sorting all of it (measured
+    at 300,000 spans: that sort alone took the ingest from 340 MB to 750 MB). A prefix sorts as
+    the ids it starts do, which is what a bucket must."""
 
     corpus: str
+    width: int = 1
 
     def __call__(self, run_id: str) -> str:
-        return run_id[len(self.corpus) + 1:len(self.corpus) + 2]
+        start = len(self.corpus) + 1
+        return run_id[start:start + self.width]
 
 
 def _parts(path: Path, batches: list[list[Path]], corpus: str, group: str, notes: list[str]) -> Iterator[dict]:
@@ -146,15 +164,16 @@ def _parts(path: Path, batches: list[list[Path]], corpus: str, group: str, notes
     yield {"corpora": [_corpus_row(corpus, str(path), process, n_runs)]}
 
 
-def _file_batches(files: list[Path], batch_spans: int) -> list[list[Path]]:
+def _file_batches(files: list[Path], batch_spans: int) -> tuple[list[list[Path]], int]:
     """``files`` cut into batches of about ``batch_spans`` spans, files sharing a trace kept in one
-    batch (in file order). A file whose trace ids cannot be read cheaply is read with all files."""
+    batch (in file order), and the spans they hold. A file whose trace ids cannot be read cheaply
+    is read with all files (the count is then 0: not known before reading)."""
     ids: list[set[str]] = []
     sizes: list[int] = []
     for file in files:
         found = trace_ids(file)
         if found is None:
-            return [files] if files else []
+            return ([files] if files else []), 0
         ids.append(found[0])
         sizes.append(found[1])
     import networkx as nx  # here: only a batched file ingest needs it
@@ -175,7 +194,7 @@ def _file_batches(files: list[Path], batch_spans: int) -> list[list[Path]]:
             current, weight = [], 0
     if current:
         batches.append(current)
-    return batches
+    return batches, sum(sizes)
 
 
 @dataclass

@@ -176,9 +176,9 @@ def _relabeled(answer: SearchAnswer, query: Query) -> SearchAnswer:
 
 def _scanned(request: SearchRequest, query: Query, why: str = "", note: str | None = None) -> SearchAnswer:
     text = request.text
-    rows = query("search_scan", {"slice": dict(request.slice), "regex": phrase_regex(text), "phrase": text,
-                                 "label": request.label, "context": SCAN_CONTEXT, "limit": request.page_size,
-                                 "offset": request.offset})
+    rows = query("step_text_scan", {"slice": dict(request.slice), "regex": phrase_regex(text), "phrase": text,
+                                    "actions": [], "field": "both", "label": request.label,
+                                    "context": SCAN_CONTEXT, "limit": request.page_size, "offset": request.offset})
     total = int(rows["total"].iloc[0]) if len(rows) else 0
     hits = [Hit(run_id=str(r.run), step_idx=int(r.step), agent=str(r.agent or ""), action=str(r.action or ""),
                 corpus=str(r.corpus), backbone=str(r.backbone or ""), label=str(r.label), score=None,

@@ -101,9 +101,9 @@ class Receiver:
                 return None
             self.held.written(due, written.run_ids)
             self.writes += 1
-            # A write re-writes the corpus, so it takes longer as the corpus grows: the writer
-            # rests as long as the last write took (unless memory presses), which keeps it to
-            # half the time and lets each write take more traces.
+            # A write costs about its own spans, but now and then merges segments of the corpus
+            # (store_segments): the writer rests as long as the last write took (unless memory
+            # presses), which keeps it to half the time and lets each write take more traces.
             self._next_at = time.monotonic() + (time.monotonic() - started)
         for problem in written.problems:
             self.say(f"written with a problem: {problem}")

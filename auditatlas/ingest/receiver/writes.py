@@ -1,12 +1,26 @@
 """One receiver write: traces mapped as `ingest otlp` maps them, added to the corpus's source.
 
-Why the whole source is written again: a store source is the unit a write replaces atomically
-(one manifest switch), and the corpus name is its source (``ingest otlp`` and ``ingest labels``
-rely on that), so new traces cannot land beside the old ones as a source of their own. Each
-write therefore carries the source's rows forward (``SourceWriter.carry``: committed parts are
-hard-linked, not copied), leaves out the runs of re-opened traces, adds the new runs and switches
-the result in. A reader sees the old or the new source whole; a writer killed mid-way leaves
-a staging folder the next write removes; the earlier traces are never at risk.
+Why each write makes a new version of the whole source: a store source is the unit a write
+replaces atomically (one manifest switch), and the corpus name is its source (``ingest otlp``
+and ``ingest labels`` rely on that), so new traces cannot land beside the old ones as a source
+of their own. Each write therefore carries the source's rows forward, leaves out the runs of
+re-opened traces, adds the new runs and switches the result in. A reader sees the old or the
+new source whole; a writer killed mid-way leaves a staging folder the next write removes; the
+earlier traces are never at risk.
+
+Why a write costs its own spans, not the corpus: the runs, steps and edges are carried as sorted
+segments (``SourceWriter.carry_segments``, ``auditatlas/store_segments.py``): committed parts
+are hard-linked, a part holding a re-opened trace's run is written again without it, the new
+runs become a segment of their own, and only segments of similar size are merged, streamed, so
+each row is written again O(log n) times over the corpus's life. Before (sorting the whole
+source into one run order at every write, since ``<corpus>:<trace id>`` ids fall between the
+held ones) a write took time and memory in proportion to the corpus (bench/README.md, session
+17). Only the rows a write adds are checked against the store's invariants.
+
+Left in proportion to the corpus, each small: the held run ids are read (``source_run_ids``: the
+``run_id`` column of ``runs``, one row per trace) so no id is reused, and every carried part's
+Parquet footer is read (its rows, and its run_id statistics for re-opened traces). A write that
+merges every segment (the geometric rule's carry, now and then) costs the corpus once.
 
 Run ids are the file mapping's (``<corpus>:<trace id>``). A trace that is not held any more
 (forgotten for room, or written by an earlier receiver process) and receives spans again cannot
@@ -34,6 +48,7 @@ class Written:
     reopened: int  # traces whose run was replaced with more spans
     problems: list[str] = field(default_factory=list)  # found in mapping (a cycle of parents), reported
     notes: list[str] = field(default_factory=list)
+    rewritten: int = 0  # rows of earlier writes written again (segments merged, runs dropped from a part)
 
 
 def write_traces(root: Path, corpus: str, due: list[Due], origin: str,
@@ -47,12 +62,13 @@ def write_traces(root: Path, corpus: str, due: list[Due], origin: str,
         tables = _renamed(mapped.tables, {f"{corpus}:{item.trace_id}": run_ids[item.trace_id] for item in due})
         replaced = {item.run_id for item in due if item.run_id is not None and item.run_id in held}
         previous = _previous(root, corpus)
-        carried = writer.carry(drop_runs=replaced, skip=("corpora",))
+        carried = writer.carry_segments(drop_runs=replaced, skip=("corpora",))
         n_runs = carried["runs"] + len(tables["runs"])
         tables["corpora"] = [_corpus_row(corpus, n_runs, previous.get("corpus_row"), tables["runs"])]
         writer.append(tables)
         writer.commit(_meta(previous.get("entry"), origin))
-    return Written(run_ids, len(spans), n_runs, len(replaced), [str(p) for p in mapped.problems], mapped.notes)
+    return Written(run_ids, len(spans), n_runs, len(replaced), [str(p) for p in mapped.problems], mapped.notes,
+                   rewritten=sum(writer.rewritten.values()))
 
 
 def _run_ids(corpus: str, due: list[Due], held: set[str]) -> dict[str, str]:
