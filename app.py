@@ -32,7 +32,8 @@ def ensure_store() -> None:
             bar.progress(min(max(fraction, 0.0), 1.0), text=md(message))
 
         if ensure_default_store(root, progress=progress, notify=lambda message: st.write(md(message))):
-            progress(1.0, "Scoring the boards once, so that /boards opens without waiting…")
+            progress(1.0, "Scoring the boards and fitting label doubt once, so that /boards and /review open "
+                          "without waiting…")
             try:
                 cached.keep_boards()
             except Exception as exc:  # noqa: BLE001 - the corpus is built: a sentence, not a stop

@@ -204,6 +204,42 @@ def _keep_boards(root: Path) -> None:
     except Exception as exc:  # noqa: BLE001 - the write has landed: a note, not a failure
         _say(f"written, but the boards could not be scored now ({_first_line(exc)}); the Boards page scores them "
              "on first open.")
+    _keep_label_doubt(root)
+    _keep_patterns(root)
+
+
+def _keep_patterns(root: Path) -> None:
+    """The step vectors of the new version and the whole store's failure clusters, kept on disk
+    per version (``auditatlas.patterns.clusters.keep_default``): the first /patterns after a
+    write opens on them instead of building (about 30 s at 100,000 rooms, with progress).
+    Under the same setting as the boards."""
+    import queries
+
+    from .patterns import clusters
+
+    try:
+        clusters.keep_default(root, queries.runner(root))
+    except Exception as exc:  # noqa: BLE001 - the write has landed: a note, not a failure
+        _say(f"written, but the step vectors could not be built now ({_first_line(exc)}); the Patterns page builds "
+             "them on first open.")
+
+
+def _keep_label_doubt(root: Path) -> None:
+    """The whole store's supervised half of label doubt, kept for the new version: the first
+    /review of every new server reads it instead of fitting (about 30 s at 100,000 rooms).
+    Under the same setting as the boards (``AUDITATLAS_KEEP_BOARDS``)."""
+    from functools import partial
+
+    import queries
+    from queries.kept import remember_frame
+
+    from .analyses import label_doubt
+
+    try:
+        label_doubt.kept_supervised_doubt(queries.runner(root), root, {}, partial(remember_frame, root))
+    except Exception as exc:  # noqa: BLE001 - the write has landed: a note, not a failure
+        _say(f"written, but the supervised half of label doubt could not be fitted now ({_first_line(exc)}); the "
+             "Review page fits it on first open.")
 
 
 def _derive(root: Path) -> None:

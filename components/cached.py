@@ -92,7 +92,8 @@ def board(name: str, corpus: str, slice_: Mapping[str, Any] | None = None):
 
 def keep_boards() -> None:
     """Keep every board's default view for the store's current version, as a CLI write does
-    (``auditatlas.analyses.board_kept.keep_all``; skipped under ``AUDITATLAS_KEEP_BOARDS=0``)."""
+    (``auditatlas.analyses.board_kept.keep_all``), the whole store's supervised half of label
+    doubt, the step vectors and failure clusters (skipped under ``AUDITATLAS_KEEP_BOARDS=0``)."""
     from functools import partial
 
     from auditatlas.analyses.board_kept import keep_all, keeps_after_write
@@ -101,6 +102,21 @@ def keep_boards() -> None:
     if keeps_after_write():
         root = str(store_root())
         keep_all(queries.runner(root), partial(remember, root))
+        keep_label_doubt(root)
+        from auditatlas.patterns import clusters
+
+        clusters.keep_default(root, queries.runner(root))
+
+
+def keep_label_doubt(root: str) -> None:
+    """The supervised half of label doubt on the whole store, kept for its current version (as
+    a CLI write keeps it: ``auditatlas.cli``)."""
+    from functools import partial
+
+    from auditatlas.analyses import label_doubt
+    from queries.kept import remember_frame
+
+    label_doubt.kept_supervised_doubt(queries.runner(root), root, {}, partial(remember_frame, root))
 
 
 def label_caption(slice_: Mapping[str, Any] | None) -> str:
@@ -160,13 +176,18 @@ def search_index():
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def _supervised_doubt(slice_json: str, root: str, data_stamp: str):
-    from auditatlas.analyses import label_doubt
+    from functools import partial
 
-    return label_doubt.supervised_doubt(lambda name, params=None: queries.run(name, params, root=root), root,
-                                        json.loads(slice_json))
+    from auditatlas.analyses import label_doubt
+    from queries.kept import remember_frame
+
+    return label_doubt.kept_supervised_doubt(lambda name, params=None: queries.run(name, params, root=root), root,
+                                             json.loads(slice_json), partial(remember_frame, root))
 
 
 def supervised_doubt(slice_: Mapping[str, Any] | None):
     """The supervised half of label doubt on the slice (``auditatlas.analyses.label_doubt``: a
-    cross-validated fit, seconds at 1,500 rooms), kept while only verdicts are written."""
+    cross-validated fit, seconds at 1,500 rooms, about 30 s at 100,000), kept while only verdicts
+    are written; the whole store's is kept on disk per store version (``queries.kept``), so a
+    new server's first /review reads it."""
     return _supervised_doubt(json.dumps(dict(slice_ or {}), sort_keys=True, default=str), str(store_root()), data_stamp())

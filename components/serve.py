@@ -78,10 +78,13 @@ class NotStarted(RuntimeError):
 
 
 @contextmanager
-def running(store: Path | None, script: Path | None = None, timeout_s: float = 90) -> Iterator[str]:
+def running(store: Path | None, script: Path | None = None, timeout_s: float = 90,
+            repo: Path = REPO) -> Iterator[str]:
     """A server in a process of its own on a free local port, its URL yielded once it answers,
     stopped on exit: the app through this launcher on ``store``, or ``script`` by plain
-    ``streamlit run`` (a reference page). For the browser tests and bench/pages.py."""
+    ``streamlit run`` (a reference page). For the browser tests and bench/pages.py, which
+    serves another checkout's app with ``repo`` (its modules come first on the path) to time
+    before against after in one run."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -89,7 +92,7 @@ def running(store: Path | None, script: Path | None = None, timeout_s: float = 9
     command = ["-m", "components.serve"] if script is None else ["-m", "streamlit", "run", str(script)]
     log = tempfile.TemporaryFile()
     proc = subprocess.Popen([sys.executable, *command, "--server.port", str(port), "--server.headless", "true",
-                             "--server.address", "127.0.0.1"], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+                             "--server.address", "127.0.0.1"], cwd=repo, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_for(proc, url, timeout_s, log)

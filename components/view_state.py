@@ -11,6 +11,11 @@ Pages whose widgets are bound to the URL (``bind="query-params"``) lose a value 
 not offer: Streamlit drops it from the URL on the first run, without a word. So the link as it
 was opened is remembered for as long as the reader stays on the page and has not set that
 parameter to a value of their own, and its problems stay on screen until then.
+
+Pages that write the URL themselves (``bound=False``) would open their default view when the
+reader comes back through the app's navigation (a sidebar link carries no parameters, and
+their state is the URL), where a bound widget keeps its value in the session: so each page's
+own parameters are remembered per session and written back on such a return.
 """
 from __future__ import annotations
 
@@ -20,10 +25,11 @@ from typing import Any, Iterable
 import streamlit as st
 
 from auditatlas.views import LABELS, PageState, not_held
-from auditatlas.views.fields import names_in, values_of
+from auditatlas.views.fields import FALSE_TEXTS, TRUE_TEXTS, names_in, values_of
 from components.safe import md
 
 OPENING_KEY = "_view_state_opening_link"  # {"page": path, "raw": {name: [values]}}
+LAST_KEY = "_view_state_last_views"  # {page path: {name: [values]}}: each page's own URL as last seen
 
 
 @dataclass
@@ -78,6 +84,10 @@ def report(problems: Iterable[str]) -> None:
 def read(page: PageState, bound: bool = True, show: bool = True) -> LinkView:
     """``page``'s state from ``st.query_params``; its problems are reported here unless
     ``show`` is False (the page then calls ``report(view.problems)`` where it wants them)."""
+    if bound:
+        _bool_texts_for_toggles(page)
+    else:
+        _restore_on_return(page)
     current = {name: values_of(st.query_params, name) for name in names_in(st.query_params)}
     opening = st.session_state.get(OPENING_KEY)
     if not opening or opening.get("page") != page.path:
@@ -89,6 +99,7 @@ def read(page: PageState, bound: bool = True, show: bool = True) -> LinkView:
         opening = {"page": page.path, "raw": {k: v for k, v in opening["raw"].items() if _lost(current.get(k), v)},
                    "shown": opening.get("shown", {})}
     st.session_state[OPENING_KEY] = opening
+    _remember(page, {name: current[name] for name in page.names if name in current})
     # The label choice is the sidebar's (components/filters.py): it reads and reports it before
     # its bound widget exists, as the slice.
     current.pop(LABELS.name, None)
@@ -98,6 +109,45 @@ def read(page: PageState, bound: bool = True, show: bool = True) -> LinkView:
     if show:
         report(problems)
     return view
+
+
+def _remember(page: PageState, raw: dict[str, list[str]]) -> None:
+    st.session_state.setdefault(LAST_KEY, {})[page.path] = raw
+
+
+def _restore_on_return(page: PageState) -> None:
+    """Back on a page through the app's navigation (a sidebar link carries no parameters), the
+    page shows the view the reader left it on in this session (the open run, the search),
+    as a page whose widgets are bound to the URL does by itself: its last parameters are
+    written back. Only on arrival from another page with none of this page's parameters: a
+    link that gives any, or a click on the page's own link while on it, opens what it says."""
+    opening = st.session_state.get(OPENING_KEY)
+    last = (st.session_state.get(LAST_KEY) or {}).get(page.path)
+    if not opening or opening.get("page") == page.path or not last:
+        return
+    if any(name in st.query_params for name in page.names):
+        return
+    for name, texts in last.items():
+        st.query_params[name] = texts if len(texts) > 1 else texts[0]
+
+
+def _bool_texts_for_toggles(page: PageState) -> None:
+    """A declared bool is written ``1`` in a link (``Field.items``) and read as 1/true/yes, but a
+    toggle bound to the URL reads only ``true``/``false`` and drops the rest without a word: the
+    URL's spellings the declaration accepts are written as the toggle's, and the page run again
+    (a toggle reads the URL the run started with; setting its state instead drops the parameter
+    from the URL). Once per such link: the second run finds the toggle's spelling."""
+    respelled = False
+    for f in page.fields:
+        if f.kind != "bool" or f.name not in st.query_params:
+            continue
+        text = st.query_params[f.name].lower()
+        spelled = "true" if text in TRUE_TEXTS else "false" if text in FALSE_TEXTS else None
+        if spelled is not None and st.query_params[f.name] != spelled:
+            st.query_params[f.name] = spelled
+            respelled = True
+    if respelled:
+        st.rerun()
 
 
 def write(page: PageState, values: dict[str, Any]) -> None:
@@ -113,3 +163,4 @@ def write(page: PageState, values: dict[str, Any]) -> None:
                 st.query_params[name] = wanted[name] if len(wanted[name]) > 1 else wanted[name][0]
         elif name in st.query_params:
             del st.query_params[name]
+    _remember(page, {name: wanted[name] for name in page.names if name in wanted})

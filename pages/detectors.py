@@ -78,12 +78,20 @@ def grid_tab() -> None:
     for note in grid.notes:
         st.caption(note)
     backbones = grid.backbones
-    st.plotly_chart(auroc_grid.heatmaps(grid, backbones), key="grid-heatmaps")
-
-    facet = st.selectbox("Table and errors for backbone", [*backbones, dv.ALL_BACKBONES], key="grid_backbone",
-                         bind="query-params", help="'(all backbones)' pools the backbones of the slice into one grid.")
+    c1, c2 = st.columns([2, 3], vertical_alignment="bottom")
+    facet = c1.selectbox("Backbone", [*backbones, dv.ALL_BACKBONES], key="grid_backbone", bind="query-params",
+                         help="The heatmap, table and errors below are this backbone's; '(all backbones)' pools the "
+                              "backbones of the slice into one grid.")
+    side_by_side = c2.toggle("Every backbone side by side", key="side_by_side", bind="query-params",
+                             help="Draw every backbone's heatmap at once (MAADBench Figure 6's layout).")
     link.not_held("grid_backbone", "backbone", facet)
     shown = grid if facet != dv.ALL_BACKBONES else dv.compute_grid(cached.query, corpus, slice_, by_backbone=False, sets=sets)
+    # One backbone's heatmap by default: every backbone's at once cost the browser about 0.5 s
+    # on every open (bench/README.md, session 17).
+    if side_by_side:
+        st.plotly_chart(auroc_grid.heatmaps(grid, backbones), key="grid-heatmaps")
+    else:
+        st.columns([3, 2])[0].plotly_chart(auroc_grid.heatmaps(shown, [facet]), key="grid-heatmaps")
     text, num, titles = dv.wide_grid(shown, facet)
     actions = list(num["action"].iloc[:-1])
     detectors = list(grid.detectors["detector"])

@@ -80,8 +80,12 @@ def heatmap_section() -> None:
                "failed step of the column's action. n under a row = its failed source steps. \"–\": the action never "
                "failed for that backbone. Grey: no scope in the store has the column's action after the row's, so "
                "the pair cannot occur. Click a cell to list its chains.")
-    st.plotly_chart(view.heatmaps(cells), key=CHART_KEY, on_select=select_cell_from_chart,
-                    selection_mode="points", config={"displayModeBar": False})
+    drawn = heatmap_backbones(cells)
+    # One backbone's map by default: five maps at once cost the browser about 0.3 s more on
+    # every open (bench/README.md, session 17); side by side on demand.
+    where = st if len(drawn) > 1 else st.columns([3, 2])[0]
+    where.plotly_chart(view.heatmaps(cells[cells["backbone"].isin(drawn)]), key=CHART_KEY,
+                       on_select=select_cell_from_chart, selection_mode="points", config={"displayModeBar": False})
     legend = ", ".join(f"{P.action_label(a)} = {a}" for a in P.action_order(cells["src_action"])
                        if P.action_label(a) != a)
     if legend:
@@ -90,6 +94,21 @@ def heatmap_section() -> None:
         table(cells.assign(rate_pct=(100 * cells["rate"]).round(1)).drop(columns="rate"), "propagation-heatmap")
     cell_section(cells)
     silent_section()
+
+
+def heatmap_backbones(cells) -> list[str]:
+    """The backbones whose maps are drawn: the chosen one (the link's cell's backbone when the
+    link names no map), or every one side by side."""
+    backbones = sorted(cells["backbone"].unique())
+    c1, c2 = st.columns([2, 3], vertical_alignment="bottom")
+    side_by_side = c2.toggle("Every backbone side by side", key="side_by_side", bind="query-params",
+                             help="Draw every backbone's heatmap at once (MAADBench Figure 4's layout).")
+    cell = link.values["cell_backbone"]
+    first = backbones.index(cell) if cell in backbones else 0
+    shown = c1.selectbox("Heatmap of backbone", backbones, index=first, key="map_backbone", bind="query-params",
+                         disabled=side_by_side)
+    link.not_held("map_backbone", "backbone", shown)
+    return backbones if side_by_side else [shown]
 
 
 def cell_section(cells) -> None:

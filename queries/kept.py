@@ -4,7 +4,9 @@ dear to compute again in every process (the boards: about 9 CPU-s on the default
 
 A kept result is JSON, never a pickle: a store folder is shared as data, and reading it must
 not run code. The caller encodes and decodes (``auditatlas.analyses.board_kept``); this module
-only knows names, bytes and versions.
+only knows names, bytes and versions. A result that is one row per step (the supervised half of
+label doubt: about 900,000 rows at 100,000 rooms) is a table, kept as Parquet with its notes as
+JSON in the file's metadata (``remember_frame``): data too, and a tenth of JSON's bytes.
 
 Where: ``STORE/kept/<key>/<name>.json``, ``key`` hashing the manifest as the data tables see it
 (``queries.views.manifest_bytes``: a verdict or a tour changes no released-label result) and the
@@ -31,6 +33,8 @@ import shutil
 import uuid
 from pathlib import Path
 from typing import Any, Callable
+
+import pandas as pd
 
 from auditatlas import leases
 from auditatlas.errors import StoreError
@@ -131,6 +135,68 @@ def _mtime(path: Path) -> float:
         return path.stat().st_mtime
     except OSError:
         return 0.0
+
+
+FRAME_NOTES = b"auditatlas.kept.notes"  # the Parquet metadata key holding a kept table's notes
+
+
+def frame_file_name(name: str) -> str:
+    return file_name(name).removesuffix(".json") + ".parquet"
+
+
+def read_frame(root: str | Path, key: str, name: str) -> tuple[pd.DataFrame, Any] | None:
+    """The table ``name`` kept for version ``key`` and its notes; None when there is none or it
+    cannot be read."""
+    import pyarrow.parquet as pq
+
+    path = home(root) / key / frame_file_name(name)
+    try:
+        table = pq.read_table(path)
+        notes = json.loads((table.schema.metadata or {})[FRAME_NOTES])
+    except FileNotFoundError:
+        return None
+    except Exception as exc:  # noqa: BLE001 - a truncated or foreign file is a miss: computed again
+        _log.warning("kept table %s cannot be read (%s); computing it again", path, exc)
+        return None
+    return table.to_pandas(), notes
+
+
+def write_frame(root: str | Path, key: str, name: str, frame: pd.DataFrame, notes: Any) -> bool:
+    """Keep ``frame`` (and JSON-able ``notes``) as table ``name`` of version ``key``; False when
+    it could not be written."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = home(root) / key
+    scratch = folder / f"{SCRATCH}{uuid.uuid4().hex}"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), FRAME_NOTES: json.dumps(notes)})
+        pq.write_table(table, scratch)
+        os.replace(scratch, folder / frame_file_name(name))
+    except OSError as exc:
+        scratch.unlink(missing_ok=True)
+        _log.warning("could not keep table %s in %s: %s", name, folder, exc)
+        return False
+    _remove_old(folder.parent, key)
+    return True
+
+
+def remember_frame(root: str | Path, name: str,
+                   compute: Callable[[], tuple[pd.DataFrame, Any]]) -> tuple[pd.DataFrame, Any, bool]:
+    """``remember`` for a table: the kept (frame, notes) of the store's current version, else
+    ``compute()``'s, kept for the next process; and whether it was read (True)."""
+    key = version_key(root)
+    if key is not None:
+        hit = read_frame(root, key, name)
+        if hit is not None:
+            return hit[0], hit[1], True
+    frame, notes = compute()
+    notes = json.loads(json.dumps(notes))
+    if key is not None and version_key(root) == key:
+        write_frame(root, key, name, frame, notes)
+    return frame, notes, False
 
 
 def remember(root: str | Path, name: str, compute: Callable[[], Any]) -> tuple[Any, bool]:

@@ -118,18 +118,20 @@ def wait_idle(page, text: str, timeout: float = 180_000, busy_text: str | None =
         page.wait_for_function("busy => !document.body.innerText.includes(busy)", arg=busy_text,
                                timeout=timeout, polling=500)
     # Idle: no script running (Streamlit's running icon), nothing stale, no skeleton or
-    # spinner, and the text unchanged over 0.75 s. The running icon and stale marks say what
-    # the longer window used to guess (1.5 s of unchanged text): the suite's ~40 waits each
-    # spent that window.
+    # spinner, and the text unchanged over 0.75 s. Polled, with the last change kept on the
+    # window: Playwright ends wait_for_function on the first promise a check returns, whatever
+    # it resolves to, so a check written as a promise waited 0.75 s once and never for idle.
+    page.evaluate("() => { delete window.__idle; }")
     page.wait_for_function(
-        """() => new Promise(resolve => {
-            const size = () => document.body.innerText.length;
-            const busy = () => document.querySelector('[data-testid="stSkeleton"], [data-testid="stSpinner"], '
+        """() => {
+            const now = performance.now(), size = document.body.innerText.length;
+            const s = window.__idle || (window.__idle = {size: -1, since: now});
+            const busy = document.querySelector('[data-testid="stSkeleton"], [data-testid="stSpinner"], '
                 + '[data-testid="stStatusWidgetRunningIcon"], [data-stale="true"]');
-            let last = size();
-            setTimeout(() => resolve(!busy() && size() === last), 750);
-        })""",
-        timeout=timeout, polling=500,
+            if (busy || size !== s.size) { s.size = size; s.since = now; return false; }
+            return now - s.since >= 750;
+        }""",
+        timeout=timeout, polling=250,
     )
 
 

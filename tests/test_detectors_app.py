@@ -108,6 +108,24 @@ def test_grid_renders_with_every_detector(detector_store, monkeypatch):
         assert ("+ /" in cell and "−" in cell), cell
 
 
+def _heatmap_titles(at) -> list[str]:
+    (chart,) = at.get("plotly_chart")
+    return [a["text"] for a in json.loads(chart.proto.spec)["layout"]["annotations"]]
+
+
+def test_one_backbones_heatmap_by_default_every_one_on_demand(detector_store, monkeypatch):
+    store, _ = detector_store
+    at = _open(store, monkeypatch)
+    backbones = at.selectbox(key="grid_backbone").options
+    assert backbones[-1] == "(all backbones)" and len(backbones) > 2
+    assert at.toggle(key="side_by_side").value is False
+    assert _heatmap_titles(at) == [backbones[0]]
+    assert _heatmap_titles(_open(store, monkeypatch, grid_backbone="(all backbones)")) == ["(all backbones)"]
+    at = _open(store, monkeypatch, side_by_side="1")
+    assert at.toggle(key="side_by_side").value is True
+    assert _heatmap_titles(at) == backbones[:-1]
+
+
 def test_link_restores_cell_and_lists_errors(detector_store, monkeypatch):
     store, ids = detector_store
     set_id = ids["iforest"][1]

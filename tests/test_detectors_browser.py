@@ -1,5 +1,5 @@
 """Real headless Chromium on the Detectors page, over a copy of the app store with a few
-prediction sets written into it: the grid renders (heatmaps and the table), choosing a grid
+prediction sets written into it: the grid renders (every backbone's heatmap and the table), choosing a grid
 cell lists its errors and puts the choice in the URL, a shared link restores it, the other
 tabs render, no exception reaches the user, and no request leaves localhost."""
 from __future__ import annotations
@@ -28,7 +28,8 @@ def test_grid_renders_offline_then_choosing_a_cell_lists_its_errors(server, brow
     """The grid as it opens, then a cell chosen in the same visit (a load costs more than a check)."""
     outside: list[str] = []
     page = new_page(browser, outside)
-    page.goto(server + "/detectors")
+    # The link's side_by_side=1 (as a link writes a declared bool) turns the bound toggle on.
+    page.goto(server + "/detectors?side_by_side=1")
     wait_idle(page, "Click a detector")
     body = page.inner_text("body")
     assert "Per-action ROC-AUC" in body and "3 detector(s)" in body
@@ -37,6 +38,7 @@ def test_grid_renders_offline_then_choosing_a_cell_lists_its_errors(server, brow
     page.locator(".js-plotly-plot").first.wait_for(timeout=60_000)
     for backbone in ("Claude Opus 4.8", "GPT-4.1", "GPT-5.4"):
         assert page.locator(".js-plotly-plot").first.get_by_text(backbone).count() >= 1
+    assert "side_by_side=true" in page.evaluate("location.search")  # the toggle's own spelling, kept
     assert page.locator("[class*='st-key-table-grid-']").count() == 1
     keep_shot(page, shots / "detectors-grid.png", full_page=True)
     assert not exceptions_on(page)

@@ -55,6 +55,38 @@ def test_heatmap_tab_renders(app_store, monkeypatch):
         assert "single decisive step per run cannot form a chain" in text
 
 
+def _map_titles(at) -> list[str]:
+    """The backbones the heatmap figure draws (its subplot titles), from the chart as sent."""
+    import json
+
+    charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    heatmap = next(c for c in charts if any(t.get("type") == "scatter" and t.get("customdata") for t in c["data"]))
+    return [a["text"] for a in heatmap["layout"]["annotations"]]
+
+
+def test_one_backbones_heatmap_by_default_every_one_on_demand(app_store, monkeypatch):
+    at = _open(app_store, monkeypatch)
+    options = at.selectbox(key="map_backbone").options
+    assert len(options) > 1 and options == sorted(options)
+    assert at.selectbox(key="map_backbone").value == options[0]
+    assert _map_titles(at) == [options[0]]
+    # A link's own words (1) and Streamlit's toggle's (true) both draw every backbone.
+    for spelled in ("1", "true"):
+        at = _open(app_store, monkeypatch, side_by_side=spelled)
+        assert at.toggle(key="side_by_side").value is True
+        assert at.selectbox(key="map_backbone").disabled
+        assert _map_titles(at) == options
+
+
+def test_a_link_chooses_the_map_or_follows_its_cell(app_store, monkeypatch):
+    at = _open(app_store, monkeypatch, map_backbone="GPT-5.4")
+    assert _map_titles(at) == ["GPT-5.4"]
+    at = _open(app_store, monkeypatch, cell_backbone="GPT-4.1", src_action="SOLVE_CLUE", later_action="APPLY_DELTA")
+    assert at.selectbox(key="map_backbone").value == "GPT-4.1" and _map_titles(at) == ["GPT-4.1"]
+    at = _open(app_store, monkeypatch, map_backbone="No such backbone")
+    assert any("backbone 'No such backbone'" in w.value.replace("\\", "") for w in at.warning)
+
+
 def test_a_link_opens_the_chains_behind_a_cell(app_store, monkeypatch):
     at = _open(app_store, monkeypatch, cell_backbone="GPT-4.1", src_action="SOLVE_CLUE", later_action="APPLY_DELTA")
     assert at.selectbox(key="cell_backbone").value == "GPT-4.1"

@@ -37,7 +37,7 @@ CELL_XY = """([bb, src, later]) => {
 def test_clicking_a_cell_lists_its_chains_and_the_tabs_render(app_server, browser):
     outside: list[str] = []
     page = new_page(browser, outside, **VIEWPORT)
-    page.goto(app_server + "/propagation")
+    page.goto(app_server + "/propagation?map_backbone=GPT-4.1")  # the map of the cell clicked below
     wait_idle(page, "Propagation heatmap per backbone")
     page.locator(".js-plotly-plot").first.wait_for(timeout=120_000)
     page.wait_for_function("""() => { const el = document.querySelector('.js-plotly-plot');

@@ -87,3 +87,26 @@ def test_the_judges_order_says_how_many_judges_went_against_the_human(tmp_path, 
     assert "Step 1 of 2" in texts and "Run ww:1, step 2" in texts
     assert ("3 of the 3 LLM judge(s) with a pick on this run picked another step than this one, the human decisive "
             "step; 2 of them picked step 3 (1 abstained).") in texts
+
+
+def _switch(at, page: str):
+    """To ``page`` as the sidebar takes the reader there: Streamlit clears the URL's parameters."""
+    for name in list(at.query_params):
+        del at.query_params[name]
+    at.switch_page(page)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_back_through_the_navigation_the_review_is_where_the_reader_left_it(root, monkeypatch):
+    at = open_page(root, monkeypatch, "pages/review.py", queue="random", seed="3", position="2")
+    assert "Step 3 of 8" in _plain(page_texts(at))
+    _switch(at, "pages/tour.py")
+    assert "Step 3 of" not in _plain(page_texts(at))
+    _switch(at, "pages/review.py")
+    assert "Step 3 of 8" in _plain(page_texts(at))
+    assert (at.query_params["queue"], at.query_params["seed"], at.query_params["position"]) == ("random", "3", "2")
+    # The page's own link while on it opens what it says: the default view (the doubt order).
+    _switch(at, "pages/review.py")
+    assert "Step 1 of 5" in _plain(page_texts(at))

@@ -179,7 +179,8 @@ def test_every_page_keeps_payloads_as_text(payload_store, browser):
                     page.mouse.move(box["x"] + x, box["y"] + box["height"] / 3)
                     page.wait_for_timeout(60)
             else:
-                page.goto(server + path)
+                # Every backbone's heatmap (one by default), so the payload backbone's labels are drawn.
+                page.goto(server + path + ("?side_by_side=1" if path in ("/propagation", "/detectors") else ""))
                 wait_idle(page, "Slice")
                 if path == "/boards":  # every tab: the POST boards name the payload prediction set
                     for tab in ("LIVE", "POST"):

@@ -207,3 +207,16 @@ def _shares(values: pd.Series) -> list[tuple[str, float]]:
     counts = values.fillna("(none)").astype(str).value_counts()
     total = max(int(counts.sum()), 1)
     return sorted(((str(k), int(v) / total) for k, v in counts.items()), key=lambda item: (-item[1], item[0]))
+
+
+def keep_default(root, query: Query) -> None:
+    """What a write prepares for the first /patterns of its version: the step vectors (built
+    when missing) and the whole store's failure clusters at seed 0 and the default count (kept
+    on disk by ``_cached_fit``). A store with nothing to cluster is left to the page to explain."""
+    from . import vectors
+
+    found = vectors.load(root, query)
+    try:
+        failure_clusters(found, query, {}, 0)
+    except AtlasError:
+        pass

@@ -1,0 +1,105 @@
+"""Tables kept per store version (queries.kept.remember_frame) and the supervised half of label
+doubt kept with them (analyses.label_doubt.kept_supervised_doubt, a CLI write's _keep_label_doubt):
+computed once per version, read back as written, never for a slice or another version; and a
+write's step vectors and default clusters. The fit, the vectors and the clustering are replaced
+by stubs that record their calls (their own tests are tests/test_review_* and test_patterns)."""
+from __future__ import annotations
+
+from functools import partial
+
+import pandas as pd
+import pytest
+
+from auditatlas.analyses import label_doubt
+from queries import kept
+
+FRAME = pd.DataFrame({"corpus": ["c", "c"], "run_id": ["c:r1", "c:r2"], "step_idx": [0, 3],
+                      "self_confidence": [0.25, 0.875], "label_issue": [True, False]})
+
+
+@pytest.fixture
+def version(monkeypatch):
+    """The store's version key, set by the test (no manifest needed)."""
+    key = {"now": "v1"}
+    monkeypatch.setattr(kept, "version_key", lambda root: key["now"])
+    return key
+
+
+@pytest.fixture
+def fits(monkeypatch) -> list[dict]:
+    """Every call of the supervised fit, by slice; it answers FRAME and one note."""
+    calls: list[dict] = []
+
+    def fit(query, root, slice_):
+        calls.append(dict(slice_ or {}))
+        return label_doubt.SupervisedDoubt(FRAME.copy(), ["left out on corpus 'x': too small"])
+
+    monkeypatch.setattr(label_doubt, "supervised_doubt", fit)
+    return calls
+
+
+def test_a_table_is_computed_once_per_version_and_read_back_whole(tmp_path, version):
+    computed = []
+
+    def compute():
+        computed.append(1)
+        return FRAME, {"notes": ["a"]}
+
+    first = kept.remember_frame(tmp_path, "t", compute)
+    again = kept.remember_frame(tmp_path, "t", compute)
+    assert (first[2], again[2]) == (False, True) and len(computed) == 1
+    pd.testing.assert_frame_equal(again[0], FRAME)
+    assert again[1] == {"notes": ["a"]}
+    version["now"] = "v2"
+    assert kept.remember_frame(tmp_path, "t", compute)[2] is False and len(computed) == 2
+
+
+def test_a_truncated_table_is_computed_and_written_again(tmp_path, version):
+    kept.remember_frame(tmp_path, "t", lambda: (FRAME, []))
+    path = kept.home(tmp_path) / "v1" / kept.frame_file_name("t")
+    path.write_bytes(path.read_bytes()[:40])
+    frame, _, read = kept.remember_frame(tmp_path, "t", lambda: (FRAME.head(1), []))
+    assert read is False and len(frame) == 1
+    assert len(kept.remember_frame(tmp_path, "t", lambda: (FRAME, []))[0]) == 1  # the rewritten one
+
+
+def test_the_whole_stores_doubt_is_kept_a_slices_is_not(tmp_path, version, fits):
+    remember = partial(kept.remember_frame, tmp_path)
+    for labels in ("released", "reviewed"):  # the half reads the released labels either way
+        half = label_doubt.kept_supervised_doubt(None, tmp_path, {"labels": labels}, remember)
+        pd.testing.assert_frame_equal(half.steps, FRAME)
+        assert half.notes == ["left out on corpus 'x': too small"]
+    assert len(fits) == 1
+    for _ in range(2):
+        label_doubt.kept_supervised_doubt(None, tmp_path, {"backbone": ["GPT-4.1"]}, remember)
+    assert len(fits) == 3
+    assert [p.name for p in (kept.home(tmp_path) / "v1").iterdir()] == [kept.frame_file_name(label_doubt.KEPT_NAME)]
+
+
+def test_a_cli_write_keeps_the_doubt_for_the_first_review(tmp_path, version, fits, monkeypatch):
+    from auditatlas import cli
+
+    monkeypatch.setenv("AUDITATLAS_KEEP_BOARDS", "1")
+    monkeypatch.setattr("auditatlas.analyses.board_kept.keep_all", lambda query, remember: [])
+    cli._keep_boards(tmp_path)
+    assert len(fits) == 1
+    hit = kept.read_frame(tmp_path, "v1", label_doubt.KEPT_NAME)
+    assert hit is not None and list(hit[0]["run_id"]) == ["c:r1", "c:r2"]
+    monkeypatch.setenv("AUDITATLAS_KEEP_BOARDS", "0")
+    version["now"] = "v2"
+    cli._keep_boards(tmp_path)
+    assert len(fits) == 1
+
+
+def test_a_cli_write_builds_the_step_vectors_and_the_default_clusters(tmp_path, version, fits, monkeypatch):
+    from auditatlas import cli
+    from auditatlas.patterns import clusters, vectors
+
+    monkeypatch.setenv("AUDITATLAS_KEEP_BOARDS", "1")
+    monkeypatch.setattr("auditatlas.analyses.board_kept.keep_all", lambda query, remember: [])
+    built, clustered = [], []
+    monkeypatch.setattr(vectors, "load", lambda root, query, progress=None: built.append(root) or "the vectors")
+    monkeypatch.setattr(clusters, "failure_clusters", lambda found, query, slice_, seed: clustered.append(
+        (found, slice_, seed)))
+    cli._keep_boards(tmp_path)
+    assert built == [tmp_path] and clustered == [("the vectors", {}, 0)]
