@@ -58,7 +58,14 @@ def _press(page, key: str, given: list[tuple[str, int, str]]) -> None:
 
 
 def _wait_step(page, number: int) -> None:
+    """Until step ``number`` is shown and its rerun has finished: the counter can be drawn while
+    the run and step line below it is still the last step's (stale), and a key read off that
+    line would be expected on the wrong step (the once-seen failure of this test)."""
     page.get_by_text(f"Step {number} of 14", exact=True).first.wait_for(timeout=60_000)
+    page.wait_for_function(
+        """() => !document.querySelector('[data-testid="stStatusWidgetRunningIcon"], [data-stale="true"], '
+                                         + '[data-testid="stSkeleton"], [data-testid="stSpinner"]')""",
+        timeout=60_000, polling=100)
 
 
 def test_ten_verdicts_by_keyboard_and_a_second_session_lose_nothing(server, store, browser):
