@@ -108,16 +108,22 @@ def read(root: str | Path, key: str, name: str) -> Any | None:
 def write(root: str | Path, key: str, name: str, value: Any) -> bool:
     """Keep ``value`` (JSON-able) as result ``name`` of version ``key``; False when it could not
     be written (a full disk: the result was computed and is shown, only not kept)."""
-    folder = home(root) / key
     data = json.dumps({"name": name, "value": value}, separators=(",", ":"), allow_nan=True).encode()
+    return _keep(root, key, file_name(name), lambda scratch: scratch.write_bytes(data))
+
+
+def _keep(root: str | Path, key: str, file: str, write_to: Callable[[Path], Any]) -> bool:
+    """Write ``file`` of version ``key`` through a scratch file replaced into place (a reader
+    sees it whole or not at all), then drop old versions; False when the disk refused it."""
+    folder = home(root) / key
     scratch = folder / f"{SCRATCH}{uuid.uuid4().hex}"
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        scratch.write_bytes(data)
-        os.replace(scratch, folder / file_name(name))
+        write_to(scratch)
+        os.replace(scratch, folder / file)
     except OSError as exc:
         scratch.unlink(missing_ok=True)
-        _log.warning("could not keep result %s in %s: %s", name, folder, exc)
+        _log.warning("could not keep %s in %s: %s", file, folder, exc)
         return False
     _remove_old(folder.parent, key)
     return True
@@ -167,20 +173,9 @@ def write_frame(root: str | Path, key: str, name: str, frame: pd.DataFrame, note
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    folder = home(root) / key
-    scratch = folder / f"{SCRATCH}{uuid.uuid4().hex}"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        table = pa.Table.from_pandas(frame, preserve_index=False)
-        table = table.replace_schema_metadata({**(table.schema.metadata or {}), FRAME_NOTES: json.dumps(notes)})
-        pq.write_table(table, scratch)
-        os.replace(scratch, folder / frame_file_name(name))
-    except OSError as exc:
-        scratch.unlink(missing_ok=True)
-        _log.warning("could not keep table %s in %s: %s", name, folder, exc)
-        return False
-    _remove_old(folder.parent, key)
-    return True
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}), FRAME_NOTES: json.dumps(notes)})
+    return _keep(root, key, frame_file_name(name), lambda scratch: pq.write_table(table, scratch))
 
 
 def remember_frame(root: str | Path, name: str,
