@@ -129,19 +129,34 @@ def cell_section(cells) -> None:
         st.caption("Click a heatmap cell, or choose a backbone and both actions, to list the chains behind it.")
         return
     cell = cells[(cells["backbone"] == backbone) & (cells["src_action"] == src) & (cells["later_action"] == later)]
-    page = st.columns([1, 4])[0].number_input("Page", min_value=1, step=1, key="cell_page", bind="query-params")
-    rows, total, page = paged(lambda n: P.cell_chains(cached.query, slice_, backbone, src, later, page=n), int(page))
-    if not cell.empty and int(cell["failed"].iloc[0]) > 0:
-        c = cell.iloc[0]
-        st.markdown(f"**{md(backbone)}**: {int(c.followed):,} of {int(c.failed):,} failed {md(src)} steps "
-                    f"({100 * c.rate:.1f}%) are followed by a failed {md(later)} step in their scope.")
+
+    def cell_rate() -> None:
+        if not cell.empty and int(cell["failed"].iloc[0]) > 0:
+            c = cell.iloc[0]
+            st.markdown(f"**{md(backbone)}**: {int(c.followed):,} of {int(c.failed):,} failed {md(src)} steps "
+                        f"({100 * c.rate:.1f}%) are followed by a failed {md(later)} step in their scope.")
+
+    chain_list("cell_page", lambda n: P.cell_chains(cached.query, slice_, backbone, src, later, page=n),
+               counted="source steps", step_column="source_step", table_key="cell-chains", lead=cell_rate,
+               empty="No chain behind this cell: no failed step of the source action is followed by a failed "
+                     "step of the later action in this slice.")
+
+
+def chain_list(page_key: str, rows_of_page, *, counted: str, step_column: str, table_key: str, empty: str,
+               lead=None) -> None:
+    """One page of chains (the page number bound to the URL as ``page_key``), each linking to the
+    explorer at its ``step_column``; ``lead`` draws what stands above it whatever the count."""
+    page = st.columns([1, 4])[0].number_input("Page", min_value=1, step=1, key=page_key, bind="query-params")
+    rows, total, page = paged(rows_of_page, int(page))
+    if lead is not None:
+        lead()
     if total == 0:
-        st.info("No chain behind this cell: no failed step of the source action is followed by a failed step of "
-                "the later action in this slice.")
+        st.info(empty)
         return
-    st.caption(f"Page {int(page)} of {P.page_count(total)} ({total:,} source steps); each links to the trace "
-               "explorer at the source step.")
-    table(P.chain_table(rows, "source_step"), "cell-chains", column_config=_link_config())
+    at = "the source step" if step_column == "source_step" else "its origin step"
+    st.caption(f"Page {int(page)} of {P.page_count(total)} ({total:,} {counted}); each links to the trace "
+               f"explorer at {at}.")
+    table(P.chain_table(rows, step_column), table_key, column_config=_link_config())
 
 
 def silent_section() -> None:
@@ -207,14 +222,8 @@ def chains_section() -> None:
     if asked and tuple(asked) != (low, high):
         view_state.report([not_held("chain lengths", f"{asked[0]} to {asked[1]}", f"showing lengths {low} to {high} "
                                     f"(the longest chain here has {longest} failed steps)")])
-    page = st.columns([1, 4])[0].number_input("Page", min_value=1, step=1, key="chain_page", bind="query-params")
-    rows, total, page = paged(lambda n: P.chains(cached.query, slice_, chosen, low, high, page=n), int(page))
-    if total == 0:
-        st.info("No chain matches these filters.")
-        return
-    st.caption(f"Page {int(page)} of {P.page_count(total)} ({total:,} chains); each links to the trace explorer "
-               "at its origin step.")
-    table(P.chain_table(rows, "origin_step"), "chains", column_config=_link_config())
+    chain_list("chain_page", lambda n: P.chains(cached.query, slice_, chosen, low, high, page=n),
+               counted="chains", step_column="origin_step", table_key="chains", empty="No chain matches these filters.")
 
 
 # --- Recall by role -----------------------------------------------------------------------------
