@@ -35,7 +35,7 @@ def ensure_store() -> None:
             progress(1.0, "Scoring the boards and fitting label doubt once, so that /boards and /review open "
                           "without waiting…")
             try:
-                cached.keep_boards()
+                cached.keep_boards(notify=lambda sentence: st.write(md(sentence)))
             except Exception as exc:  # noqa: BLE001 - the corpus is built: a sentence, not a stop
                 st.write(md(f"The boards could not be scored now ({exc}); /boards scores them on first open."))
         status.update(label="Default corpus ready.", state="complete", expanded=False)

@@ -187,59 +187,23 @@ def _warm(root: Path) -> None:
 
 
 def _keep_boards(root: Path) -> None:
-    """Every board's default view, kept for the new version (``queries.kept``): the first open
-    of /boards after a write reads it instead of scoring (9 s on the default store, about 50 s
-    at a million rooms). ``AUDITATLAS_KEEP_BOARDS=0`` leaves that to the first open."""
+    """What a write keeps for the new version (``auditatlas.kept_views``: every board's default
+    view, the supervised half of label doubt, the step vectors and failure clusters), so the
+    first open of /boards, /review and /patterns after a write reads them (9 s of board scoring
+    on the default store, about 50 s at a million rooms; the doubt's fit and the vectors about
+    30 s each at 100,000 rooms). ``AUDITATLAS_KEEP_BOARDS=0`` leaves that to the first open."""
     from functools import partial
 
     import queries
-    from queries.kept import remember
+    from queries.kept import remember, remember_frame
 
-    from .analyses.board_kept import keep_all, keeps_after_write
+    from .analyses.board_kept import keeps_after_write
+    from .kept_views import keep_for_version
 
     if not keeps_after_write():
         return
-    try:
-        keep_all(queries.runner(root), partial(remember, root))
-    except Exception as exc:  # noqa: BLE001 - the write has landed: a note, not a failure
-        _say(f"written, but the boards could not be scored now ({_first_line(exc)}); the Boards page scores them "
-             "on first open.")
-    _keep_label_doubt(root)
-    _keep_patterns(root)
-
-
-def _keep_patterns(root: Path) -> None:
-    """The step vectors of the new version and the whole store's failure clusters, kept on disk
-    per version (``auditatlas.patterns.clusters.keep_default``): the first /patterns after a
-    write opens on them instead of building (about 30 s at 100,000 rooms, with progress).
-    Under the same setting as the boards."""
-    import queries
-
-    from .patterns import clusters
-
-    try:
-        clusters.keep_default(root, queries.runner(root))
-    except Exception as exc:  # noqa: BLE001 - the write has landed: a note, not a failure
-        _say(f"written, but the step vectors could not be built now ({_first_line(exc)}); the Patterns page builds "
-             "them on first open.")
-
-
-def _keep_label_doubt(root: Path) -> None:
-    """The whole store's supervised half of label doubt, kept for the new version: the first
-    /review of every new server reads it instead of fitting (about 30 s at 100,000 rooms).
-    Under the same setting as the boards (``AUDITATLAS_KEEP_BOARDS``)."""
-    from functools import partial
-
-    import queries
-    from queries.kept import remember_frame
-
-    from .analyses import label_doubt
-
-    try:
-        label_doubt.kept_supervised_doubt(queries.runner(root), root, {}, partial(remember_frame, root))
-    except Exception as exc:  # noqa: BLE001 - the write has landed: a note, not a failure
-        _say(f"written, but the supervised half of label doubt could not be fitted now ({_first_line(exc)}); the "
-             "Review page fits it on first open.")
+    keep_for_version(root, queries.runner(root), partial(remember, root), partial(remember_frame, root),
+                     failed=lambda what, exc, instead: _say(f"written, but {what} ({_first_line(exc)}); {instead}."))
 
 
 def _derive(root: Path) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import pandas as pd
 import streamlit as st
@@ -90,33 +90,21 @@ def board(name: str, corpus: str, slice_: Mapping[str, Any] | None = None):
     return _board(name, corpus, json.dumps(slice_ or {}, sort_keys=True), str(store_root()), store_stamp())
 
 
-def keep_boards() -> None:
-    """Keep every board's default view for the store's current version, as a CLI write does
-    (``auditatlas.analyses.board_kept.keep_all``), the whole store's supervised half of label
-    doubt, the step vectors and failure clusters (skipped under ``AUDITATLAS_KEEP_BOARDS=0``)."""
+def keep_boards(notify: Callable[[str], None]) -> None:
+    """Keep what a CLI write keeps for the store's current version (``auditatlas.kept_views``:
+    every board's default view, the whole store's supervised half of label doubt, the step
+    vectors and failure clusters; skipped under ``AUDITATLAS_KEEP_BOARDS=0``); a part that
+    cannot be kept is one sentence to ``notify``."""
     from functools import partial
 
-    from auditatlas.analyses.board_kept import keep_all, keeps_after_write
-    from queries.kept import remember
+    from auditatlas.analyses.board_kept import keeps_after_write
+    from auditatlas.kept_views import keep_for_version
+    from queries.kept import remember, remember_frame
 
     if keeps_after_write():
         root = str(store_root())
-        keep_all(queries.runner(root), partial(remember, root))
-        keep_label_doubt(root)
-        from auditatlas.patterns import clusters
-
-        clusters.keep_default(root, queries.runner(root))
-
-
-def keep_label_doubt(root: str) -> None:
-    """The supervised half of label doubt on the whole store, kept for its current version (as
-    a CLI write keeps it: ``auditatlas.cli``)."""
-    from functools import partial
-
-    from auditatlas.analyses import label_doubt
-    from queries.kept import remember_frame
-
-    label_doubt.kept_supervised_doubt(queries.runner(root), root, {}, partial(remember_frame, root))
+        keep_for_version(root, queries.runner(root), partial(remember, root), partial(remember_frame, root),
+                         failed=lambda what, exc, instead: notify(f"{what[0].upper()}{what[1:]} ({exc}); {instead}."))
 
 
 def label_caption(slice_: Mapping[str, Any] | None) -> str:

@@ -1,5 +1,5 @@
 """Tables kept per store version (queries.kept.remember_frame) and the supervised half of label
-doubt kept with them (analyses.label_doubt.kept_supervised_doubt, a CLI write's _keep_label_doubt):
+doubt kept with them (analyses.label_doubt.kept_supervised_doubt, a CLI write's _keep_boards through auditatlas.kept_views):
 computed once per version, read back as written, never for a slice or another version; and a
 write's step vectors and default clusters. The fit, the vectors and the clustering are replaced
 by stubs that record their calls (their own tests are tests/test_review_* and test_patterns)."""

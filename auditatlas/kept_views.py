@@ -1,0 +1,43 @@
+"""What a write keeps for its store version before it returns, so that no reader's first open
+pays for it: every board's default view, the whole store's supervised half of label doubt, and
+the step vectors with the whole store's failure clusters. The CLI after a write and the app's
+first launch both call :func:`keep_for_version`; ``AUDITATLAS_KEEP_BOARDS=0`` leaves all of it
+to the first open (``board_kept.keeps_after_write``).
+
+The query function and the two ``remember`` functions are handed in (``queries.runner`` and
+``queries.kept``'s, bound to the store): the core never imports the query layer.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from .analyses import Query, board_kept, label_doubt
+
+# what failed, the exception, what happens instead
+Failed = Callable[[str, Exception, str], None]
+
+
+def keep_for_version(root: str | Path, query: Query, remember: board_kept.Remember,
+                     remember_frame: label_doubt.RememberFrame, failed: Failed | None = None) -> None:
+    """Keep each view for the store's current version. A part that fails is told to ``failed``
+    (the write has landed: a note, not a failure) and the next part is kept all the same;
+    without ``failed`` the first failure is raised."""
+    from .patterns import clusters  # here: patterns import the analyses this module imports
+
+    parts: list[tuple[str, Callable[[], Any], str]] = [
+        ("the boards could not be scored now", lambda: board_kept.keep_all(query, remember),
+         "the Boards page scores them on first open"),
+        ("the supervised half of label doubt could not be fitted now",
+         lambda: label_doubt.kept_supervised_doubt(query, root, {}, remember_frame),
+         "the Review page fits it on first open"),
+        ("the step vectors could not be built now", lambda: clusters.keep_default(root, query),
+         "the Patterns page builds them on first open"),
+    ]
+    for what, keep, instead in parts:
+        try:
+            keep()
+        except Exception as exc:  # noqa: BLE001 - told to the caller, who decides
+            if failed is None:
+                raise
+            failed(what, exc, instead)
