@@ -59,7 +59,8 @@ from . import leases
 from .errors import StoreBusy, StoreError
 from .schema import LATER_TABLES, SORT_KEYS, TABLES, empty_table
 from .store_batches import TableLike, conform, prepare  # noqa: F401 - re-exported
-from .store_parts import ROW_GROUP_ROWS, key_lt, part_key, part_label, resort, write_part, write_prepared  # noqa: F401
+from .store_parts import (ROW_GROUP_ROWS, key_lt, link_part, part_key, part_label, resort, table_corpora,  # noqa: F401
+                          write_part, write_prepared)
 from . import store_segments as segs
 from .validate import CHECKED_TABLES, check_added, check_staged
 
@@ -508,7 +509,7 @@ class SourceWriter:
                 self._added.setdefault(name, []).extend(sink.parts)
                 self.rows[name] += table.num_rows
                 if name == "runs":
-                    self._run_corpora.update(c for c in pc.unique(table.column("corpus")).to_pylist() if c is not None)
+                    self._run_corpora.update(table_corpora(table.column("corpus")))
         seq = self.next_seq()
         self.record(write_prepared(self.staging, prepared, seq))
         for name, table in prepared.items():
@@ -619,7 +620,7 @@ class SourceWriter:
         rows = pq.read_metadata(part).num_rows
         if not rows:
             return None, 0
-        segs.link(part, target)
+        link_part(part, target)
         self._count_carried(name, target, rows, None)
         return target, rows
 
@@ -628,7 +629,7 @@ class SourceWriter:
         if name == "runs":
             self._run_corpora.update(
                 segs.run_corpora(part) if table is None
-                else (c for c in pc.unique(table.column("corpus")).to_pylist() if c is not None))
+                else table_corpora(table.column("corpus")))
 
     def _carry_part(self, name: str, part: Path, dropped: "pa.Array") -> int:
         keys = list(SORT_KEYS.get(name, ()))
@@ -645,17 +646,12 @@ class SourceWriter:
         if rows == 0:
             return 0
         seq = self.next_seq()
-        target = self.staging / name / f"part-{part_label(seq)}.parquet"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.link(part, target)
-        except OSError:  # a file system without hard links: a copy does the same
-            shutil.copyfile(part, target)
+        link_part(part, self.staging / name / f"part-{part_label(seq)}.parquet")
         info: dict[str, Any] = {"rows": rows}
         if keys:
             info["first"], info["last"] = part_key(head, name, 0), part_key(head, name, -1)
         if name == "runs":
-            info["corpora"] = sorted(c for c in pc.unique(head["corpus"]).to_pylist() if c is not None)
+            info["corpora"] = table_corpora(head["corpus"])
         self.record({name: info})
         return rows
 

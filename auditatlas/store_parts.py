@@ -8,6 +8,7 @@ by :func:`resort`, in bounded memory.
 """
 from __future__ import annotations
 
+import os
 import shutil
 import uuid
 from pathlib import Path
@@ -82,7 +83,7 @@ def write_prepared(folder: str | Path, tables: Mapping[str, pa.Table], seq: int,
             _write_bucketed(Path(folder) / name / f"part-{part_label(seq, BUCKETED)}.parquet", name, table, bucket_of)
             written[name] = {"rows": table.num_rows, "bucketed": True}
         if name == "runs":
-            written[name]["corpora"] = sorted(c for c in pc.unique(table.column("corpus")).to_pylist() if c is not None)
+            written[name]["corpora"] = table_corpora(table.column("corpus"))
     return written
 
 
@@ -96,6 +97,20 @@ def _write_bucketed(path: Path, name: str, table: pa.Table, bucket_of: Callable[
     with pq.ParquetWriter(path, table.schema, compression="zstd") as writer:
         for lo, hi in zip(cuts, cuts[1:]):
             writer.write_table(table.slice(lo, hi - lo), row_group_size=ROW_GROUP_ROWS.get(name, 65536))
+
+
+def table_corpora(column: "pa.ChunkedArray | pa.Array") -> list[str]:
+    """The corpora a ``corpus`` column names, sorted (the manifest records them per source)."""
+    return sorted(c for c in pc.unique(column).to_pylist() if c is not None)
+
+
+def link_part(part: Path, target: Path) -> None:
+    """A committed part into a staging folder: hard-linked (a committed part never changes)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(part, target)
+    except OSError:  # a file system without hard links: a copy does the same
+        shutil.copyfile(part, target)
 
 
 def part_key(table: pa.Table, name: str, i: int) -> list | None:

@@ -27,9 +27,7 @@ oldest first) for the next writer; parts are named ``part-g<segment>-<n>.parquet
 from __future__ import annotations
 
 import bisect
-import os
 import re
-import shutil
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
@@ -40,7 +38,7 @@ import pyarrow.parquet as pq
 from .errors import StoreError
 from .schema import SORT_KEYS
 from .store_batches import conform
-from .store_parts import write_part
+from .store_parts import table_corpora, write_part
 
 # The tables kept in segments: keyed by run first, and never holding a row without a run
 # (predictions may: a config's prediction has no run_id; they are written as every source's).
@@ -112,18 +110,9 @@ def run_corpora(part: Path) -> set[str]:
     for g in range(meta.num_row_groups):
         stats = meta.row_group(g).column(column).statistics
         if stats is None or not stats.has_min_max or stats.min != stats.max or stats.null_count:
-            return set(c for c in pq.read_table(part, columns=["corpus"]).column("corpus").unique().to_pylist() if c)
+            return set(table_corpora(pq.read_table(part, columns=["corpus"]).column("corpus")))
         held.add(stats.min)
     return held
-
-
-def link(part: Path, target: Path) -> None:
-    """A committed part into the staging folder: hard-linked (a committed part never changes)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.link(part, target)
-    except OSError:  # a file system without hard links: a copy does the same
-        shutil.copyfile(part, target)
 
 
 class PartSink:
