@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .errors import AtlasError
-from .schema import SORT_KEYS
+from .schema import sort_order
 from .store import SourceWriter, read_manifest, source_corpora, source_meta
 
 def planted_copy(store: str | Path, dest: str | Path, corpus: str, share: float, seed: int) -> pd.DataFrame:
@@ -76,7 +76,7 @@ def _table(folder: Path) -> pa.Table:
     its own (``auditatlas.store_segments``), not one order across its parts; a source in one
     order comes out as it is (its keys are unique)."""
     table = pa.concat_tables(pq.read_table(p) for p in sorted(folder.glob("part-*.parquet")))
-    return table.sort_by([(k, "ascending") for k in SORT_KEYS[folder.name]])
+    return table.sort_by(sort_order(folder.name))
 
 
 def _source_of(root: Path, corpus: str) -> tuple[str, dict]:

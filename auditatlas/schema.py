@@ -230,6 +230,18 @@ SORT_KEYS: dict[str, tuple[str, ...]] = {
 }
 
 
+
+def sort_order(name: str) -> list[tuple[str, str]]:
+    """Table ``name``'s store order as Arrow's ``sort_by`` takes it (nulls last, as DuckDB's
+    ``NULLS LAST``; the merge and the writers' batches both sort this way)."""
+    return [(k, "ascending") for k in SORT_KEYS[name]]
+
+
+def sort_order_sql(keys: tuple[str, ...]) -> str:
+    """The same order as an ORDER BY list over ``keys`` (a table's ``SORT_KEYS``)."""
+    return ", ".join(f'"{k}" ASC NULLS LAST' for k in keys)
+
+
 def empty_table(name: str) -> pa.Table:
     """An empty table of the named schema."""
     return TABLES[name].empty_table()

@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 
 from .chains import chain_columns
 from .errors import StoreError
-from .schema import RUN_STEP_COUNTS, SORT_KEYS, STEP_CHAIN_COLUMNS, STEP_SLICE_KEYS, TABLES, empty_table
+from .schema import RUN_STEP_COUNTS, SORT_KEYS, STEP_CHAIN_COLUMNS, STEP_SLICE_KEYS, TABLES, empty_table, sort_order
 from .duck import connect as duck_connect
 
 TableLike = Any  # pa.Table | pandas.DataFrame | list[dict]
@@ -66,7 +66,7 @@ def prepare(tables: Mapping[str, TableLike]) -> dict[str, pa.Table]:
         out["predictions"] = _with_ranks(out["predictions"])
     for name, table in out.items():
         if table.num_rows > 1 and name in SORT_KEYS:
-            out[name] = table.sort_by([(k, "ascending") for k in SORT_KEYS[name]])
+            out[name] = table.sort_by(sort_order(name))
     return out
 
 

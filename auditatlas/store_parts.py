@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .schema import SORT_KEYS
+from .schema import SORT_KEYS, sort_order, sort_order_sql
 from .store_batches import conform
 from .duck import connect as duck_connect
 
@@ -141,7 +141,7 @@ def resort(folder: Path, name: str, bucket_of: Callable[[str], str] | None) -> N
     sets) are sorted together by DuckDB, which spills past SORT_MEMORY (_sorted_row_groups).
     """
     parts = sorted((folder / name).glob("part-*.parquet"))
-    keys = [(k, "ascending") for k in SORT_KEYS[name]]
+    keys = sort_order(name)
     bucketed = [p for p in parts if p.stem.startswith("part-" + part_label(0, BUCKETED)[:-6])]
     plain = [p for p in parts if p not in bucketed]
     pending: list[pa.Table] = []
@@ -214,7 +214,7 @@ def _sorted_row_groups(folder: Path, parts: list[Path], keys: tuple[str, ...]) -
         try:
             con.execute(f"SET memory_limit = '{SORT_MEMORY}'")
             con.execute("SET temp_directory = $1", [str(scratch)])
-            order = ", ".join(f'"{k}" ASC NULLS LAST' for k in keys)
+            order = sort_order_sql(keys)
             target = str(sorted_file).replace("'", "''")  # COPY TO takes no bound parameter
             con.execute(f"COPY (SELECT * FROM read_parquet($files, union_by_name = true) ORDER BY {order}) "
                         f"TO '{target}' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 65536)",

@@ -36,7 +36,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .errors import StoreError
-from .schema import SORT_KEYS
+from .schema import sort_order
 from .store_batches import conform
 from .store_parts import table_corpora, write_part
 
@@ -150,7 +150,7 @@ class PartSink:
 def merge(segments: Sequence[Sequence[Path]], name: str, sink: PartSink) -> int:
     """Merge sorted segments of table ``name`` into ``sink`` in one sorted sequence; the rows
     merged. Streams: holds one row group of each segment and the sink's pending part."""
-    keys = [(k, "ascending") for k in SORT_KEYS[name]]
+    keys = sort_order(name)
     streams = [_row_groups(parts, name) for parts in segments]
     buffers: list[pa.Table | None] = [next(s, None) for s in streams]
     merged = 0

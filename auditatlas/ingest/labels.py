@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import AtlasError, IngestFailed, InputError
-from ..schema import SORT_KEYS
+from ..schema import SORT_KEYS, sort_order_sql
 from . import Batch, Context
 from .kit import first_line, loads
 from .otlp import ANNOTATION_SOURCE, LABEL_PROCESS_ANNOTATIONS, LABEL_PROCESS_NONE, OWN_FORMATS, UNLABELED
@@ -108,7 +108,7 @@ def _in_run_order(table: str) -> str:
     (``auditatlas.store_segments``), and a span id repeated in two runs of a trace (``~2``) must
     still be labeled in the later run, as before."""
     keys = SORT_KEYS.get(table)
-    return " ORDER BY " + ", ".join(f"{k} NULLS LAST" for k in keys) if keys else ""
+    return " ORDER BY " + sort_order_sql(keys) if keys else ""
 
 
 def _source_entry(store: Path, corpus: str) -> dict:
