@@ -182,16 +182,13 @@ def remember_frame(root: str | Path, name: str,
                    compute: Callable[[], tuple[pd.DataFrame, Any]]) -> tuple[pd.DataFrame, Any, bool]:
     """``remember`` for a table: the kept (frame, notes) of the store's current version, else
     ``compute()``'s, kept for the next process; and whether it was read (True)."""
-    key = version_key(root)
-    if key is not None:
-        hit = read_frame(root, key, name)
-        if hit is not None:
-            return hit[0], hit[1], True
-    frame, notes = compute()
-    notes = json.loads(json.dumps(notes))
-    if key is not None and version_key(root) == key:
-        write_frame(root, key, name, frame, notes)
-    return frame, notes, False
+    def computed() -> tuple[pd.DataFrame, Any]:
+        frame, notes = compute()
+        return frame, json.loads(json.dumps(notes))
+
+    (frame, notes), was_read = _remembered(root, lambda key: read_frame(root, key, name), computed,
+                                           lambda key, kept: write_frame(root, key, name, *kept))
+    return frame, notes, was_read
 
 
 def remember(root: str | Path, name: str, compute: Callable[[], Any]) -> tuple[Any, bool]:
@@ -199,12 +196,22 @@ def remember(root: str | Path, name: str, compute: Callable[[], Any]) -> tuple[A
     JSON-able value), kept for the next process. Returns the value as JSON gives it back (a
     computed value is round-tripped too, so both paths hand the caller the same thing) and
     whether it was read (True) or computed here (False)."""
+    return _remembered(root, lambda key: read(root, key, name),
+                       lambda: json.loads(json.dumps(compute(), allow_nan=True)),
+                       lambda key, value: write(root, key, name, value))
+
+
+def _remembered(root: str | Path, read_kept: Callable[[str], Any], compute: Callable[[], Any],
+                write_kept: Callable[[str, Any], Any]) -> tuple[Any, bool]:
+    """The kept value of the store's current version (``read_kept(key)``, None when there is
+    none), else ``compute()``'s, kept unless a write changed the version meanwhile (it would be
+    kept under the wrong key); and whether it was read."""
     key = version_key(root)
     if key is not None:
-        hit = read(root, key, name)
+        hit = read_kept(key)
         if hit is not None:
             return hit, True
-    value = json.loads(json.dumps(compute(), allow_nan=True))
+    value = compute()
     if key is not None and version_key(root) == key:
-        write(root, key, name, value)
+        write_kept(key, value)
     return value, False
