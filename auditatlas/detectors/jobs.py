@@ -17,7 +17,6 @@ import numpy as np
 
 from ..errors import UndefinedMetric
 from . import registry
-from .estimators import ProbabilityDetector
 from .meter import Meter
 
 PARTITION_ROWS = 250_000  # steps per score job
@@ -92,7 +91,7 @@ def decisions(model: Any, X: np.ndarray, scores: np.ndarray) -> np.ndarray:
     threshold = getattr(last, "threshold_", None)
     if threshold is not None:
         return (scores > threshold).astype(np.int8)
-    if isinstance(last, ProbabilityDetector):
+    if _is_probability_detector(last):
         return (scores > 0.5).astype(np.int8)
     return np.asarray(model.predict(X), dtype=np.int8)
 
@@ -102,9 +101,17 @@ def decision_rule(model: Any) -> str:
     last = estimator(model)
     if getattr(last, "threshold_", None) is not None:
         return "score above the threshold_ of its training scores (PyOD contamination)"
-    if isinstance(last, ProbabilityDetector):
+    if _is_probability_detector(last):
         return "P(anomaly) > 0.5 (the classifier's predict)"
     return "estimator predict"
+
+
+def _is_probability_detector(model: Any) -> bool:
+    # Imported here, not at the top: the estimators module imports scikit-learn (0.8 s), and
+    # the re-score page imports this module on every open, long before anything is fitted.
+    from .estimators import ProbabilityDetector
+
+    return isinstance(model, ProbabilityDetector)
 
 
 def score_job(fitted: Fitted, X: np.ndarray, lo: int, hi: int, rows: np.ndarray | None = None) -> Scored:
