@@ -13,7 +13,7 @@ from typing import Sequence
 
 from .cli_types import count, port_number, positive_int, positive_seconds
 from .schema import DEFAULT_LABELS, LABEL_CHOICES
-from .errors import AtlasError, IngestFailed
+from .errors import AtlasError, IngestFailed, first_line
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -203,7 +203,7 @@ def _keep_boards(root: Path) -> None:
     if not keeps_after_write():
         return
     keep_for_version(root, queries.runner(root), partial(remember, root), partial(remember_frame, root),
-                     failed=lambda what, exc, instead: _say(f"written, but {what} ({_first_line(exc)}); {instead}."))
+                     failed=lambda what, exc, instead: _say(f"written, but {what} ({first_line(exc)}); {instead}."))
 
 
 def _derive(root: Path) -> None:
@@ -212,7 +212,7 @@ def _derive(root: Path) -> None:
     try:
         built = queries.warm(root)
     except Exception as exc:  # noqa: BLE001 - the write has landed: a note, not a failure
-        _say(f"written, but the Detectors page's derived tables could not be built now ({_first_line(exc)}); "
+        _say(f"written, but the Detectors page's derived tables could not be built now ({first_line(exc)}); "
              "it will try again on first use.")
         return
     if not built:
@@ -423,7 +423,7 @@ def _info(root: Path, as_json: bool) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except Exception as exc:  # noqa: BLE001 - a broken part file: one sentence, not a traceback
-        print(f"error: the store at {root} cannot be read ({_first_line(exc)}); "
+        print(f"error: the store at {root} cannot be read ({first_line(exc)}); "
               "re-ingest the source named above or rebuild the store.", file=sys.stderr)
         return 1
     if as_json:
@@ -583,8 +583,6 @@ def _reviews_agreement(root: Path, as_json: bool, seed: int | None = None) -> in
     return 0
 
 
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 def _fmt(value) -> str:

@@ -4,6 +4,13 @@ from __future__ import annotations
 from pathlib import Path
 
 
+def first_line(exc: BaseException) -> str:
+    """An exception's first line (its type's name when it says nothing): how a library's error
+    is quoted inside one of our sentences."""
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
 class AtlasError(Exception):
     """Base for errors that reach the user as one sentence (never a traceback)."""
 

@@ -34,7 +34,7 @@ from typing import Any, Iterator
 
 import duckdb
 
-from auditatlas.errors import StoreError
+from auditatlas.errors import StoreError, first_line
 from auditatlas.store import MANIFEST, health, read_manifest, store_dir
 
 from . import labels as label_choices
@@ -220,8 +220,7 @@ class Database:
         problems = health(self.root, deep=True)
         if problems:
             return " ".join(problems)
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        return f"the store at {self.root} cannot be read ({first}); re-ingest the affected source or rebuild the store."
+        return f"the store at {self.root} cannot be read ({first_line(exc)}); re-ingest the affected source or rebuild the store."
 
     def _drop_retired(self) -> None:
         """Drop superseded versions no query reads (caller holds _ddl)."""

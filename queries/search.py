@@ -28,7 +28,7 @@ from pathlib import Path
 import duckdb
 
 from auditatlas.duck import connect as duck_connect
-from auditatlas.errors import AtlasError
+from auditatlas.errors import AtlasError, first_line
 from auditatlas.search import index as search_index
 from auditatlas.search.index import StepIndex
 from auditatlas.store import read_manifest, store_dir
@@ -90,8 +90,6 @@ def ensure_built(root: Path) -> str | None:
     return None
 
 
-def first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 class Keeper:

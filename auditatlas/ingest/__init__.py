@@ -29,6 +29,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Iterable
 
+from ..errors import first_line
+
 
 @dataclass(frozen=True)
 class Option:
@@ -228,11 +230,9 @@ def after_write_notes(store: str | Path, source: str) -> list[str]:
         return stale_notes(store, source)
     except Exception as exc:  # noqa: BLE001 - the source is written: anything now is a note
         return [f"written, but the re-scored prediction sets this write makes stale could not be looked up "
-                f"({_first_line(exc)})."]
+                f"({first_line(exc)})."]
 
 
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 def stale_notes(store: str | Path, source: str) -> list[str]:

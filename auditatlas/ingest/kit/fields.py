@@ -12,7 +12,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ...errors import InputError
+from ...errors import InputError, first_line  # noqa: F401 - first_line is part of the kit
 
 SHOWN_CHARS = 60  # how much of an offending value an error line quotes
 MAX_INT64 = 2**63  # counts, indices and seeds must fit the store's int64 columns
@@ -25,11 +25,6 @@ def show(value: Any) -> str:
     """``repr(value)`` cut to a readable length, so one huge field never floods an error line."""
     text = repr(value)
     return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 1] + "…"
-
-
-def first_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
 
 
 def json_type(value: Any) -> str:
