@@ -11,7 +11,7 @@ ensure_app_navigation()
 from auditatlas.analyses import detector_comparison as dv
 from auditatlas.views.pages import DETECTOR_TABS, DETECTOR_VIEW_MODES, DETECTORS, RULES
 from components import export_button
-from components import auroc_grid, cached, view_state
+from components import auroc_grid, backbone_maps, cached, view_state
 from components.filters import describe
 from components.safe import md
 from components.tables import table
@@ -78,12 +78,10 @@ def grid_tab() -> None:
     for note in grid.notes:
         st.caption(note)
     backbones = grid.backbones
-    c1, c2 = st.columns([2, 3], vertical_alignment="bottom")
-    facet = c1.selectbox("Backbone", [*backbones, dv.ALL_BACKBONES], key="grid_backbone", bind="query-params",
-                         help="The heatmap, table and errors below are this backbone's; '(all backbones)' pools the "
-                              "backbones of the slice into one grid.")
-    side_by_side = c2.toggle("Every backbone side by side", key="side_by_side", bind="query-params",
-                             help="Draw every backbone's heatmap at once (MAADBench Figure 6's layout).")
+    facet, side_by_side = backbone_maps.choose(
+        "Backbone", [*backbones, dv.ALL_BACKBONES], "grid_backbone", figure="MAADBench Figure 6", only_the_map=False,
+        help="The heatmap, table and errors below are this backbone's; '(all backbones)' pools the backbones of the "
+             "slice into one grid.")
     link.not_held("grid_backbone", "backbone", facet)
     shown = grid if facet != dv.ALL_BACKBONES else dv.compute_grid(cached.query, corpus, slice_, by_backbone=False, sets=sets)
     # One backbone's heatmap by default: every backbone's at once cost the browser about 0.5 s

@@ -12,7 +12,7 @@ from auditatlas.analyses import anomaly_propagation as P
 from auditatlas.views import not_held
 from auditatlas.views.pages import PROPAGATION, PROPAGATION_TABS, RULES
 from components import export_button
-from components import cached, view_state
+from components import backbone_maps, cached, view_state
 from components import propagation_view as view
 from components.charts import rate_heatmap
 from components.filters import describe
@@ -100,13 +100,10 @@ def heatmap_backbones(cells) -> list[str]:
     """The backbones whose maps are drawn: the chosen one (the link's cell's backbone when the
     link names no map), or every one side by side."""
     backbones = sorted(cells["backbone"].unique())
-    c1, c2 = st.columns([2, 3], vertical_alignment="bottom")
-    side_by_side = c2.toggle("Every backbone side by side", key="side_by_side", bind="query-params",
-                             help="Draw every backbone's heatmap at once (MAADBench Figure 4's layout).")
     cell = link.values["cell_backbone"]
-    first = backbones.index(cell) if cell in backbones else 0
-    shown = c1.selectbox("Heatmap of backbone", backbones, index=first, key="map_backbone", bind="query-params",
-                         disabled=side_by_side)
+    shown, side_by_side = backbone_maps.choose("Heatmap of backbone", backbones, "map_backbone",
+                                               figure="MAADBench Figure 4",
+                                               index=backbones.index(cell) if cell in backbones else 0)
     link.not_held("map_backbone", "backbone", shown)
     return backbones if side_by_side else [shown]
 
