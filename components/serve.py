@@ -60,6 +60,26 @@ def open_store() -> None:
         _open_store()
     except Exception as exc:  # noqa: BLE001
         _log.warning("warm-up could not open the store (%s); the first visitor does it", exc)
+    try:
+        _first_element_check()
+    except Exception as exc:  # noqa: BLE001 - a missed warm-up only costs the first visitor 0.1 s
+        _log.warning("warm-up skipped Streamlit's first-element check (%s)", exc)
+
+
+def _first_element_check(timeout_s: float = 60) -> None:
+    """Streamlit's once-per-process check on the first element drawn ("is this a REPL?") reads
+    the source of every frame on the stack: 0.12 s from a page's deep script thread here, paid
+    by the first visitor. Done once the runtime exists (before, the check warns that the script
+    was not started by ``streamlit run``), from this thread's shallow stack."""
+    from streamlit import delta_generator
+    from streamlit.runtime import Runtime
+
+    deadline = time.monotonic() + timeout_s
+    while not Runtime.exists():
+        if time.monotonic() > deadline:
+            return
+        time.sleep(0.05)
+    delta_generator._maybe_print_use_warning()
 
 
 def _open_store() -> None:
