@@ -53,6 +53,10 @@ def _parser() -> argparse.ArgumentParser:
     info = sub.add_parser("info", help="what the store holds, per corpus")
     info.add_argument("--json", action="store_true")
 
+    sub.add_parser("warm", help="build what every write builds for the store's version with this code (the derived "
+                                "tables, the search index, the kept views): after an upgrade, so no page's first "
+                                "open waits for it; the app's server starts it when nothing is kept for this code")
+
     board = sub.add_parser("board", help="print a PRE / LIVE / POST board recomputed from the store")
     board.add_argument("name", metavar="NAME", help="pre, live, post-localization or post-detection")
     board.add_argument("--corpus", help="corpus to score (default: the first one the board applies to)")
@@ -180,13 +184,15 @@ def _after_write(root: Path) -> None:
         _warm(root)
 
 
-def _warm(root: Path) -> None:
-    _derive(root)
-    _index(root)  # its own read of the steps: built even when the derived tables could not be
-    _keep_boards(root)
+def _warm(root: Path, lead: str = "written, but ") -> None:
+    """Build what a reader would otherwise wait for, for the store's current version; a part that
+    cannot be built is one sentence starting with ``lead``, never a failure."""
+    _derive(root, lead)
+    _index(root, lead)  # its own read of the steps: built even when the derived tables could not be
+    _keep_boards(root, lead)
 
 
-def _keep_boards(root: Path) -> None:
+def _keep_boards(root: Path, lead: str = "written, but ") -> None:
     """What a write keeps for the new version (``auditatlas.kept_views``: every board's default
     view, the supervised half of label doubt, the step vectors and failure clusters), so the
     first open of /boards, /review and /patterns after a write reads them (9 s of board scoring
@@ -203,28 +209,28 @@ def _keep_boards(root: Path) -> None:
     if not keeps_after_write():
         return
     keep_for_version(root, queries.runner(root), partial(remember, root), partial(remember_frame, root),
-                     failed=lambda what, exc, instead: _say(f"written, but {what} ({first_line(exc)}); {instead}."))
+                     failed=lambda what, exc, instead: _say(f"{lead}{what} ({first_line(exc)}); {instead}."))
 
 
-def _derive(root: Path) -> None:
+def _derive(root: Path, lead: str = "written, but ") -> None:
     import queries
 
     try:
         built = queries.warm(root)
     except Exception as exc:  # noqa: BLE001 - the write has landed: a note, not a failure
-        _say(f"written, but the Detectors page's derived tables could not be built now ({first_line(exc)}); "
+        _say(f"{lead}the Detectors page's derived tables could not be built now ({first_line(exc)}); "
              "it will try again on first use.")
         return
     if not built:
         _say("the Detectors page's derived tables could not be built now; it will try again on first use.")
 
 
-def _index(root: Path) -> None:
+def _index(root: Path, lead: str = "written, but ") -> None:
     from queries.search import ensure_built
 
     why = ensure_built(root)
     if why is not None:
-        _say(f"written, but the search index could not be built now ({why}); search scans the text until a "
+        _say(f"{lead}the search index could not be built now ({why}); search scans the text until a "
              "build succeeds (the Search page starts one).")
 
 
@@ -252,6 +258,8 @@ def _command(args: argparse.Namespace, root: Path) -> int:
                          scheduler=args.scheduler, workers=args.workers)
         if args.command == "info":
             return _info(root, args.json)
+        if args.command == "warm":
+            return _warm_command(root)
         if args.command == "board":
             return _board(root, args.name, args.corpus, args.json, args.labels)
         if args.command == "export":
@@ -407,6 +415,26 @@ def _demo(root: Path, rooms: int, seed: int, with_catchbench: bool, panel: bool 
     for sentence in counts.pop("written_but", []):
         print(f"warning: {sentence}", file=sys.stderr)
     print(f"built the simulated default corpus in {root}: {json.dumps(counts, sort_keys=True)}")
+    return 0
+
+
+def _warm_command(root: Path) -> int:
+    from .store import health, is_empty, read_manifest
+
+    read_manifest(root)  # a store that is not one: one sentence (StoreError), exit 1
+    problems = health(root, deep=True)
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
+    if problems:
+        return 1  # what it would build reads every source
+    if is_empty(root):
+        print(f"the store at {root} is empty; nothing to build.")
+        return 0
+    from .analyses.board_kept import KEEP_ENV, keeps_after_write
+
+    _warm(root, lead="")
+    left = "" if keeps_after_write() else f" (not the kept views: {KEEP_ENV}=0 leaves them to the first open)"
+    print(f"built what the store at {root} needs for this code{left}.")
     return 0
 
 

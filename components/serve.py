@@ -14,7 +14,8 @@ new (``queries`` and its modules are imported first), so it can run beside the s
 
 What the warm-up cannot do: fill ``st.cache_data`` (it belongs to a running script), build a
 store (the first launch does that, with its progress), or compute what a page computes for a
-slice; the boards' default views are kept in the store for that (``queries.kept``).
+slice; the default views of the boards, label doubt and the patterns are kept in the store for
+that (``queries.kept``), and the warm-up keeps any that are missing for this code.
 """
 from __future__ import annotations
 
@@ -57,6 +58,10 @@ def import_pages_modules() -> None:
 def open_store() -> None:
     """In a thread beside the server: never raises (the first page reports a broken store)."""
     try:
+        _warm_if_stale()
+    except Exception as exc:  # noqa: BLE001 - the pages compute what is not kept on first open
+        _log.warning("warm-up could not start `auditatlas warm` (%s); pages compute what is missing on first open", exc)
+    try:
         _open_store()
     except Exception as exc:  # noqa: BLE001
         _log.warning("warm-up could not open the store (%s); the first visitor does it", exc)
@@ -66,31 +71,27 @@ def open_store() -> None:
         _log.warning("warm-up skipped Streamlit's first-element check (%s)", exc)
 
 
-def _first_element_check(timeout_s: float = 60) -> None:
-    """Streamlit's once-per-process check on the first element drawn ("is this a REPL?") reads
-    the source of every frame on the stack: 0.12 s from a page's deep script thread here, paid
-    by the first visitor. Done once the runtime exists (before, the check warns that the script
-    was not started by ``streamlit run``), from this thread's shallow stack."""
-    from streamlit import delta_generator
-    from streamlit.runtime import Runtime
-
-    deadline = time.monotonic() + timeout_s
-    while not Runtime.exists():
-        if time.monotonic() > deadline:
-            return
-        time.sleep(0.05)
-    delta_generator._maybe_print_use_warning()
-
-
-def _open_store() -> None:
-    """Bind the store's current version (its views, DuckDB's catalog) and read its sidebar
-    choices once, so the first page's queries find the connection open and the files cached."""
-    import queries
+def _warm_if_stale() -> None:
+    """Start ``auditatlas warm`` (niced, in a process of its own) when nothing is kept for the
+    store's version with this code: kept views are keyed by the code, so after an upgrade the
+    first open of /boards, /review and /patterns would otherwise each compute theirs (4 s, 1 s
+    and more on the default store; 38 s and 15 s for the first two at 100,000 rooms). A process,
+    not a thread: what it imports (scikit-learn, scipy) would otherwise be imported beside the
+    pages' scripts (see above). Skipped under ``AUDITATLAS_KEEP_BOARDS=0`` (the test suite)."""
+    from auditatlas.analyses.board_kept import keeps_after_write
     from auditatlas.store import is_empty, store_dir
+    from queries.kept import home, version_key
 
-    root = Path(store_dir()).resolve()  # as the pages name it (components.cached.store_root)
-    if root.is_dir() and not is_empty(root):
-        queries.run("slice_options", root=root)
+    root = Path(store_dir()).resolve()
+    if not keeps_after_write() or not root.is_dir() or is_empty(root):
+        return
+    key = version_key(root)
+    if key is None or (home(root) / key).is_dir():
+        return
+    _log.warning("nothing is kept for this store version with this code (an upgrade?): running "
+                 "`auditatlas warm` in the background, so pages do not compute it on first open")
+    subprocess.Popen([sys.executable, "-m", "auditatlas.cli", "--store", str(root), "warm"], cwd=REPO,
+                     preexec_fn=lambda: os.nice(10), stdin=subprocess.DEVNULL)
 
 
 class NotStarted(RuntimeError):

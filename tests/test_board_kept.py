@@ -165,3 +165,60 @@ def test_a_cli_write_keeps_every_board_and_the_page_reads_them(store, monkeypatc
     assert "rests on **126 failed runs**" in text, text
     shown = {tuple(r) for frame in at.dataframe for r in frame.value.astype(str).itertuples(index=False)}
     assert any("position" in row and "0.159" in row for row in shown), shown
+
+
+def kept_names(store: Path, key: str) -> set[str]:
+    return {json.loads(p.read_bytes())["name"] for p in (kept.home(store) / key).glob("*.json")}
+
+
+def test_warm_keeps_every_board_again_after_an_upgrade_and_the_page_reads_them(store, monkeypatch, capsys):
+    from auditatlas.cli import main
+
+    shutil.rmtree(kept.home(store), ignore_errors=True)
+    monkeypatch.setenv("AUDITATLAS_KEEP_BOARDS", "1")
+    assert main(["--store", str(store), "warm"]) == 0
+    before = kept.version_key(store)
+    assert kept_names(store, before) == {"board/pre/catchbench-pre", "board/post-localization/whowhen"}
+    # An upgrade: the same store version read by other code is another key, with nothing kept.
+    monkeypatch.setattr(kept, "code_digest", lambda: "an-upgraded-analysis")
+    after = kept.version_key(store)
+    assert after != before and kept_names(store, after) == set()
+    capsys.readouterr()
+    assert main(["--store", str(store), "warm"]) == 0
+    assert f"built what the store at {store} needs for this code." in capsys.readouterr().out
+    assert kept_names(store, after) == {"board/pre/catchbench-pre", "board/post-localization/whowhen"}
+    refuse_scoring(monkeypatch)
+    text = page_texts(open_page(store, monkeypatch, "pages/boards.py", tab="POST"))
+    assert "rests on **126 failed runs**" in text, text
+
+
+def test_warm_refuses_a_store_it_cannot_read(tmp_path, capsys):
+    from auditatlas.cli import main
+
+    (tmp_path / "MANIFEST.json").write_text("{not json")
+    assert main(["--store", str(tmp_path), "warm"]) == 1
+    err = capsys.readouterr().err
+    assert "MANIFEST.json" in err and "Traceback" not in err, err
+
+
+def test_a_server_start_warms_a_store_kept_by_other_code_and_only_then(store, monkeypatch):
+    import subprocess
+
+    from components import serve
+
+    shutil.rmtree(kept.home(store), ignore_errors=True)
+    monkeypatch.setenv("AUDITATLAS_STORE", str(store))
+    monkeypatch.setenv("AUDITATLAS_KEEP_BOARDS", "0")
+    started: list = []
+    real_popen = subprocess.Popen
+    monkeypatch.setattr(subprocess, "Popen", lambda *a, **k: started.append(real_popen(*a, **k)) or started[-1])
+    serve._warm_if_stale()
+    assert started == []  # the test suite's setting: nothing is kept, so nothing is started
+    monkeypatch.setenv("AUDITATLAS_KEEP_BOARDS", "1")
+    serve._warm_if_stale()
+    assert len(started) == 1
+    assert started[0].wait(timeout=240) == 0
+    assert kept_names(store, kept.version_key(store)) == {"board/pre/catchbench-pre",
+                                                          "board/post-localization/whowhen"}
+    serve._warm_if_stale()
+    assert len(started) == 1  # kept for this code now: a second start runs nothing

@@ -31,6 +31,7 @@ COMMANDS: dict[str, list[str]] = {
     "demo": ["demo", "--rooms", "3"],
     "remove": ["remove", "alpha"],
     "info": ["info"],
+    "warm": ["warm"],
     "board": ["board", "live"],
     "score": ["score", "--detector", "ecod", "--workers", "0"],
     "cross-backbone": ["cross-backbone", "--detector", "ecod", "--workers", "0"],
