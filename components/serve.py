@@ -71,6 +71,33 @@ def open_store() -> None:
         _log.warning("warm-up skipped Streamlit's first-element check (%s)", exc)
 
 
+def _first_element_check(timeout_s: float = 60) -> None:
+    """Streamlit's once-per-process check on the first element drawn ("is this a REPL?") reads
+    the source of every frame on the stack: 0.12 s from a page's deep script thread here, paid
+    by the first visitor. Done once the runtime exists (before, the check warns that the script
+    was not started by ``streamlit run``), from this thread's shallow stack."""
+    from streamlit import delta_generator
+    from streamlit.runtime import Runtime
+
+    deadline = time.monotonic() + timeout_s
+    while not Runtime.exists():
+        if time.monotonic() > deadline:
+            return
+        time.sleep(0.05)
+    delta_generator._maybe_print_use_warning()
+
+
+def _open_store() -> None:
+    """Bind the store's current version (its views, DuckDB's catalog) and read its sidebar
+    choices once, so the first page's queries find the connection open and the files cached."""
+    import queries
+    from auditatlas.store import is_empty, store_dir
+
+    root = Path(store_dir()).resolve()  # as the pages name it (components.cached.store_root)
+    if root.is_dir() and not is_empty(root):
+        queries.run("slice_options", root=root)
+
+
 def _warm_if_stale() -> None:
     """Start ``auditatlas warm`` (niced, in a process of its own) when nothing is kept for the
     store's version with this code: kept views are keyed by the code, so after an upgrade the
