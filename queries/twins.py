@@ -39,6 +39,8 @@ TWINS: dict[str, Twin] = {
     # The cube's rows are slice cells: any slice takes them whole.
     "grid_actions": Twin("grid_actions_cube", lambda p: frozenset(SLICE_COLUMNS)),
     "slice_options": Twin("slice_options_stored", lambda p: frozenset(SLICE_COLUMNS)),
+    # Pairs possible anywhere in the store: the query takes no slice.
+    "propagation_possible": Twin("propagation_possible_stored", lambda p: frozenset(SLICE_COLUMNS)),
 }
 
 

@@ -125,6 +125,25 @@ def test_slice_options_stored_per_store_version(tiny, monkeypatch):
     pd.testing.assert_frame_equal(live, got)
 
 
+def test_possible_pairs_are_stored_per_store_version_and_read_from_there(tiny, monkeypatch):
+    """The pairs the Propagation heatmap can hold are the whole store's (derived table
+    possible_pairs); by hand from ``tiny``: run X is OBSERVE_CLUE x4 then SELECT_PUZZLE, run Y
+    SOLVE_CLUE x2 (each run its own scope)."""
+    import pandas as pd
+
+    prepared: list[str] = []
+    prepare = queries.named.prepare
+    monkeypatch.setattr(queries.named, "prepare", lambda q, p: prepared.append(q.name) or prepare(q, p))
+    got = queries.run("propagation_possible", {}, root=tiny)
+    assert list(map(tuple, got.values.tolist())) == [("OBSERVE_CLUE", "OBSERVE_CLUE"), ("OBSERVE_CLUE", "SELECT_PUZZLE"),
+                                                     ("SOLVE_CLUE", "SOLVE_CLUE")]
+    assert prepared == ["propagation_possible_stored"]
+    assert (queries.database.for_store(tiny).derived / "possible_pairs.parquet").is_file()
+    monkeypatch.setattr(queries.twins, "TWINS", {})
+    pd.testing.assert_frame_equal(queries.run("propagation_possible", {}, root=tiny), got)
+    assert prepared[-1] == "propagation_possible"
+
+
 # ----------------------------------------------------------------------------- declarations
 
 def test_placeholders_skip_comments_and_string_literals():

@@ -48,6 +48,8 @@ CALLS = [
     ("detector_coverage_ranked", {"slice": {}, "set_ids": IDS}),
     ("grid_actions_cube", {"slice": {}, "target_corpus": CORPUS, "by_backbone": False}),
     ("slice_options_stored", {}),
+    ("propagation_possible", {}),
+    ("propagation_possible_stored", {}),
 ]
 # Enough to have caught the failure rate seen (once in 37 page loads of a dozen such queries):
 # with a write every half second the code before failed 6 times in 1,027 queries. About 20 s
