@@ -54,10 +54,10 @@ tabs = st.tabs(list(PROPAGATION_TABS), key="tab", bind="query-params")
 def no_chains() -> None:
     st.info("There are no propagation chains in this slice: no scope holds two or more failed steps "
             "(see the reasons above), so there is no heatmap, chain or role to show. "
-            "Silent vs loud (below, on the Heatmap tab) and the Failure modes tab still apply.")
+            "The Silent vs loud and Failure modes tabs still apply.")
 
 
-# --- Heatmap, the chains behind a cell, silent vs loud -----------------------------------------
+# --- Heatmap and the chains behind a cell --------------------------------------------------------
 
 
 def select_cell_from_chart() -> None:
@@ -93,7 +93,6 @@ def heatmap_section() -> None:
     with st.expander("Every cell with its counts"):
         table(cells.assign(rate_pct=(100 * cells["rate"]).round(1)).drop(columns="rate"), "propagation-heatmap")
     cell_section(cells)
-    silent_section()
 
 
 def heatmap_backbones(cells) -> list[str]:
@@ -154,6 +153,10 @@ def chain_list(page_key: str, rows_of_page, *, counted: str, step_column: str, t
     st.caption(f"Page {int(page)} of {P.page_count(total)} ({total:,} {counted}); each links to the trace "
                f"explorer at {at}.")
     table(P.chain_table(rows, step_column), table_key, column_config=_link_config())
+
+
+# --- Silent vs loud: its own tab, so the heatmap's first open draws one chart (its second chart
+# and tables cost a cold open about 0.3 s more; bench/README.md, session 18) -------------------
 
 
 def silent_section() -> None:
@@ -287,16 +290,16 @@ def failure_modes_section() -> None:
         table(P.failure_mode_codes(rows), "failure-mode-codes")
 
 
-for name, tab in zip(["Heatmap", "Chains", "Recall by role", "Failure modes"], tabs):
+for name, tab in zip(PROPAGATION_TABS, tabs):
     if not tab.open:
         continue
     with tab:
-        if name == "Failure modes":
+        if name == "Failure modes":  # these two need no chain
             failure_modes_section()
+        elif name == "Silent vs loud":
+            silent_section()
         elif not status.has_chains:
             no_chains()
-            if name == "Heatmap":
-                silent_section()
         elif name == "Heatmap":
             heatmap_section()
         elif name == "Chains":

@@ -48,7 +48,7 @@ def test_heatmap_tab_renders(app_store, monkeypatch):
     at = _open(app_store, monkeypatch)
     text = _texts(at)
     assert "Propagation heatmap per backbone" in text
-    assert "Silent vs loud" in text
+    assert "Silent vs loud (MAADBench Table 4)" not in text  # its own tab: one chart on the first open
     assert "Click a heatmap cell" in text
     assert "Simulated data" in text
     if "whowhen" in text:  # ../shared/data present: Who&When is named, not drawn
@@ -123,7 +123,28 @@ def test_a_slice_without_chains_says_so(app_store, monkeypatch):
     text = _texts(at)
     assert "There are no propagation chains in this slice" in text
     assert "Propagation heatmap per backbone" not in text
-    assert "Silent vs loud" in text  # still meaningful: run-level scopes
+    assert "The Silent vs loud and Failure modes tabs still apply." in text
+    # Still meaningful without chains: run-level scopes.
+    text = _texts(_open(app_store, monkeypatch, corpus="whowhen", tab="Silent vs loud"))
+    assert "Silent vs loud (MAADBench Table 4)" in text and "There are no propagation chains" not in text
+
+
+def test_silent_vs_loud_tab_counts_what_the_store_holds(app_store, monkeypatch):
+    import queries
+
+    at = _open(app_store, monkeypatch, tab="Silent vs loud", corpus="maadbench-sim")
+    text = _texts(at)
+    assert "Silent vs loud (MAADBench Table 4)" in text and "Propagation heatmap per backbone" not in text
+    shown = next(f.value for f in at.dataframe if "format_silent_pct" in f.value.columns)
+    # By hand: failed steps that are not formatting errors, per backbone, counted in SQL here.
+    con = queries.connect(app_store)
+    try:
+        expected = dict(con.execute(
+            "SELECT r.backbone, count(*) FROM steps s JOIN runs r USING (run_id) WHERE r.corpus = 'maadbench-sim' "
+            "AND s.label = 1 AND NOT coalesce(s.is_format_error, false) GROUP BY 1").fetchall())
+    finally:
+        con.close()
+    assert dict(zip(shown["backbone"], shown["action_failures"])) == expected
 
 
 def test_roles_tab_without_prediction_sets(app_store, monkeypatch):

@@ -54,7 +54,7 @@ OVERVIEW = PageState(
 
 BOARDS = _boards()
 
-PROPAGATION_TABS = ("Heatmap", "Chains", "Recall by role", "Failure modes")
+PROPAGATION_TABS = ("Heatmap", "Chains", "Recall by role", "Silent vs loud", "Failure modes")
 PROPAGATION = PageState(
     path="/propagation", title="Propagation",
     what="propagation heatmaps per backbone, chains behind a cell, chain browser, recall by chain role, "

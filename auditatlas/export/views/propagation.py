@@ -1,6 +1,6 @@
 """The Propagation page's open tab as a file (pages/propagation.py): Heatmap (the heatmaps per
-backbone, every cell with its counts, the chains behind the link's cell, silent vs loud), Chains
-(lengths per backbone, the chain browser's page), Recall by role, Failure modes."""
+backbone, every cell with its counts, the chains behind the link's cell), Chains (lengths per
+backbone, the chain browser's page), Recall by role, Silent vs loud, Failure modes."""
 from __future__ import annotations
 
 from ...analyses import anomaly_propagation as P
@@ -25,17 +25,16 @@ def build(doc: Document, query: Query, link: Link) -> None:
     for corpus, reason in status.reasons.items():
         doc.text(f"{corpus} has no chains here: {reason}.", "note")
     doc.heading(f"Tab: {tab}")
-    if tab == "Failure modes":  # as on the page: it needs no chain
+    if tab == "Failure modes":  # as on the page: these two need no chain
         failure_modes(doc, query, slice_)
+    elif tab == "Silent vs loud":
+        silent(doc, query, slice_)
     elif not status.has_chains:
         doc.text("There are no propagation chains in this slice: no scope holds two or more failed steps "
                  "(see the reasons above), so there is no heatmap, chain or role to show. "
-                 "Silent vs loud (on the Heatmap tab) and the Failure modes tab still apply.", "info")
-        if tab == "Heatmap":
-            silent(doc, query, slice_)
+                 "The Silent vs loud and Failure modes tabs still apply.", "info")
     elif tab == "Heatmap":
         heatmap(doc, query, link, sources)
-        silent(doc, query, slice_)
     elif tab == "Chains":
         chains(doc, query, link)
     else:
