@@ -2,7 +2,9 @@
 -- _grid_run_sums.sql read from the stored per-run columns of test_scores, one row per step,
 -- a run's sums on its first row in each group and zeros on the others (grid_cells_ranked.sql
 -- says how). The keys are the set id and the backbone and action names. No trailing comma.
-run_sums AS (
+-- MATERIALIZED: grid_means reads it twice (the cells' sums and each run's influence); inlined,
+-- each read projected every stored test row again (0.34 s against 0.28 s at 100,000 rooms).
+run_sums AS MATERIALIZED (
     SELECT t.set_id::VARCHAR AS set_key,
            CASE WHEN $by_backbone THEN coalesce(t.backbone::VARCHAR, '(none)') ELSE '(all backbones)' END AS backbone_key,
            CASE WHEN $by_action THEN coalesce(t.action::VARCHAR, '(none)') ELSE '(all actions)' END AS action_key,
