@@ -60,7 +60,7 @@ CHOICES: dict[str, LabelChoice] = {
 assert set(CHOICES) | {DEFAULT_LABELS} == set(LABEL_CHOICES), "every label choice is declared once"
 
 # Derived tables whose rows carry labels: under another choice, their live queries.
-LABELED_DERIVED: tuple[str, ...] = ("test_scores", "test_sets", "step_cube")
+LABELED_DERIVED: tuple[str, ...] = ("test_scores", "test_sets", "step_cube", "propagation_cube")
 
 
 def choice_of(params: Mapping[str, Any] | None) -> str:

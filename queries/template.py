@@ -9,7 +9,8 @@ only; every value is bound, never written into the text.
     (:func:`placeholders`, ``queries/named.py``).
 ``@slice``
     written after ``WITH``: the CTEs ``sliced_runs``, ``sliced_steps``, ``sliced_test_scores``,
-    ``sliced_test_sets`` and ``sliced_step_cube``, each its table restricted to the shared slice
+    ``sliced_test_sets``, ``sliced_step_cube`` and ``sliced_propagation_cube``, each its table
+    restricted to the shared slice
     (``queries/slices.py``). The query then takes ``params["slice"]``. Only the filtered columns
     get a predicate: ``col = ANY($col)`` for several values, ``col = $col`` for one (DuckDB turns
     a scalar equality into a constant filter on the scan). With nothing filtered each CTE is
@@ -101,7 +102,8 @@ def slice_ctes(active: tuple[str, ...]) -> str:
             f"sliced_test_scores AS (SELECT * FROM test_scores t WHERE {where('t')}),\n"
             # Only the ranked twins read this, and only when the slice filters columns it has.
             f"sliced_test_sets AS (SELECT * FROM test_sets t WHERE {where('t')}),\n"
-            f"sliced_step_cube AS (SELECT * FROM step_cube t WHERE {where('t')})")
+            f"sliced_step_cube AS (SELECT * FROM step_cube t WHERE {where('t')}),\n"
+            f"sliced_propagation_cube AS (SELECT * FROM propagation_cube t WHERE {where('t')})")
 
 
 def each(sql: str, bound: dict[str, Any]) -> tuple[str, dict[str, Any]]:

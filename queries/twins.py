@@ -38,6 +38,9 @@ TWINS: dict[str, Twin] = {
     "grid_errors": Twin("grid_errors_ranked", lambda p: frozenset()),
     # The cube's rows are slice cells: any slice takes them whole.
     "grid_actions": Twin("grid_actions_cube", lambda p: frozenset(SLICE_COLUMNS)),
+    # A scope lies within one run and every slice column is a run's: any slice takes whole cells.
+    "propagation_heatmap": Twin("propagation_heatmap_cube", lambda p: frozenset(SLICE_COLUMNS)),
+    "propagation_sources": Twin("propagation_sources_cube", lambda p: frozenset(SLICE_COLUMNS)),
     "slice_options": Twin("slice_options_stored", lambda p: frozenset(SLICE_COLUMNS)),
     # Pairs possible anywhere in the store: the query takes no slice.
     "propagation_possible": Twin("propagation_possible_stored", lambda p: frozenset(SLICE_COLUMNS)),

@@ -460,3 +460,41 @@ def test_sql_roles_match_chains_module_on_the_simulated_corpus(demo_store):
     assert rows.steps.sum() == len(steps)  # every step scored once, as a test row
     per = P.role_recall(rows)
     assert (per.recall == 1).all() and (per.delta.abs() < 1e-12).all()
+
+
+# --- the cubes the heatmap is answered from (queries/derived.py) --------------------------------
+
+def _slices(store) -> list[dict]:
+    """Slices of the app store that cut across its cells: none, one backbone, two, an outcome,
+    and three columns at once (values read from the runs, by hand)."""
+    import queries
+
+    con = queries.connect(store)
+    try:
+        values = lambda col: [v for (v,) in con.execute(f"SELECT DISTINCT {col} FROM runs WHERE {col} IS NOT NULL "
+                                                        f"ORDER BY 1").fetchall()]
+        backbones, temps, outcomes = values("backbone"), values("temperature"), values("outcome")
+    finally:
+        con.close()
+    return [{}, {"backbone": backbones[:1]}, {"backbone": backbones[1:3]}, {"outcome": outcomes[:1]},
+            {"corpus": ["maadbench-sim"], "backbone": backbones[:2], "temperature": [str(temps[0])]}]
+
+
+@pytest.mark.parametrize("name", ["propagation_heatmap", "propagation_sources"])
+def test_the_cubes_add_up_to_the_live_heatmap_on_any_slice(name, monkeypatch):
+    import queries
+    from stores import shared_store
+
+    store = shared_store("app")
+    prepared: list[str] = []
+    prepare = queries.named.prepare
+    monkeypatch.setattr(queries.named, "prepare", lambda q, p: prepared.append(q.name) or prepare(q, p))
+    for slice_ in _slices(store):
+        from_cube = queries.run(name, {"slice": slice_}, root=store)
+        assert prepared[-1] == f"{name}_cube", (slice_, prepared[-1])
+        with monkeypatch.context() as m:
+            m.setattr(queries.twins, "TWINS", {})
+            live = queries.run(name, {"slice": slice_}, root=store)
+        assert prepared[-1] == name
+        assert len(live) > 0, slice_
+        pd.testing.assert_frame_equal(from_cube, live)
