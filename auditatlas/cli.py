@@ -194,21 +194,21 @@ def _warm(root: Path, lead: str = "written, but ") -> None:
 
 def _keep_boards(root: Path, lead: str = "written, but ") -> None:
     """What a write keeps for the new version (``auditatlas.kept_views``: every board's default
-    view, the supervised half of label doubt, the step vectors and failure clusters), so the
-    first open of /boards, /review and /patterns after a write reads them (9 s of board scoring
+    view, the supervised half of label doubt, the step vectors and failure clusters, the
+    Detectors grid's means), so the first open of /boards, /review, /patterns and /detectors
+    after a write reads them (9 s of board scoring
     on the default store, about 50 s at a million rooms; the doubt's fit and the vectors about
     30 s each at 100,000 rooms). ``AUDITATLAS_KEEP_BOARDS=0`` leaves that to the first open."""
     from functools import partial
 
-    import queries
-    from queries.kept import remember, remember_frame
+    from queries.kept import remember, remember_frame, remembering_runner
 
     from .analyses.board_kept import keeps_after_write
     from .kept_views import keep_for_version
 
     if not keeps_after_write():
         return
-    keep_for_version(root, queries.runner(root), partial(remember, root), partial(remember_frame, root),
+    keep_for_version(root, remembering_runner(root), partial(remember, root), partial(remember_frame, root),
                      failed=lambda what, exc, instead: _say(f"{lead}{what} ({first_line(exc)}); {instead}."))
 
 

@@ -1,18 +1,19 @@
 """What a write keeps for its store version before it returns, so that no reader's first open
-pays for it: every board's default view, the whole store's supervised half of label doubt, and
-the step vectors with the whole store's failure clusters. The CLI after a write and the app's
+pays for it: every board's default view, the whole store's supervised half of label doubt, the
+step vectors with the whole store's failure clusters, and the Detectors grid's default view. The CLI after a write and the app's
 first launch both call :func:`keep_for_version`; ``AUDITATLAS_KEEP_BOARDS=0`` leaves all of it
 to the first open (``board_kept.keeps_after_write``).
 
-The query function and the two ``remember`` functions are handed in (``queries.runner`` and
-``queries.kept``'s, bound to the store): the core never imports the query layer.
+The query function and the two ``remember`` functions are handed in (``queries.kept``'s
+``remembering_runner`` and ``remember`` functions, bound to the store): the core never imports
+the query layer.
 """
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Callable
 
-from .analyses import Query, board_kept, label_doubt
+from .analyses import Query, board_kept, detector_comparison, label_doubt
 
 # what failed, the exception, what happens instead
 Failed = Callable[[str, Exception, str], None]
@@ -33,6 +34,8 @@ def keep_for_version(root: str | Path, query: Query, remember: board_kept.Rememb
          "the Review page fits it on first open"),
         ("the step vectors could not be built now", lambda: clusters.keep_default(root, query),
          "the Patterns page builds them on first open"),
+        ("the Detectors grid's default view could not be computed now",
+         lambda: detector_comparison.keep_default_grid(query), "the Detectors page computes it on first open"),
     ]
     for what, keep, instead in parts:
         try:

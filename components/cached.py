@@ -33,7 +33,10 @@ def store_stamp() -> int:
 
 @st.cache_data(show_spinner=False, max_entries=512)
 def _run(name: str, params_json: str, root: str, stamp: int) -> pd.DataFrame:
-    return queries.run(name, json.loads(params_json), root=root)
+    from queries.kept import run_remembered
+
+    params = json.loads(params_json)
+    return run_remembered(root, name, params, lambda: queries.run(name, params, root=root))
 
 
 def query(name: str, params: Mapping[str, Any] | None = None) -> pd.DataFrame:
@@ -93,17 +96,18 @@ def board(name: str, corpus: str, slice_: Mapping[str, Any] | None = None):
 def keep_boards(notify: Callable[[str], None]) -> None:
     """Keep what a CLI write keeps for the store's current version (``auditatlas.kept_views``:
     every board's default view, the whole store's supervised half of label doubt, the step
-    vectors and failure clusters; skipped under ``AUDITATLAS_KEEP_BOARDS=0``); a part that
+    vectors and failure clusters, the Detectors grid's means; skipped under
+    ``AUDITATLAS_KEEP_BOARDS=0``); a part that
     cannot be kept is one sentence to ``notify``."""
     from functools import partial
 
     from auditatlas.analyses.board_kept import keeps_after_write
     from auditatlas.kept_views import keep_for_version
-    from queries.kept import remember, remember_frame
+    from queries.kept import remember, remember_frame, remembering_runner
 
     if keeps_after_write():
         root = str(store_root())
-        keep_for_version(root, queries.runner(root), partial(remember, root), partial(remember_frame, root),
+        keep_for_version(root, remembering_runner(root), partial(remember, root), partial(remember_frame, root),
                          failed=lambda what, exc, instead: notify(f"{what[0].upper()}{what[1:]} ({exc}); {instead}."))
 
 

@@ -103,3 +103,39 @@ def test_a_cli_write_builds_the_step_vectors_and_the_default_clusters(tmp_path, 
         (found, slice_, seed)))
     cli._keep_boards(tmp_path)
     assert built == [tmp_path] and clustered == [("the vectors", {}, 0)]
+
+
+# --- named queries kept per store version (queries.kept.KEPT_QUERIES) ---------------------------
+
+def test_a_kept_query_is_named_alike_from_the_page_and_the_write_and_only_under_released_labels():
+    page = {"slice": {"corpus": [], "backbone": [], "labels": "released"}, "set_ids": ["a"], "by_backbone": True}
+    write = {"slice": {}, "set_ids": ["a"], "by_backbone": True}
+    assert kept.query_name("grid_means", page) == kept.query_name("grid_means", write) is not None
+    assert kept.query_name("grid_means", {**write, "slice": {"backbone": ["X"]}}) is None  # the whole store only
+    assert kept.query_name("grid_means", {**write, "set_ids": ["b"]}) != kept.query_name("grid_means", write)
+    assert kept.query_name("grid_means", {**write, "slice": {"labels": "reviewed"}}) is None  # reads the verdicts
+    assert kept.query_name("grid_cells", write) is None  # not one of KEPT_QUERIES
+
+
+def test_the_write_keeps_the_detectors_grid_and_the_page_reads_it(tmp_path, monkeypatch):
+    import queries
+    from app_support import open_page, page_texts
+    from auditatlas.analyses import detector_comparison
+    from stores import copy_of
+
+    import shutil
+
+    store = copy_of("detectors", tmp_path / "store")
+    shutil.rmtree(kept.home(store), ignore_errors=True)  # pages opened on the shared store keep theirs too
+    detector_comparison.keep_default_grid(kept.remembering_runner(store))
+    folder = kept.home(store) / kept.version_key(store)
+    assert len(list(folder.glob("query_grid_means_*.parquet"))) == 1
+    asked: list[str] = []
+    run = queries.run
+    monkeypatch.setattr(queries, "run", lambda name, params=None, root=None: asked.append(name) or run(name, params, root))
+    text = page_texts(open_page(store, monkeypatch, "pages/detectors.py"))
+    assert "grid_cells" in asked and "grid_means" not in asked, asked  # read from the kept file
+    assert "Per-action ROC-AUC" in text
+    # A slice is computed, and not kept.
+    page_texts(open_page(store, monkeypatch, "pages/detectors.py", outcome="failure"))
+    assert "grid_means" in asked and len(list(folder.glob("query_grid_means_*.parquet"))) == 1

@@ -420,6 +420,20 @@ def compute_grid(query: Query, corpus: str, slice_: Mapping[str, Any] | None, by
     return Grid(corpus, by_backbone, sets, detectors(sets), cells, per_set, acts, det_means, act_means, coverage, notes)
 
 
+def keep_default_grid(query: Query) -> None:
+    """Compute the Detectors page's default grid through ``query`` (which keeps what it is told
+    to keep, ``queries.kept.KEPT_QUERIES``): the page's first corpus with step-level sets, the
+    whole store, per backbone. Nothing when no corpus has such sets."""
+    corpora = query("detector_corpora")
+    with_steps = corpora[corpora["step_sets"] > 0]
+    if with_steps.empty:
+        return
+    corpus = str(with_steps["corpus"].iloc[0])
+    sets = step_sets(prediction_sets(query, corpus))
+    if len(sets):
+        compute_grid(query, corpus, {}, by_backbone=True, sets=sets)
+
+
 def action_label(action: str) -> str:
     short = actions.short(action)
     return action if short == action else f"{short} · {action}"
