@@ -30,7 +30,9 @@ timed, each recorded.
 
 The reference runs, in the same process and the same way: a bare Streamlit page (one title and
 one table, ``bench/bare_page.py``) served cold and warm, so a page's figure reads as a ratio to
-what Streamlit and Chromium alone cost on this machine now; and for the in-app reopen, two such
+what Streamlit and Chromium alone cost on this machine now; a bare chart page (a title and one
+plotly heatmap, ``bench/bare_chart.py``), what a page that opens on a chart costs before any of
+ours (Streamlit's plotly.js module is loaded and run on a tab's first chart); and for the in-app reopen, two such
 bare pages behind ``st.navigation`` (``bench/bare_app.py``), switched between through the sidebar
 as above: what Streamlit and Chromium alone cost for a page switch (it also gets a cold and a
 warm figure, with the navigation in its sidebar). Not a test: nothing is asserted; the load
@@ -203,7 +205,7 @@ def a_run(store: Path) -> str:
 def table(rows: list[dict]) -> str:
     """The figures as a Markdown table: content seconds, each with its ratio to the bare
     references of the same round (cold and warm to the bare page, reopen to the bare app)."""
-    bare = app = None  # the references of the round a row belongs to (they open each round)
+    bare = app = chart = None  # the references of the round a row belongs to (they open each round)
 
     def ratio(value: float, ref: dict | None, key: str) -> str:
         if ref is None or key not in ref:
@@ -212,12 +214,14 @@ def table(rows: list[dict]) -> str:
         return f"{value / base['content_s']:.1f}" if base["content_s"] else "–"
 
     out = ["| link | cold | new-tab warm | in-app reopen (1st, 2nd) | cold / bare | warm / bare | reopen / bare app | "
-           "load | lands on |", "|---|---|---|---|---|---|---|---|---|"]
+           "cold / bare chart | load | lands on |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if r["page"].startswith("bare Streamlit page"):
             bare = r
         elif r["page"].startswith("bare two-page app"):
             app = r
+        elif r["page"].startswith("bare chart page"):
+            chart = r
         reopen_s = r.get("reopen") or []
         first = reopen_s[0]["content_s"] if reopen_s else None
         link = r["page"] if r["page"].startswith("bare") else f"`{r['link'][:40]}{'…' if len(r['link']) > 40 else ''}`"
@@ -232,6 +236,7 @@ def table(rows: list[dict]) -> str:
             ", ".join(f"{x['content_s']:.2f}" for x in reopen_s) or "–",
             ratio(r["cold"]["content_s"], bare, "cold"), ratio(r["warm"]["content_s"], bare, "warm"),
             ratio(first, app, "reopen") if first is not None else "–",
+            ratio(r["cold"]["content_s"], chart, "cold"),
             "–".join(f"{x:.1f}" for x in r.get("load_range", [r["load"]])), lands]) + " |")
     return "\n".join(out)
 
@@ -268,6 +273,10 @@ def main() -> None:
         if not args.no_bare:
             rows.append({"page": "bare Streamlit page (reference)",
                          **cold_warm(REPO / "bench" / "bare_page.py", None, "/", args.shots, f"bare-{round_}",
+                                     args.settle)})
+            print(json.dumps(rows[-1]), flush=True)
+            rows.append({"page": "bare chart page (reference)",
+                         **cold_warm(REPO / "bench" / "bare_chart.py", None, "/", args.shots, f"bare-chart-{round_}",
                                      args.settle)})
             print(json.dumps(rows[-1]), flush=True)
             if args.reopens:
