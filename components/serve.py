@@ -14,8 +14,9 @@ new (``queries`` and its modules are imported first), so it can run beside the s
 
 What the warm-up cannot do: fill ``st.cache_data`` (it belongs to a running script), build a
 store (the first launch does that, with its progress), or compute what a page computes for a
-slice; the default views of the boards, label doubt and the patterns are kept in the store for
-that (``queries.kept``), and the warm-up keeps any that are missing for this code.
+slice; the default views of the boards, label doubt, the patterns and the Detectors grid are
+kept in the store for that (``queries.kept``), and the warm-up keeps them when nothing is kept
+for this code.
 """
 from __future__ import annotations
 
@@ -57,8 +58,9 @@ def import_pages_modules() -> None:
 
 def open_store() -> None:
     """In a thread beside the server: never raises (the first page reports a broken store)."""
+    warm = None
     try:
-        _warm_if_stale()
+        warm = _warm_if_stale()
     except Exception as exc:  # noqa: BLE001 - the pages compute what is not kept on first open
         _log.warning("warm-up could not start `auditatlas warm` (%s); pages compute what is missing on first open", exc)
     try:
@@ -69,6 +71,9 @@ def open_store() -> None:
         _first_element_check()
     except Exception as exc:  # noqa: BLE001 - a missed warm-up only costs the first visitor 0.1 s
         _log.warning("warm-up skipped Streamlit's first-element check (%s)", exc)
+    if warm is not None and warm.wait() != 0:  # waited for here, so it leaves no zombie behind
+        _log.warning("`auditatlas warm` exited with %s (its notes above); pages compute what is missing on first "
+                     "open", warm.returncode)
 
 
 def _first_element_check(timeout_s: float = 60) -> None:
@@ -98,11 +103,12 @@ def _open_store() -> None:
         queries.run("slice_options", root=root)
 
 
-def _warm_if_stale() -> None:
+def _warm_if_stale() -> subprocess.Popen | None:
     """Start ``auditatlas warm`` (niced, in a process of its own) when nothing is kept for the
-    store's version with this code: kept views are keyed by the code, so after an upgrade the
-    first open of /boards, /review and /patterns would otherwise each compute theirs (4 s, 1 s
-    and more on the default store; 38 s and 15 s for the first two at 100,000 rooms). A process,
+    store's version with this code, and return it: kept views are keyed by the code, so after an
+    upgrade the first open of /boards, /review, /patterns and /detectors would otherwise each
+    compute theirs (4 s, 1 s and more on the default store; 38 s and 15 s for the first two at
+    100,000 rooms). A process,
     not a thread: what it imports (scikit-learn, scipy) would otherwise be imported beside the
     pages' scripts (see above). Skipped under ``AUDITATLAS_KEEP_BOARDS=0`` (the test suite)."""
     from auditatlas.analyses.board_kept import keeps_after_write
@@ -111,14 +117,14 @@ def _warm_if_stale() -> None:
 
     root = Path(store_dir()).resolve()
     if not keeps_after_write() or not root.is_dir() or is_empty(root):
-        return
+        return None
     key = version_key(root)
     if key is None or (home(root) / key).is_dir():
-        return
+        return None
     _log.warning("nothing is kept for this store version with this code (an upgrade?): running "
                  "`auditatlas warm` in the background, so pages do not compute it on first open")
-    subprocess.Popen([sys.executable, "-m", "auditatlas.cli", "--store", str(root), "warm"], cwd=REPO,
-                     preexec_fn=lambda: os.nice(10), stdin=subprocess.DEVNULL)
+    return subprocess.Popen([sys.executable, "-m", "auditatlas.cli", "--store", str(root), "warm"], cwd=REPO,
+                            preexec_fn=lambda: os.nice(10), stdin=subprocess.DEVNULL)
 
 
 class NotStarted(RuntimeError):
