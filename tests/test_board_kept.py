@@ -174,11 +174,9 @@ def kept_names(store: Path, key: str) -> set[str]:
 def test_warm_keeps_every_board_again_after_an_upgrade_and_the_page_reads_them(store, monkeypatch, capsys):
     from auditatlas.cli import main
 
-    shutil.rmtree(kept.home(store), ignore_errors=True)
     monkeypatch.setenv("AUDITATLAS_KEEP_BOARDS", "1")
-    assert main(["--store", str(store), "warm"]) == 0
     before = kept.version_key(store)
-    assert kept_names(store, before) == {"board/pre/catchbench-pre", "board/post-localization/whowhen"}
+    assert kept_names(store, before) == set()  # the fixture's store: ingested with nothing kept
     # An upgrade: the same store version read by other code is another key, with nothing kept.
     monkeypatch.setattr(kept, "code_digest", lambda: "an-upgraded-analysis")
     after = kept.version_key(store)
