@@ -255,3 +255,16 @@ def test_the_compiled_postings_loop_adds_each_posting_once():
     add_postings(scores, 1, np.array([0, 2, 3]), np.array([1, 3, 0], dtype=np.int32),
                  np.array([0.5, 0.25, 1.0], dtype=np.float32), np.array([0, 1]), np.array([2.0, 4.0], dtype=np.float32))
     assert list(scores) == [0.0, 4.0, 1.0, 0.0, 0.5]
+
+
+def test_a_store_without_steps_is_left_to_the_page_not_an_error(tmp_path):
+    """CatchBench alone holds no step: a write's keep builds empty vectors and clusters nothing,
+    where it used to stop on scikit-learn's StopIteration (its hasher on no document)."""
+    from auditatlas.ingest import ingest
+    from auditatlas.patterns import clusters, text
+    from queries import runner
+
+    assert text.counts([]).shape == (0, text.N_FEATURES)
+    root = tmp_path / "store"
+    ingest("catchbench", None, root)
+    clusters.keep_default(root, runner(root))  # raises nothing

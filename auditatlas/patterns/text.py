@@ -26,6 +26,8 @@ def hasher():
 
 def counts(texts: list[str]) -> sp.csr_matrix:
     """Sublinear term frequencies (1 + ln count) of ``texts``, one row each."""
+    if not texts:  # scikit-learn's hasher raises StopIteration on no document (a store without steps)
+        return sp.csr_matrix((0, N_FEATURES), dtype=np.float32)
     matrix = hasher().transform(texts).tocsr()
     matrix.sum_duplicates()
     np.log(matrix.data, out=matrix.data)
