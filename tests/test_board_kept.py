@@ -199,24 +199,22 @@ def test_warm_refuses_a_store_it_cannot_read(tmp_path, capsys):
     assert "MANIFEST.json" in err and "Traceback" not in err, err
 
 
-def test_a_server_start_warms_a_store_kept_by_other_code_and_only_then(store, monkeypatch):
+def test_a_server_start_warms_a_store_kept_by_other_code_and_only_then(tmp_path, monkeypatch):
     import subprocess
 
     from components import serve
 
-    shutil.rmtree(kept.home(store), ignore_errors=True)
+    store = tmp_path / "store"
+    ingest("catchbench", None, store)  # the PRE board alone: the warm's own run stays short
     monkeypatch.setenv("AUDITATLAS_STORE", str(store))
     monkeypatch.setenv("AUDITATLAS_KEEP_BOARDS", "0")
     started: list = []
     real_popen = subprocess.Popen
     monkeypatch.setattr(subprocess, "Popen", lambda *a, **k: started.append(real_popen(*a, **k)) or started[-1])
-    serve._warm_if_stale()
-    assert started == []  # the test suite's setting: nothing is kept, so nothing is started
+    assert serve._warm_if_stale() is None and started == []  # the test suite's setting: nothing is started
     monkeypatch.setenv("AUDITATLAS_KEEP_BOARDS", "1")
-    serve._warm_if_stale()
-    assert len(started) == 1
-    assert started[0].wait(timeout=240) == 0
-    assert kept_names(store, kept.version_key(store)) == {"board/pre/catchbench-pre",
-                                                          "board/post-localization/whowhen"}
-    serve._warm_if_stale()
-    assert len(started) == 1  # kept for this code now: a second start runs nothing
+    warm = serve._warm_if_stale()
+    assert started == [warm]
+    assert warm.wait(timeout=240) == 0
+    assert kept_names(store, kept.version_key(store)) == {"board/pre/catchbench-pre"}
+    assert serve._warm_if_stale() is None and len(started) == 1  # kept for this code now: nothing runs
