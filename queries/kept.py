@@ -232,13 +232,13 @@ def query_name(name: str, params: Any) -> str | None:
     columns and the label choice are left out of the name (the page's session slice names every
     column, a write's keep names none), so both ask for the same answer."""
     from .labels import DEFAULT_LABELS, choice_of
+    from .slices import filtered_columns
 
     if name not in KEPT_QUERIES or choice_of(params) != DEFAULT_LABELS:
         return None
-    given = {k: v for k, v in dict(params or {}).items() if k != "labels"}
-    if any(v for k, v in dict(given.get("slice") or {}).items() if k != "labels"):
+    given = {k: v for k, v in dict(params or {}).items() if k not in ("labels", "slice")}
+    if filtered_columns((params or {}).get("slice")):
         return None
-    given.pop("slice", None)
     digest = hashlib.sha256(json.dumps(given, sort_keys=True, default=str).encode()).hexdigest()[:20]
     return f"query/{name}/{digest}"
 
