@@ -33,10 +33,9 @@ def store_stamp() -> int:
 
 @st.cache_data(show_spinner=False, max_entries=512)
 def _run(name: str, params_json: str, root: str, stamp: int) -> pd.DataFrame:
-    from queries.kept import run_remembered
+    from queries.kept import remembering_runner
 
-    params = json.loads(params_json)
-    return run_remembered(root, name, params, lambda: queries.run(name, params, root=root))
+    return remembering_runner(root)(name, json.loads(params_json))
 
 
 def query(name: str, params: Mapping[str, Any] | None = None) -> pd.DataFrame:

@@ -26,10 +26,7 @@ st.caption("Step-level prediction sets of one corpus, re-scored here or released
 link = view_state.read(DETECTORS)
 export_button.draw(DETECTORS)
 
-corpora = cached.query("detector_corpora")
-if slice_.get("corpus"):
-    corpora = corpora[corpora["corpus"].isin(slice_["corpus"])]
-with_steps = corpora[corpora["step_sets"] > 0]
+with_steps = dv.step_set_corpora(cached.query, slice_)
 if with_steps.empty:
     st.info(dv.nothing_to_compare(cached.query("slice_summary", {"slice": slice_})))
     st.stop()

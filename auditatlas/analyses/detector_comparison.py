@@ -420,12 +420,20 @@ def compute_grid(query: Query, corpus: str, slice_: Mapping[str, Any] | None, by
     return Grid(corpus, by_backbone, sets, detectors(sets), cells, per_set, acts, det_means, act_means, coverage, notes)
 
 
+def step_set_corpora(query: Query, slice_: Mapping[str, Any] | None = None) -> pd.DataFrame:
+    """The corpora the Detectors page compares (those of the slice with step-level prediction
+    sets), in its order: the first is its default."""
+    corpora = query("detector_corpora")
+    if (slice_ or {}).get("corpus"):
+        corpora = corpora[corpora["corpus"].isin(slice_["corpus"])]
+    return corpora[corpora["step_sets"] > 0]
+
+
 def keep_default_grid(query: Query) -> None:
     """Compute the Detectors page's default grid through ``query`` (which keeps what it is told
     to keep, ``queries.kept.KEPT_QUERIES``): the page's first corpus with step-level sets, the
     whole store, per backbone. Nothing when no corpus has such sets."""
-    corpora = query("detector_corpora")
-    with_steps = corpora[corpora["step_sets"] > 0]
+    with_steps = step_set_corpora(query)
     if with_steps.empty:
         return
     corpus = str(with_steps["corpus"].iloc[0])
