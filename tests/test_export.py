@@ -327,7 +327,7 @@ def test_every_declared_page_exports_with_its_title_store_version_and_link(app_s
     explorer, cell = files["/explorer"], files["/propagation"]
     assert f"<td>{origin}</td>" in explorer and 'data-graph="graph-1"' in explorer
     [(rescored,)] = _hand(app_store, "SELECT count(*) FROM prediction_sets WHERE origin = 'rescore'")
-    assert rescored == 55  # the standard panel: 11 detectors x 5 seeds
+    assert rescored == 22  # the standard panel: 11 detectors x 2 seeds (tests/stores.py APP_SEEDS)
     assert f"{rescored} re-scored set(s) on the slice" in files["/rescore"] and "seeds 0..1" in files["/rescore"]
     assert "Chains behind a cell" in cell and f"failed {html.escape(later)} step in their scope" in cell
     # Each file opened from disk with the network off (Boards, the Explorer and a tour are opened
