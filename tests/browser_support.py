@@ -82,6 +82,10 @@ def chromium() -> Iterator:
         with sync_playwright() as pw:
             context = pw.chromium.launch_persistent_context(profile, executable_path=CHROMIUM, headless=True,
                                                             args=CHROMIUM_ARGS)
+            # Playwright's own default (30 s for a click, a navigation or a wait) is a few page
+            # loads on a loaded machine: a CI run once went 13 times slower than here for a
+            # while. A test's waits stay bounded, at two minutes.
+            context.set_default_timeout(120_000)
             try:
                 yield context
             finally:
