@@ -224,7 +224,7 @@ def test_at_the_cap_a_request_waits_for_room_and_the_writer_writes_early(tmp_pat
         answer = post(live.url, json.dumps(json_doc(genai_trace())).encode())
         assert answer.status == 503 and answer.headers["retry-after"] == "2"
         assert "not yet written" in _status(answer)
-        live.wait_writes(1)  # written early, without waiting 60 s of idleness
+        live.wait_writes(1, timeout=30)  # written early: well before 60 s of idleness would write it
         assert post(live.url, json.dumps(json_doc(genai_trace())).encode()).status == 200
         assert live.receiver.held.spans <= 6
     assert len(rows(store, "runs", "live")) == 2
