@@ -117,7 +117,7 @@ def test_a_new_store_version_gets_its_own_index_and_the_scan_meanwhile(tmp_path)
     assert first.index is None and "being built" in first.unavailable
     scanned = search(SearchRequest("zebra"), None, queries.runner(root), first.unavailable)
     assert [(h.run_id, h.step_idx) for h in scanned.hits] == [("s:z", 0)] and not scanned.ranked
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 120  # an upper bound: the background build takes a second here
     while (choice := keeper(root).choice(wait=False)).index is None and time.monotonic() < deadline:
         time.sleep(0.05)
     answer = search(SearchRequest("zebra"), choice.index, queries.runner(root))
