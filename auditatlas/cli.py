@@ -606,8 +606,6 @@ def _reviews_agreement(root: Path, as_json: bool, seed: int | None = None) -> in
     return 0
 
 
-
-
 def _fmt(value) -> str:
     if value is None:
         return "—"

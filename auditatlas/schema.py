@@ -230,7 +230,6 @@ SORT_KEYS: dict[str, tuple[str, ...]] = {
 }
 
 
-
 def sort_order(name: str) -> list[tuple[str, str]]:
     """Table ``name``'s store order as Arrow's ``sort_by`` takes it (nulls last, as DuckDB's
     ``NULLS LAST``; the merge and the writers' batches both sort this way)."""

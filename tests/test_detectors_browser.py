@@ -63,7 +63,7 @@ def test_grid_renders_offline_then_choosing_a_cell_lists_its_errors(server, brow
         try:
             # A choice that reaches the link does so within a rerun (1-3 s under the suite's
             # load); a miss waited 20 s here before its retry (37-43 s test runs against 17).
-            page.wait_for_function("() => window.location.search.includes('detector=random')", timeout=120_000)
+            page.wait_for_function("() => window.location.search.includes('detector=random')")
             break
         except Exception:  # noqa: BLE001 - tried again; the third miss fails below
             if attempt == 2:
@@ -81,7 +81,7 @@ def test_grid_renders_offline_then_choosing_a_cell_lists_its_errors(server, brow
     tables = [b for b in (f.bounding_box() for f in page.locator("[data-testid='stDataFrame']").all())
               if b and b["y"] < button["y"]]
     errors_box = max(tables, key=lambda b: b["y"])
-    with page.context.expect_page(timeout=120_000) as opened:
+    with page.context.expect_page() as opened:
         page.mouse.click(errors_box["x"] + 90, errors_box["y"] + 35 + 17)  # select the link cell
         page.wait_for_timeout(500)
         page.mouse.click(errors_box["x"] + 90, errors_box["y"] + 35 + 17)  # follow it
