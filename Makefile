@@ -39,6 +39,9 @@ test: $(STAMP) browser
 	@# (workers, servers, CLI subprocesses): PYTHONDONTWRITEBYTECODE, set on this machine,
 	@# keeps Python from caching what it compiles.
 	@$(PY) -m compileall -q -j 0 auditatlas queries components pages app.py tests >/dev/null
+	@# The rules a tool can check, checked before the suite: the code (ruff) and the layers
+	@# (import-linter's contracts in pyproject.toml).
+	$(VENV)/bin/ruff check --quiet .
 	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 bench: $(STAMP)

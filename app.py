@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from components import cached, tour_draft
-from components.filters import labels_sidebar, slice_sidebar
-from components.safe import md
 from auditatlas.errors import AtlasError, StoreError
 from auditatlas.store import is_empty
 from auditatlas.views.pages import PAGES
+from components import cached, tour_draft
+from components.filters import labels_sidebar, slice_sidebar
+from components.safe import md
 
 # No page_icon: a material-symbol favicon is fetched from fonts.gstatic.com (offline means offline).
 st.set_page_config(page_title="Audit Atlas", layout="wide")

@@ -11,7 +11,7 @@ steps (:func:`chain_columns`) and stores the result on each step (``chain_role``
 """
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import pyarrow as pa
 import pyarrow.compute as pc

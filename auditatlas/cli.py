@@ -8,12 +8,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from .cli_types import count, port_number, positive_int, positive_seconds
-from .schema import DEFAULT_LABELS, LABEL_CHOICES
 from .errors import AtlasError, IngestFailed, first_line
+from .schema import DEFAULT_LABELS, LABEL_CHOICES
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -468,15 +468,15 @@ def _board(root: Path, name: str, corpus: str | None, as_json: bool, labels: str
     import queries
 
     from .analyses.board_published import reconcile
-    from .analyses.board_registry import run_board
-    from .analyses.board_registry import registry
+    from .analyses.board_registry import board_json, registry, run_board
     from .analyses.labels_in_use import board_note, caption_for
 
     query = queries.runner(root)
     shared = {"labels": labels}
     result = run_board(name, query, corpus, shared if labels != DEFAULT_LABELS else None)
     if as_json:
-        print(json.dumps({**result.to_json(), "labels": labels} if labels != DEFAULT_LABELS else result.to_json(), indent=2))
+        data = board_json(result)
+        print(json.dumps({**data, "labels": labels} if labels != DEFAULT_LABELS else data, indent=2))
         return 0
     print(f"[{result.pillar}] {result.title} :: {result.corpus}  ({result.n_items} {result.item_kind}; floor: {result.floor})")
     print(caption_for(query, shared))

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Callable
+from collections.abc import Callable
 
 
 def whole_number(minimum: int) -> Callable[[str], int]:

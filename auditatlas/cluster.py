@@ -24,9 +24,9 @@ import shutil
 import sys
 import tempfile
 import types
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from . import leases
 from .errors import AtlasError

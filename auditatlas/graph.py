@@ -31,8 +31,9 @@ between the rows. Collapsing still works by scope.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # networkx is imported where a graph is built: the view declarations import this module
     import networkx as nx

@@ -10,8 +10,9 @@ the query layer.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .analyses import Query, board_kept, detector_comparison, label_doubt
 

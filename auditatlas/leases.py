@@ -16,9 +16,9 @@ import shutil
 import tempfile
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
 
 LEASE = ".lease"
 # A folder without a lease file is left this long: its owner may have made it a moment ago

@@ -32,6 +32,7 @@ from .errors import AtlasError
 from .schema import sort_order
 from .store import SourceWriter, read_manifest, source_corpora, source_meta
 
+
 def planted_copy(store: str | Path, dest: str | Path, corpus: str, share: float, seed: int) -> pd.DataFrame:
     """Copy ``store`` to ``dest`` (a folder that must not exist) and flip ``share`` of the
     labeled steps of ``corpus`` there (1 <-> 0), chosen by numpy's generator seeded with

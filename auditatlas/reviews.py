@@ -18,22 +18,22 @@ from __future__ import annotations
 
 import math
 import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 
 from .errors import AtlasError
 from .schema import TABLES
-
+from .store import REVIEWS_SOURCE
 
 
 class BadVerdict(AtlasError):
     """A verdict that cannot be stored (one sentence per row); nothing was written."""
 
 
-REVIEWS_SOURCE = "reviews"
 VERDICTS: tuple[str, ...] = ("anomaly", "normal", "unsure")
 # The label each verdict gives a step (unsure leaves it undecided).
 VERDICT_LABEL: dict[str, int | None] = {"anomaly": 1, "normal": 0, "unsure": None}

@@ -17,7 +17,8 @@ keeps what tells one run from the next:
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -61,7 +62,7 @@ def _text(value: Any) -> str | None:
     return None
 
 
-def label_first(frame: "pd.DataFrame", difficulty: Iterable[Any] | None = None) -> "pd.DataFrame":
+def label_first(frame: pd.DataFrame, difficulty: Iterable[Any] | None = None) -> pd.DataFrame:
     """A list whose ``run`` column holds full ids, as every run table shows it: the label first
     (what the reader picks by), the full id last as ``run_id``."""
     ids = frame["run"].to_numpy()

@@ -23,10 +23,10 @@ no Streamlit, no store.
 from __future__ import annotations
 
 import math
-from statistics import NormalDist
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Callable, Iterator, Sequence
+from statistics import NormalDist
 
 import numpy as np
 from numpy.typing import ArrayLike

@@ -46,22 +46,32 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Collection, Iterable, Iterator, Mapping
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from . import leases
+from . import store_segments as segs
 from .errors import StoreBusy, StoreError
 from .schema import LATER_TABLES, SORT_KEYS, TABLES, empty_table
 from .store_batches import TableLike, conform, prepare  # noqa: F401 - re-exported
-from .store_parts import (ROW_GROUP_ROWS, key_lt, link_part, part_key, part_label, resort, table_corpora,  # noqa: F401
-                          write_part, write_prepared)
-from . import store_segments as segs
+from .store_parts import (  # noqa: F401
+    ROW_GROUP_ROWS,
+    key_lt,
+    link_part,
+    part_key,
+    part_label,
+    resort,
+    table_corpora,
+    write_part,
+    write_prepared,
+)
 from .validate import CHECKED_TABLES, check_added, check_staged
 
 MANIFEST = "MANIFEST.json"
@@ -125,12 +135,15 @@ def read_manifest(root: str | Path) -> dict:
     return manifest
 
 
+# The sources people add to by hand: reviewers' verdicts (``reviews.py``) and authors' tours
+# (``tours.py``). Named here, where the store decides what a write to them keeps.
+REVIEWS_SOURCE = "reviews"
+TOURS_SOURCE = "tours"
+
+
 def side_sources() -> tuple[str, ...]:
     """The sources people add to by hand (reviewers' verdicts, authors' tours): no derived
     table, step vector or search index reads them, so a write to them keeps those caches."""
-    from .reviews import REVIEWS_SOURCE  # both import this module lazily: no cycle
-    from .tours import TOURS_SOURCE
-
     return (REVIEWS_SOURCE, TOURS_SOURCE)
 
 
@@ -472,7 +485,7 @@ class SourceWriter:
         self.rewritten: dict[str, int] = dict.fromkeys(TABLES, 0)
         self._check_whole = False  # a segmented write carrying rows the added-rows checks cannot vouch for
 
-    def __enter__(self) -> "SourceWriter":
+    def __enter__(self) -> SourceWriter:
         self._lock_cm = store_lock(self.root, wait=self.wait, notify=self.notify)
         self._lock_cm.__enter__()
         try:
@@ -624,14 +637,14 @@ class SourceWriter:
         self._count_carried(name, target, rows, None)
         return target, rows
 
-    def _count_carried(self, name: str, part: Path, rows: int, table: "pa.Table | None") -> None:
+    def _count_carried(self, name: str, part: Path, rows: int, table: pa.Table | None) -> None:
         self.rows[name] += rows
         if name == "runs":
             self._run_corpora.update(
                 segs.run_corpora(part) if table is None
                 else table_corpora(table.column("corpus")))
 
-    def _carry_part(self, name: str, part: Path, dropped: "pa.Array") -> int:
+    def _carry_part(self, name: str, part: Path, dropped: pa.Array) -> int:
         keys = list(SORT_KEYS.get(name, ()))
         wanted = list(dict.fromkeys(keys + (["run_id"] if "run_id" in TABLES[name].names else [])
                                     + (["corpus"] if name == "runs" else [])))

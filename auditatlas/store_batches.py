@@ -8,15 +8,16 @@ every prediction set. Then it sorts every table by run (``schema.SORT_KEYS``).
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from .chains import chain_columns
+from .duck import connect as duck_connect
 from .errors import StoreError
 from .schema import RUN_STEP_COUNTS, SORT_KEYS, STEP_CHAIN_COLUMNS, STEP_SLICE_KEYS, TABLES, empty_table, sort_order
-from .duck import connect as duck_connect
 
 TableLike = Any  # pa.Table | pandas.DataFrame | list[dict]
 

@@ -11,16 +11,16 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Callable, Iterator, Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from .duck import connect as duck_connect
 from .schema import SORT_KEYS, sort_order, sort_order_sql
 from .store_batches import conform
-from .duck import connect as duck_connect
 
 # Rows per row group: small for the tables one run is fetched from (a run is a few to a few
 # hundred steps), Parquet's default elsewhere.
@@ -99,7 +99,7 @@ def _write_bucketed(path: Path, name: str, table: pa.Table, bucket_of: Callable[
             writer.write_table(table.slice(lo, hi - lo), row_group_size=ROW_GROUP_ROWS.get(name, 65536))
 
 
-def table_corpora(column: "pa.ChunkedArray | pa.Array") -> list[str]:
+def table_corpora(column: pa.ChunkedArray | pa.Array) -> list[str]:
     """The corpora a ``corpus`` column names, sorted (the manifest records them per source)."""
     return sorted(c for c in pc.unique(column).to_pylist() if c is not None)
 

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc

@@ -26,17 +26,18 @@ import binascii
 import json
 import uuid
 import zlib
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 import pyarrow as pa
 
 from .errors import AtlasError
 from .schema import TABLES
+from .store import TOURS_SOURCE
 
-TOURS_SOURCE = "tours"
 TOUR_PATH = "/tour"
 NAME_LIMIT = 200  # characters of a tour's name
 SENTENCE_LIMIT = 2_000  # characters of a stop's sentence (a sentence, not a document)
@@ -65,26 +66,26 @@ class Tour:
 
     # ------------------------------------------------------------------ editing (a new tour each time)
 
-    def add(self, link: str, sentence: str) -> "Tour":
+    def add(self, link: str, sentence: str) -> Tour:
         """The tour with a stop at ``link`` appended (the link made relative, checked)."""
         return replace(self, stops=(*self.stops, Stop(relative_link(link), sentence.strip())))
 
-    def move(self, index: int, offset: int) -> "Tour":
+    def move(self, index: int, offset: int) -> Tour:
         """The tour with stop ``index`` moved ``offset`` places (-1: earlier), clamped to the ends."""
         stops = list(self.stops)
         target = min(max(index + offset, 0), len(stops) - 1)
         stops.insert(target, stops.pop(index))
         return replace(self, stops=tuple(stops))
 
-    def remove(self, index: int) -> "Tour":
+    def remove(self, index: int) -> Tour:
         return replace(self, stops=tuple(s for i, s in enumerate(self.stops) if i != index))
 
-    def with_sentence(self, index: int, sentence: str) -> "Tour":
+    def with_sentence(self, index: int, sentence: str) -> Tour:
         stops = list(self.stops)
         stops[index] = Stop(stops[index].link, sentence.strip())
         return replace(self, stops=tuple(stops))
 
-    def renamed(self, name: str) -> "Tour":
+    def renamed(self, name: str) -> Tour:
         return replace(self, name=name.strip())
 
     # ------------------------------------------------------------------ its portable form
@@ -95,7 +96,7 @@ class Tour:
                 "stops": [{"link": s.link, "sentence": s.sentence} for s in self.stops]}
 
     @staticmethod
-    def from_json(data: Any, where: str = "the tour") -> "Tour":
+    def from_json(data: Any, where: str = "the tour") -> Tour:
         """A tour from ``to_json``'s form; BadTour naming the field when it is not one."""
         if not isinstance(data, Mapping):
             raise BadTour(f"{where} is not a JSON object with 'name' and 'stops'.")

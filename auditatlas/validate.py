@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from .errors import StoreError
-from .schema import empty_table
 from .duck import connect as duck_connect
 from .duck import cursor as duck_cursor
+from .errors import StoreError
+from .schema import empty_table
 
 if TYPE_CHECKING:
     import duckdb
@@ -95,11 +96,11 @@ MEMORY_LIMIT = "256MB"
 # has no spill folder: DuckDB cannot move one once used, and each write has its own).
 KEPT_MAX_BYTES = 16 * 1024 * 1024
 
-_kept: tuple[int, "duckdb.DuckDBPyConnection"] | None = None
+_kept: tuple[int, duckdb.DuckDBPyConnection] | None = None
 _kept_lock = threading.Lock()
 
 
-def _kept_cursor() -> "duckdb.DuckDBPyConnection":
+def _kept_cursor() -> duckdb.DuckDBPyConnection:
     """A new cursor (a connection of its own: its temporary views are its own) of this process's
     checking database, made on first use."""
     global _kept
@@ -109,7 +110,7 @@ def _kept_cursor() -> "duckdb.DuckDBPyConnection":
         return duck_cursor(_kept[1])
 
 
-def _checking_database(spill: str | Path | None) -> "duckdb.DuckDBPyConnection":
+def _checking_database(spill: str | Path | None) -> duckdb.DuckDBPyConnection:
     """A new database set up for the checks: bounded memory, spilling into ``spill`` ('' for
     never; None leaves DuckDB's default), and no insertion order to keep."""
     con = duck_connect()
@@ -208,7 +209,7 @@ def check_added(added: Mapping[str, Sequence[Path]], held_runs: Sequence[Path], 
         con.close()
 
 
-def _run_checks(con: "duckdb.DuckDBPyConnection", source: str) -> None:
+def _run_checks(con: duckdb.DuckDBPyConnection, source: str) -> None:
     row = con.execute(_FIRST_BROKEN).fetchone()
     if row is not None:
         description = _CHECKS[row[0]][0]

@@ -74,7 +74,7 @@ class TreeMemory:
             if self._stop.wait(self.interval):
                 return
 
-    def __enter__(self) -> "TreeMemory":
+    def __enter__(self) -> TreeMemory:
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()
         return self

@@ -29,14 +29,14 @@ import statistics
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-from timing import cold_warm  # noqa: E402 (bench/, the script's own folder)
-
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from timing import cold_warm  # noqa: E402 (bench/, the script's own folder)
 
 SIZES = (10, 100, 1000)
 SCOPE_STEPS = 25
@@ -123,7 +123,7 @@ def bench_runs(repeat: int) -> list[dict]:
         for n in SIZES:
             modes = [False] if n <= 300 else [True, False]
             for collapsed in modes:
-                timing = _time(lambda: one_run(root, ids[n], collapsed), repeat)
+                timing = _time(partial(one_run, root, ids[n], collapsed), repeat)
                 parts = [one_run(root, ids[n], collapsed) for _ in range(repeat)]
                 rows.append({
                     "steps": n, "view": "collapsed" if collapsed else "expanded",
@@ -170,7 +170,7 @@ def bench_slice(store: Path, repeat: int) -> list[dict]:
         return queries.run(name, params, root=store)
 
     for label, name, params in cases:
-        t = _time(lambda: call(name, params), repeat)
+        t = _time(partial(call, name, params), repeat)
         frame = t["result"]
         matches = int(frame["total"].iloc[0]) if "total" in frame and len(frame) else len(frame)
         rows.append({"case": label, "query": name, "cold_ms": t["cold_ms"], "warm_ms": t["warm_ms"], "best_ms": t["best_ms"],

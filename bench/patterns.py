@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import tracemalloc
 import os
 import resource
 import shutil
 import statistics
 import sys
 import time
+import tracemalloc
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -99,9 +100,9 @@ def bench_nearest(found: vectors.StepVectors, anchors: list[int], slice_: dict, 
     for row in anchors:
         similar.nearest(found, row, in_slice, k)
         reference_nearest(found, row, in_slice, k)
-        got, wall, cpu = _timed(lambda: similar.nearest(found, row, in_slice, k))
+        got, wall, cpu = _timed(partial(similar.nearest, found, row, in_slice, k))
         new["wall"].append(wall), new["cpu"].append(cpu)
-        want, wall, cpu = _timed(lambda: reference_nearest(found, row, in_slice, k))
+        want, wall, cpu = _timed(partial(reference_nearest, found, row, in_slice, k))
         old["wall"].append(wall), old["cpu"].append(cpu)
         # The same scores, and the same rows in the same order above the k-th score (the
         # reference's argpartition takes any of the rows tied at the cut).
@@ -133,7 +134,7 @@ def bench_similar(found: vectors.StepVectors, query, anchors: list[int], slice_:
     wall, cpu = [], []
     for row in anchors:
         key = found.keys(np.array([row])).iloc[0]
-        ask = lambda: similar.similar_steps(found, query, key["run_id"], int(key["step_idx"]), slice_, k)  # noqa: E731
+        ask = partial(similar.similar_steps, found, query, key["run_id"], int(key["step_idx"]), slice_, k)
         ask()
         result, w, c = _timed(ask)
         wall.append(w), cpu.append(c)

@@ -22,8 +22,8 @@ import os
 import statistics
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from receive import make_spans  # bench/receive.py: the same spans the exporter sends there
 

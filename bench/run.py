@@ -29,9 +29,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -122,8 +124,7 @@ def time_queries(store: Path, peaks: dict[str, float | None]) -> dict:
 
 def bench_size(rooms: int, work: Path, keep: Path | None = None) -> dict:
     """Every measurement for one size; meant to run alone in its process (see the module doc)."""
-    from auditatlas.ingest import Context
-    from auditatlas.ingest import demo, maadbench
+    from auditatlas.ingest import Context, demo, maadbench
     from auditatlas.store import write_source
 
     traces, store = work / f"traces-{rooms}", keep or work / f"store-{rooms}"
@@ -136,7 +137,7 @@ def bench_size(rooms: int, work: Path, keep: Path | None = None) -> dict:
     traces_mb = _folder_mb(traces, "*.json")
     batch, t_read = _phase(peaks, "read", lambda: maadbench.read(
         traces, Context(store=store), corpus="maadbench-sim", kind="simulated", source="demo"))
-    _, t_write = _phase(peaks, "write", lambda: write_source(store, batch.source, batch.tables))
+    _, t_write = _phase(peaks, "write", partial(write_source, store, batch.source, batch.tables))
     n_steps = batch.tables["steps"].num_rows
     n_runs = batch.tables["runs"].num_rows
     n_edges = batch.tables["edges"].num_rows

@@ -27,8 +27,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -64,7 +66,7 @@ class TreePeak:
             self.peak = max(self.peak, self._sample())
             self._stop.wait(self.every)
 
-    def __enter__(self) -> "TreePeak":
+    def __enter__(self) -> TreePeak:
         self._thread.start()
         return self
 
@@ -199,6 +201,11 @@ APP_QUERIES: dict[str, tuple[str, Callable[[str], dict]]] = {
 }
 
 
+def _frame(con, sql: str, params: list) -> Any:
+    """One query's result as a frame (what a page pulls)."""
+    return con.execute(sql, params).df()
+
+
 def _time(fn: Callable[[], Any]) -> tuple[float, float]:
     _, cold, warm = cold_warm(fn, WARM)
     return cold, statistics.median(warm)
@@ -260,15 +267,15 @@ def bench_queries(store: Path, with_pandas: bool, out: Path) -> list[dict]:
     pandas_fns = pandas_versions(store) if with_pandas else {}
     for name, (sql, params) in hand_written(store).items():
         bound = [run_id if p == "RUN" else p for p in params]
-        raw_cold, raw_warm = _time(lambda: raw.execute(sql, bound).df())
+        raw_cold, raw_warm = _time(partial(_frame, raw, sql, bound))
         if name.startswith("one run's"):
             table, order = ("steps", "step_idx") if name.endswith("steps") else ("edges", "dst_idx, src_idx")
             sql_app = f"SELECT * FROM {table} WHERE run_id = $1 ORDER BY {order}"
-            app = lambda: queries.database.for_store(store).thread_cursor().execute(sql_app, [run_id]).df()  # noqa: E731 (what queries.run uses)
+            app = partial(_frame, queries.database.for_store(store).thread_cursor(), sql_app, [run_id])  # what queries.run uses
             app_name = f"{table} WHERE run_id = ? (app views)"
         else:
             qname, make = APP_QUERIES[name]
-            app = lambda: queries.run(qname, make(run_id), root=store)  # noqa: E731
+            app = partial(queries.run, qname, make(run_id), root=store)
             app_name = qname
         app_cold, app_warm = _time(app)
         row = {"query": name, "app": app_name, "runs": n_runs, "app_cold_ms": round(app_cold * 1000, 1),

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def cold_warm(fn: Callable[[], Any], repeat: int) -> tuple[Any, float, list[float]]:

@@ -6,15 +6,25 @@ Components draw; they never query. Tables go through ``st.dataframe`` (text cell
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import pandas as pd
 import streamlit as st
 
 from auditatlas.figures.detectors import (  # noqa: F401 - re-exported for the page
-    auc_color, cell_error_rows, cost_chart, cost_frame, heatmaps, long_cells, long_means, overall_chart, overall_frame,
+    auc_color,
+    cell_error_rows,
+    cost_chart,
+    cost_frame,
+    heatmaps,
+    long_cells,
+    long_means,
+    overall_chart,
+    overall_frame,
     per_set_frame,
-    silent_loud_chart, sets_frame)
+    sets_frame,
+    silent_loud_chart,
+)
 from components.tables import csv_safe, file_name, table
 
 

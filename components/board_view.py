@@ -5,8 +5,16 @@ import pandas as pd
 import streamlit as st
 
 from auditatlas.figures.boards import (  # noqa: F401 - rows_frame re-exported
-    STATUS_COLOR, contrasts_frame, extra_frame, fmt as _fmt, interval_caption, live_figure, published_frame, rows_frame,
-    shown_rows)
+    STATUS_COLOR,
+    contrasts_frame,
+    extra_frame,
+    interval_caption,
+    live_figure,
+    published_frame,
+    rows_frame,
+    shown_rows,
+)
+from auditatlas.figures.boards import fmt as _fmt
 from components.safe import md
 from components.tables import csv_safe, file_name, table
 

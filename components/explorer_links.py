@@ -8,8 +8,9 @@ its sentence stays on screen until the reader changes the view.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 from auditatlas.views import DEFAULT_TOP_K, EXPLORER, explorer_url

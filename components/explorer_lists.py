@@ -8,8 +8,9 @@ page runs the named queries with them.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import pandas as pd
 import streamlit as st

@@ -13,6 +13,7 @@ import streamlit as st
 
 from auditatlas.figures.judges import ABSTAINED, HIT, NO_VERDICT, figure, verdicts  # noqa: F401 - shared with the export
 
+
 def draw(judges: pd.DataFrame, n_steps: int, decisive: int | None, key: str) -> pd.DataFrame:
     """Draw the strip and its table; returns the verdicts frame."""
     frame = verdicts(judges, decisive)

@@ -2,4 +2,10 @@
 from __future__ import annotations
 
 from auditatlas.figures.propagation import (  # noqa: F401 - re-exported
-    failure_mode_bars, heatmaps, length_distribution, role_recall_bars, role_recall_tables, selected_cell)
+    failure_mode_bars,
+    heatmaps,
+    length_distribution,
+    role_recall_bars,
+    role_recall_tables,
+    selected_cell,
+)

@@ -12,7 +12,6 @@ from auditatlas.analyses import review_agreement as ra
 from components.safe import md
 
 
-
 def draw(result: ra.Agreement) -> None:
     st.subheader("Agreement")
     st.caption(md(ra.EXPLAINS))

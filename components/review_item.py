@@ -5,7 +5,8 @@ Every value from the trace or a reviewer (texts, names, notes) is shown as text:
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import pandas as pd
 import streamlit as st

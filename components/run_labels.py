@@ -6,7 +6,8 @@ paste into the explorer's "Run id contains" box. Both are text cells, never mark
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import pandas as pd
 import streamlit as st

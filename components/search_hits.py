@@ -2,7 +2,7 @@
 markup), a link column opening each step in the Explorer, and the pager."""
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import pandas as pd
 import streamlit as st

@@ -30,9 +30,9 @@ import tempfile
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 REPO = Path(__file__).resolve().parents[1]
 _log = logging.getLogger("auditatlas.serve")

@@ -7,7 +7,8 @@ Markdown), ``st.dataframe`` for the fields; sentences that name data go through
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import pandas as pd
 import streamlit as st

@@ -14,6 +14,7 @@ import streamlit as st
 from auditatlas.figures.tables import csv_safe, file_name  # noqa: F401 - one CSV form for app and export
 from components import run_labels
 
+
 def table(frame: pd.DataFrame, key: str, caption: str | None = None, download: pd.DataFrame | None = None,
           **kwargs) -> None:
     """Show ``frame`` as text cells (never HTML) with a CSV download beside it.

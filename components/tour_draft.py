@@ -13,8 +13,8 @@ author's text: shown in text widgets or escaped (``components.safe``).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Callable
 
 import streamlit as st
 

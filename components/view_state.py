@@ -19,8 +19,9 @@ own parameters are remembered per session and written back on such a return.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 import streamlit as st
 

@@ -8,16 +8,14 @@ from components.shell import ensure_app_navigation
 
 ensure_app_navigation()
 
-from auditatlas.analyses.board_registry import PILLARS
+from auditatlas.analyses.board_registry import PILLARS, slice_lacks
 from auditatlas.analyses.board_registry import registry as board_registry
-from auditatlas.analyses.board_registry import slice_lacks
 from auditatlas.analyses.labels_in_use import board_note
 from auditatlas.errors import AtlasError
-from auditatlas.views.pages import BOARDS as BOARDS_STATE
 from auditatlas.views.fields import filters_any
+from auditatlas.views.pages import BOARDS as BOARDS_STATE
 from auditatlas.views.pages import board_corpus_key
-from components import export_button
-from components import board_view, cached, view_state
+from components import board_view, cached, export_button, view_state
 from components.safe import md
 from components.tables import table
 

@@ -10,8 +10,7 @@ ensure_app_navigation()
 
 from auditatlas.analyses import detector_comparison as dv
 from auditatlas.views.pages import DETECTOR_TABS, DETECTOR_VIEW_MODES, DETECTORS, RULES
-from components import export_button
-from components import auroc_grid, backbone_maps, cached, view_state
+from components import auroc_grid, backbone_maps, cached, export_button, view_state
 from components.filters import describe
 from components.safe import md
 from components.tables import table
@@ -193,7 +192,7 @@ def sets_tab() -> None:
     table(auroc_grid.sets_frame(sets_all), f"detector-sets-{corpus}")
 
 
-for name, tab, draw in zip(TABS, tabs, (grid_tab, overall_tab, cost_tab, sets_tab)):
+for tab, draw in zip(tabs, (grid_tab, overall_tab, cost_tab, sets_tab)):
     if not tab.open:
         continue
     with tab:

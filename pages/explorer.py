@@ -12,13 +12,11 @@ import pandas as pd
 
 from auditatlas import graph as tg
 from auditatlas.figures.step import steps_frame
-from components import export_button
-from components import cached, judges_strip, step_detail, trace_graph
 from auditatlas.views import EXPLORER, labels_of
 from auditatlas.views.pages import patterns_url
+from components import cached, export_button, judges_strip, step_detail, trace_graph, view_state
 from components import explorer_links as links
 from components import explorer_lists as lists
-from components import view_state
 from components.safe import md
 
 slice_ = st.session_state.get("slice", {})

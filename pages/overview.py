@@ -11,8 +11,7 @@ from auditatlas import actions
 from auditatlas.analyses import step_rates as rates
 from auditatlas.views import labels_of
 from auditatlas.views.pages import OVERVIEW
-from components import export_button
-from components import cached, view_state
+from components import cached, export_button, view_state
 from components.charts import rate_heatmap
 from components.filters import describe
 from components.safe import md

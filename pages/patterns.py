@@ -13,7 +13,7 @@ from components.shell import ensure_app_navigation
 ensure_app_navigation()
 
 from auditatlas.errors import AtlasError
-from auditatlas.patterns import build, clusters, similar, tables, vectors
+from auditatlas.patterns import MAX_CLUSTERS, build, clusters, similar, tables, vectors
 from auditatlas.views.pages import PATTERNS
 from components import cached, export_button, patterns_view, view_state
 from components.filters import describe
@@ -82,7 +82,7 @@ st.header("Failure clusters")
 seed_box, count_box = st.columns(2)
 seed_box.number_input("Seed", min_value=0, value=int(values["seed"]), step=1, key="patterns_seed",
                       on_change=_from_widget, args=("patterns_seed", "seed"), kwargs={"cluster": None})
-count_box.number_input("Clusters", min_value=2, max_value=clusters.MAX_CLUSTERS, value=int(values["clusters"]),
+count_box.number_input("Clusters", min_value=2, max_value=MAX_CLUSTERS, value=int(values["clusters"]),
                        step=1, key="patterns_clusters", on_change=_from_widget, args=("patterns_clusters", "clusters"),
                        kwargs={"cluster": None})
 with st.status("Clustering the slice's anomalous steps…", expanded=False) as status:

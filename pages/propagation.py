@@ -11,12 +11,12 @@ ensure_app_navigation()
 from auditatlas.analyses import anomaly_propagation as P
 from auditatlas.views import not_held
 from auditatlas.views.pages import PROPAGATION, PROPAGATION_TABS, RULES
-from components import export_button
-from components import backbone_maps, cached, view_state
+from components import backbone_maps, cached, export_button, view_state
 from components import propagation_view as view
 from components.charts import rate_heatmap
 from components.filters import describe
-from components.safe import md, plotly as esc
+from components.safe import md
+from components.safe import plotly as esc
 from components.tables import table
 
 slice_ = st.session_state.get("slice", {})

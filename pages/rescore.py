@@ -23,8 +23,8 @@ from auditatlas.detectors.cross import cross_backbone, result_json
 from auditatlas.detectors.features import DEFAULT_FEATURE_SET, FEATURE_SETS
 from auditatlas.detectors.registry import engine_detectors, registry
 from auditatlas.errors import AtlasError
-from auditatlas.views.pages import RESCORE
 from auditatlas.views import labels_of
+from auditatlas.views.pages import RESCORE
 from components import cached, export_button, view_state
 from components.filters import describe
 from components.safe import md, plotly, plotly_list

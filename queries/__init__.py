@@ -18,8 +18,9 @@ The modules, one job each:
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import duckdb
 

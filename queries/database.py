@@ -27,20 +27,21 @@ from __future__ import annotations
 
 import itertools
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import duckdb
 
+from auditatlas.duck import connect as duck_connect
+from auditatlas.duck import cursor as duck_cursor
 from auditatlas.errors import StoreError, first_line
 from auditatlas.store import MANIFEST, health, read_manifest, store_dir
 
 from . import labels as label_choices
 from . import views
-from auditatlas.duck import connect as duck_connect
-from auditatlas.duck import cursor as duck_cursor
 
 # What tells one manifest file from the next: a write replaces it (os.replace), so a new file.
 Stamp = tuple[int, int, int]

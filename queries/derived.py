@@ -58,8 +58,8 @@ again (``is_readable``); if that fails too, the views stay the live queries.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import duckdb
 import pyarrow.parquet as pq

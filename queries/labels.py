@@ -26,8 +26,9 @@ of rows, so the runs to recompute are few and the Arrow function takes milliseco
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import duckdb
 import pyarrow as pa

@@ -6,9 +6,10 @@ and whether it reads a derived table is declared in ``queries/derived.py`` (``RE
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any, Mapping
+from functools import cache
+from typing import Any
 
 from . import derived, template
 from .slices import filtered_columns
@@ -27,7 +28,7 @@ class Query:
     reads_derived: bool
 
 
-@lru_cache(maxsize=None)
+@cache
 def query(name: str) -> Query:
     """The named query ``name`` (KeyError naming the folder when there is none)."""
     return Query(name, template.placeholders(template.text(name)), template.uses_slice(name),

@@ -25,6 +25,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
 import duckdb
 
 from auditatlas.duck import connect as duck_connect

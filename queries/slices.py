@@ -7,7 +7,8 @@ values never reach SQL text.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 # The columns of the slice every page shares, each filtering the run column of its name; declared
 # with the schema, so the page declarations (auditatlas.views) read them without the query layer.

@@ -32,7 +32,7 @@ only; every value is bound, never written into the text.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +46,7 @@ _IN_SLICE = re.compile(r"@in_slice\(([a-z_][a-z_0-9]*\.run_id)\)")
 _TOKEN = re.compile(r"'(?:[^']|'')*'|--[^\n]*|\$([A-Za-z_][A-Za-z_0-9]*)")
 
 
-@lru_cache(maxsize=None)
+@cache
 def raw(name: str) -> str:
     """The file ``sql/NAME.sql`` as written."""
     path = SQL_DIR / f"{name}.sql"
@@ -60,7 +60,7 @@ def uses_slice(name: str) -> bool:
     return "@slice" in raw(name)
 
 
-@lru_cache(maxsize=None)
+@cache
 def text(name: str, active: tuple[str, ...] = ()) -> str:
     """The text of query ``name`` with ``@in_slice``, ``@slice`` and fragments expanded for the
     filtered slice columns ``active`` (a name ending in ``=`` is bound to one value).

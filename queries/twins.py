@@ -9,8 +9,9 @@ it may need fewer than its query (the grid's twin reads no label lists).
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Protocol
 
 from .slices import SLICE_COLUMNS, filtered_columns
 

@@ -20,12 +20,12 @@ import duckdb
 import pyarrow as pa
 
 from auditatlas import leases
+from auditatlas.duck import connect as duck_connect
 from auditatlas.schema import TABLES
 from auditatlas.store import manifest_bytes, table_files  # noqa: F401 - manifest_bytes: callers read it here
 
 from . import derived
 from .template import text
-from auditatlas.duck import connect as duck_connect
 
 _log = logging.getLogger(__name__)
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Mapping
 
 
 @dataclass(frozen=True)

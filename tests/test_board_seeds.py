@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from auditatlas.analyses.board_registry import BoardResult, BoardRow
-from auditatlas.analyses.board_seeds import (Coverage, contrasts_text, coverage_line, entries, seed_group, spread)
+from auditatlas.analyses.board_seeds import Coverage, contrasts_text, coverage_line, entries, seed_group, spread
 from auditatlas.stats import Contrast
 
 TOP1 = [0.40, 0.42, 0.44, 0.46, 0.48]  # mean 0.44; squared deviations sum 0.004; sd sqrt(0.004 / 4) = sqrt(0.001)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from auditatlas.analyses.board_published import missing_blocks, reconcile
-from auditatlas.analyses.board_registry import run_board
+from auditatlas.analyses.board_registry import board_json, run_board
 from auditatlas.errors import AtlasError
 from auditatlas.ingest import ingest
 from conftest import WHOWHEN
@@ -146,7 +146,7 @@ def test_post_localization_reproduces_all_published_rows(whowhen_store):
 
 
 def test_post_localization_json_uses_board_spelling(whowhen_store):
-    data = run_board("post-localization", runner(whowhen_store), "whowhen").to_json()
+    data = board_json(run_board("post-localization", runner(whowhen_store), "whowhen"))
     assert data["board"] == "post-localization" and data["corpus"] == "whowhen" and data["n_items"] == 126
     row = next(r for r in data["rows"] if r["entrant"] == "llm-judge all-at-once (gpt-5.5)")
     assert set(row) == {"entrant", "top1", "top3", "mrr", "intervals", "role", "n_items", "seed_group", "seed"}

@@ -20,7 +20,6 @@ import pytest
 
 from auditatlas import store
 from auditatlas.cli import main
-
 from conftest import REPO
 
 WHOWHEN_FIXTURE = str(REPO / "tests" / "fixtures" / "whowhen")

@@ -20,8 +20,8 @@ from auditatlas.analyses.run_detection import (
     random_scores,
     time_to_detection,
 )
-from auditatlas.errors import UndefinedMetric
 from auditatlas.analyses.run_features import FEATURE_GROUPS, prefix_features
+from auditatlas.errors import UndefinedMetric
 from auditatlas.stats import roc_auc
 from auditatlas.store import write_source
 from queries import runner
@@ -238,6 +238,7 @@ def test_feature_groups_are_nested_as_in_auditable():
 def test_features_equal_auditables_graph_features(tmp_path, fraction):
     """Our SQL + numpy features equal auditable's (the paper's library) on the same prefixes."""
     from auditable.graph import build_graph, feature_vector
+
     from queries import connect
 
     _random_store(tmp_path, 40, seed=3)

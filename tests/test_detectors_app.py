@@ -13,8 +13,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app_support import page_texts, open_page
-from conftest import REPO
+from app_support import open_page, page_texts
 
 PAGE = "pages/detectors.py"
 CORPUS = "maadbench-sim"

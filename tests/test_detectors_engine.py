@@ -120,7 +120,7 @@ def _source_rows(root: Path) -> dict[str, dict[str, int]]:
 
 def test_roc_auc_matches_sklearn_on_random_data_with_ties():
     rng = np.random.default_rng(0)
-    for trial in range(20):
+    for _trial in range(20):
         y = rng.integers(0, 2, 200)
         s = np.round(rng.normal(size=200) + 0.5 * y, 1)  # rounding makes many ties
         assert roc_auc(y, s) == pytest.approx(roc_auc_score(y, s), abs=1e-12)

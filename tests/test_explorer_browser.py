@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, quote, urlparse
 
 import pytest
 
-from browser_support import graph_frame, keep_shot, graph_reads, new_page, shots_dir, wait_idle
+from browser_support import graph_frame, graph_reads, keep_shot, new_page, shots_dir, wait_idle
 from conftest import WHOWHEN
 
 pytestmark = pytest.mark.browser

@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 from urllib.parse import urlencode
 
+import pandas as pd
 import pytest
 
 import queries
@@ -181,12 +182,10 @@ def _a_run(root: Path) -> str:
         con.close()
 
 
-def _table(page: str, name: str) -> "pd.DataFrame":
+def _table(page: str, name: str) -> pd.DataFrame:
     """The file's own CSV of its table ``name`` (what a reviewer downloads), read back."""
     import io
     from urllib.parse import unquote
-
-    import pandas as pd
 
     found = re.search(rf'data-table="{re.escape(name)}".*?href="data:text/csv;charset=utf-8,([^"]*)"', page, re.S)
     assert found, f"no table {name} in the file"

@@ -14,7 +14,6 @@ import pytest
 
 from auditatlas import store
 from auditatlas.cli import main
-
 from conftest import REPO
 
 SIM = "maadbench-sim"

@@ -7,7 +7,7 @@ Screenshots go to a temporary folder outside the repository tree (tests/browser_
 """
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 from urllib.parse import quote
 
 import pytest

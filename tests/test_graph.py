@@ -42,7 +42,7 @@ SCORES = pd.DataFrame({
 })
 
 
-def authored() -> "tg.nx.MultiDiGraph":
+def authored() -> tg.nx.MultiDiGraph:
     return tg.build(STEPS, EDGES, "authored:run")
 
 

@@ -8,12 +8,12 @@ from pathlib import Path
 import agentpile as ap
 import pytest
 from agentpile.formats.messages import messages_to_trajectory
-from cli_support import run_cli
 
 from auditatlas.errors import IngestFailed
 from auditatlas.ingest import Context, ingest
 from auditatlas.ingest import traces as traces_adapter
 from auditatlas.store import MANIFEST
+from cli_support import run_cli
 
 MESSAGES = [
     {"role": "system", "content": "be brief"},

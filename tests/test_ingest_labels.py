@@ -4,13 +4,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from otlp_fixtures import TRACE_A, TRACE_B, genai_trace, openinference_trace, sid, write_json
 
 import queries
 from auditatlas.cli import main
 from auditatlas.errors import AtlasError, IngestFailed
 from auditatlas.ingest import ingest
 from auditatlas.store import MANIFEST, write_source
+from otlp_fixtures import TRACE_A, TRACE_B, genai_trace, openinference_trace, sid, write_json
 
 
 @pytest.fixture

@@ -25,8 +25,7 @@ from pathlib import Path
 import pytest
 
 from auditatlas.errors import IngestFailed
-from auditatlas.ingest import Context, ingest
-from auditatlas.ingest import maadbench
+from auditatlas.ingest import Context, ingest, maadbench
 from auditatlas.store import read_manifest, write_source
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -5,13 +5,25 @@ import json
 from pathlib import Path
 
 import pytest
-from otlp_fixtures import (T0, TRACE_A, TRACE_B, S, genai_trace, json_doc, openinference_trace, sid, write_gzip_json,
-                           write_json, write_jsonl, write_pb)
 
 from auditatlas.cli import main
 from auditatlas.errors import AtlasError, IngestFailed
 from auditatlas.ingest import Context, ingest, otlp, usage_problem
 from auditatlas.store import MANIFEST, write_source
+from otlp_fixtures import (
+    T0,
+    TRACE_A,
+    TRACE_B,
+    S,
+    genai_trace,
+    json_doc,
+    openinference_trace,
+    sid,
+    write_gzip_json,
+    write_json,
+    write_jsonl,
+    write_pb,
+)
 
 
 def _read(path: Path, tmp_path: Path, **options):
@@ -481,8 +493,9 @@ def test_two_digit_buckets_merge_a_bucket_at_a_time_and_land_sorted(tmp_path, mo
     """Forty traces over eight files, batched one file at a time so their runs interleave; with
     buckets of two hex digits the commit merges only the rows of one prefix at a time, and the
     store holds the same runs, in run order, as with one digit."""
-    import duckdb
     import random
+
+    import duckdb
 
     from auditatlas import store_parts
     from auditatlas.store import table_files
@@ -492,7 +505,7 @@ def test_two_digit_buckets_merge_a_bucket_at_a_time_and_land_sorted(tmp_path, mo
     folder.mkdir()
     for f in range(8):
         spans = []
-        for t in range(5):
+        for _ in range(5):
             trace = f"{rng.getrandbits(128):032x}"
             spans += [S(trace, sid(1), "root", 0, 9, attrs={"openinference.span.kind": "AGENT"}),
                       S(trace, sid(2), "call", 1, 2, parent=sid(1), attrs={"openinference.span.kind": "LLM"})]

@@ -118,12 +118,12 @@ def test_a_kept_query_is_named_alike_from_the_page_and_the_write_and_only_under_
 
 
 def test_the_write_keeps_the_detectors_grid_and_the_page_reads_it(tmp_path, monkeypatch):
+    import shutil
+
     import queries
     from app_support import open_page, page_texts
     from auditatlas.analyses import detector_comparison
     from stores import copy_of
-
-    import shutil
 
     store = copy_of("detectors", tmp_path / "store")
     shutil.rmtree(kept.home(store), ignore_errors=True)  # pages opened on the shared store keep theirs too

@@ -12,9 +12,9 @@ from auditatlas.analyses import anomaly_propagation as P
 from auditatlas.analyses import detector_comparison as dv
 from auditatlas.analyses import labels_in_use
 from auditatlas.analyses.board_registry import run_board
+from auditatlas.export.link import parse_link
 from auditatlas.views.fields import LABELS, shared_of
 from auditatlas.views.pages import DETECTORS, OVERVIEW
-from auditatlas.export.link import parse_link
 
 
 @pytest.fixture(scope="module")

@@ -18,9 +18,8 @@ import pytest
 
 import queries
 from auditatlas import leases, store
-from queries import derived
-
 from conftest import REPO
+from queries import derived
 
 
 def _write(root: Path, n: int) -> None:

@@ -20,9 +20,10 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -342,7 +343,7 @@ def predictions_cases() -> list[Case]:
         csv_case("ragged-rows", rows(f"{row},0,0.5", f"{row},1,0.5,extra,more", f"{row}"), None, "fields but the header"),
         csv_case("field-10-mb", rows(f"run_x/a.json,{'x' * 10_000_000},0,0.5"), None, "longer than"),
         csv_case("quote-left-open", rows(f'{row},"0,0.5', f"{row},1,0.5"), None, "quote"),
-        csv_case("nul-byte", rows(f"run_x/a.json,room\x00id,0,0.5"), None, "NUL"),
+        csv_case("nul-byte", rows("run_x/a.json,room\x00id,0,0.5"), None, "NUL"),
         csv_case("latin-1", rows(f"{row},0,0.5", "café.json,x,1,0.5").encode("latin-1"), None, "utf-8"),
         csv_case("json-not-csv", '[{"source_file": "a.json", "pred_score": 0.5}]', None, "holds JSON"),
         csv_case("tab-separated", PRED_HEADER.replace(",", "\t") + f"\n{row.replace(',', chr(9))}\t0\t0.5\n",

@@ -12,11 +12,11 @@ Chromium).
 from __future__ import annotations
 
 import pytest
-from otlp_fixtures import openinference_trace, write_json
-from receive_support import running
 
 from auditatlas.ingest import ingest
 from browser_support import exceptions_on, graph_frame, new_page, streamlit_server, wait_idle
+from otlp_fixtures import openinference_trace, write_json
+from receive_support import running
 
 pytestmark = pytest.mark.browser
 

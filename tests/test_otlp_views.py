@@ -26,17 +26,19 @@ import json
 import math
 
 import pytest
-from cli_support import run_cli
-from otlp_fixtures import genai_trace, openinference_trace, sid, write_json
 
 import queries
 from auditatlas import graph as tg
 from auditatlas.analyses import anomaly_propagation as P
-from auditatlas.analyses import board_localization, detector_comparison as dv, step_rates as rates
+from auditatlas.analyses import board_localization
+from auditatlas.analyses import detector_comparison as dv
+from auditatlas.analyses import step_rates as rates
 from auditatlas.analyses.board_registry import registry, slice_lacks
 from auditatlas.detectors.features import step_features
 from auditatlas.figures.trace_graph import page_for_run
 from auditatlas.ingest import ingest
+from cli_support import run_cli
+from otlp_fixtures import genai_trace, openinference_trace, sid, write_json
 
 OI = [f"{0xa0 + k:032x}" for k in range(6)]
 GENAI = [f"{0xb0 + k:032x}" for k in range(6)]

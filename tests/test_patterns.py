@@ -163,7 +163,6 @@ def test_the_page_lists_neighbours_and_opens_a_cluster(root, monkeypatch):
 
 def test_the_page_says_an_unknown_run_in_one_sentence(root, monkeypatch):
     from app_support import open_page
-
     from components.safe import md
 
     at = open_page(root, monkeypatch, "pages/patterns.py", run="p:99")

@@ -15,7 +15,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from auditatlas.errors import IngestFailed
 from auditatlas.analyses.over_privilege import (
     ENTRANTS,
     JUDGE_NAME,
@@ -34,6 +33,7 @@ from auditatlas.analyses.over_privilege import (
     score_pre,
     score_pre_by_source,
 )
+from auditatlas.errors import IngestFailed
 
 # Shared corpora folder (not needed here: the PRE release ships inside the catchbench wheel).
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"

@@ -445,7 +445,7 @@ def test_sql_roles_match_chains_module_on_the_simulated_corpus(demo_store):
         "prediction_sets": [{"set_id": "oracle", "corpus": "maadbench-sim", "method": "oracle", "granularity": "step"}],
         "predictions": preds})
     expected: dict = {}
-    for run_id, run in steps.groupby("run_id"):
+    for _run_id, run in steps.groupby("run_id"):
         labels = [None if pd.isna(v) else int(v) for v in run.label]
         roles = step_roles(zip(run.step_idx, run.scope, labels))
         for idx, action, label in zip(run.step_idx, run.action, labels):

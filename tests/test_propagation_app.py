@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app_support import page_texts, open_page
-from conftest import REPO
+from app_support import open_page, page_texts
 
 PAGE = "pages/propagation.py"
 

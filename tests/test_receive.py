@@ -11,12 +11,12 @@ import time
 from pathlib import Path
 
 import pytest
-from otlp_fixtures import TRACE_A, TRACE_B, S, genai_trace, json_doc, openinference_trace, pb_request, sid, write_json
-from receive_support import post, rows, running
 
 from auditatlas.errors import AtlasError
 from auditatlas.ingest import ingest
 from auditatlas.store import health, read_manifest, table_files
+from otlp_fixtures import TRACE_A, TRACE_B, S, genai_trace, json_doc, openinference_trace, pb_request, sid, write_json
+from receive_support import post, rows, running
 
 REPO = Path(__file__).resolve().parent.parent
 PROTOBUF = "application/x-protobuf"

@@ -18,15 +18,15 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from cli_support import run_cli
-from otlp_fixtures import genai_trace, json_doc, openinference_trace, write_json
-from receive_support import rows
 
 from auditatlas import store, store_segments
 from auditatlas.ingest import ingest
 from auditatlas.ingest.otlp_spans import decode_body
 from auditatlas.ingest.receiver import Receiver, Settings
 from auditatlas.store import health, read_manifest, table_files
+from cli_support import run_cli
+from otlp_fixtures import genai_trace, json_doc, openinference_trace, write_json
+from receive_support import rows
 
 REPO = Path(__file__).resolve().parent.parent
 

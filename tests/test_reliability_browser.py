@@ -11,9 +11,8 @@ import time
 
 import pytest
 
-from browser_support import REPO, exceptions_on, new_page, streamlit_server, wait_idle
 from auditatlas.store import read_manifest
-from conftest import WHOWHEN
+from browser_support import REPO, exceptions_on, new_page, streamlit_server, wait_idle
 
 pytestmark = pytest.mark.browser
 

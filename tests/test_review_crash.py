@@ -13,8 +13,6 @@ import os
 import signal
 from pathlib import Path
 
-import pytest
-
 import queries
 import review_store
 from auditatlas import reviews, store

@@ -197,10 +197,10 @@ def test_the_index_key_follows_the_sources_that_hold_steps():
 
 
 def test_one_build_per_index_across_sessions_and_processes(tmp_path, monkeypatch):
+    import queries.search as qs
     from auditatlas import leases
     from auditatlas.search import index as search_index
     from auditatlas.store import read_manifest
-    import queries.search as qs
 
     root = tmp_path / "store"
     write_corpus(root)

@@ -25,7 +25,6 @@ from auditatlas.stats import (
     wilcoxon_paired,
 )
 
-
 # ---------------------------------------------------------------------------- references
 
 def _psi(x: float, y: float) -> float:

@@ -18,7 +18,6 @@ import pytest
 import queries
 from auditatlas import store
 from auditatlas.errors import StoreBusy, StoreError
-
 from conftest import REPO
 
 # A writer process: it imports the store once, then for each line "ROOT SOURCE N" on stdin

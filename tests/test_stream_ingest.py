@@ -17,7 +17,6 @@ from auditatlas import simulator, store, store_parts
 from auditatlas.errors import IngestFailed
 from auditatlas.ingest import Context, ingest, maadbench, simulated
 from auditatlas.ingest.stream import run_plan
-
 from conftest import TAUBENCH, WHOWHEN
 
 ROOMS = 400

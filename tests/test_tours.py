@@ -14,11 +14,10 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
+from streamlit.testing.v1 import AppTest
 
 import queries
 import review_store
-from streamlit.testing.v1 import AppTest
-
 from app_support import page_texts
 from auditatlas import store, tours
 from auditatlas.export import export_view

@@ -19,8 +19,8 @@ from urllib.parse import quote
 
 import pytest
 
-from conftest import REPO
 from browser_support import graph_frame, keep_shot, new_page, require_chromium, shots_dir, streamlit_server, wait_idle
+from conftest import REPO
 
 pytestmark = pytest.mark.browser
 
@@ -72,9 +72,9 @@ def _payload_room(template: dict, i: int) -> dict:
 
 def build_payload_store(root: Path, folder: Path) -> str:
     """Ingest payload rooms (one store source) and a payload prediction set; returns a run id."""
+    import queries
     from auditatlas.ingest import ingest
     from auditatlas.store import write_source
-    import queries
 
     template = json.loads(TEMPLATE.read_text())
     run_dir = folder / f"run_20260101_000000_gsm-hard_tool_{FILE_PAYLOAD}_0.0"

@@ -9,15 +9,14 @@ may be named; it is taken out first (the tests' store lives in a temporary folde
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
 from app_support import open_page
-from cli_support import run_cli
 from auditatlas.views.pages import PAGES
-from conftest import REPO
+from cli_support import run_cli
 
 # Words that mean something only inside this workspace or its tooling.
 DEVELOPMENT = re.compile(r"\.\./shared|/tmp\b|/work\b|\.venv|\bpytest\b|site-packages|conftest|tests/fixtures"

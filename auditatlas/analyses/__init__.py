@@ -8,7 +8,8 @@ nothing here imports the query layer or Streamlit.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Protocol
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 import pandas as pd
 

@@ -15,8 +15,9 @@ each step's stored ``chain_role`` and ``chain_length``).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Any, Iterable, Mapping
+from typing import Any
 
 import pandas as pd
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import UndefinedMetric
+from ..stats import Contrast, delong_paired, roc_auc
 from . import Query
 from . import board_intervals as ci
 from . import run_detection as detection
-from ..errors import UndefinedMetric
-from ..stats import Contrast, delong_paired, roc_auc
-from .board_registry import Board, BoardResult, BoardRow, ContrastFamily, Task, contrasts_for
 from .board_seeds import seed_group, seed_of
+from .board_types import Board, BoardResult, BoardRow, ContrastFamily, Task, contrasts_for
 from .entrant import Entrant
 
 PREFIXES = detection.LIVE_FRACTIONS

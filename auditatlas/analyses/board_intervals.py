@@ -21,7 +21,7 @@ their mean does not follow from theirs, and averaging their bounds would pretend
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -20,8 +20,8 @@ from ..errors import AtlasError
 from ..stats import Contrast, mcnemar_exact, paired_mean_bootstrap, wilcoxon_paired
 from . import Query
 from . import board_intervals as ci
-from .board_registry import Board, BoardResult, BoardRow, ContrastFamily, Task, contrasts_for
 from .board_seeds import Coverage, seed_group, seed_of
+from .board_types import Board, BoardResult, BoardRow, ContrastFamily, Task, contrasts_for
 from .entrant import Entrant
 
 METRICS = ("top1", "top3", "mrr")

@@ -12,12 +12,12 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..errors import AtlasError
+from ..stats import Contrast, paired_bootstrap
 from . import Query
 from . import board_intervals as ci
 from . import over_privilege as pre
-from ..errors import AtlasError
-from ..stats import Contrast, paired_bootstrap
-from .board_registry import Board, BoardResult, BoardRow, ContrastFamily, Task, contrasts_for
+from .board_types import Board, BoardResult, BoardRow, ContrastFamily, Task, contrasts_for
 from .entrant import Entrant
 
 METRICS = ("precision", "recall", "f1", "coverage")

@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 
 from . import Query
-from .board_registry import BoardResult
+from .board_types import BoardResult
 
 TOLERANCE = 0.0005  # published values carry three decimals
 

@@ -17,15 +17,16 @@ No Streamlit here; the boards fill ``BoardRow.seed_group`` from the sets' metada
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..stats import VERDICTS
 from .board_intervals import span as interval_span
-from .board_registry import BoardResult, BoardRow, band_order, row_bands
+from .board_types import BoardResult, BoardRow, band_order, row_bands
 
 # The standard deviation over seeds is the sample one: the seeds are a sample of the seeds a
 # reviewer could have drawn, and the spread estimates how much a result moves with the seed.
@@ -176,7 +177,7 @@ def verdict_of(contrast) -> str:
 NOT_CONTRASTED = "—"
 
 
-def contrasts_text(entry: "Entry", families: Sequence[str]) -> str:
+def contrasts_text(entry: Entry, families: Sequence[str]) -> str:
     """A line's contrast verdicts in the order of ``families`` (the board's, named once in the
     column's title), so the cell stays short: 'separates · unresolved · separates' for a row,
     '4/5 · 5/5 · 5/5' for a seed group (in how many of its seeds the contrast separates); '—'

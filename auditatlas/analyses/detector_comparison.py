@@ -19,17 +19,18 @@ function ``(name, params) -> DataFrame`` (``components.cached.query`` in the app
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from .. import actions
 from ..stats import obuchowski_variance, wald_interval
-from .board_intervals import fmt_interval
 from ..views import explorer_url
 from . import Query
+from .board_intervals import fmt_interval
 
 ALL_BACKBONES = "(all backbones)"
 ALL_ACTIONS = "(all actions)"

@@ -7,8 +7,9 @@ words it, so a reader always knows what the numbers below rest on.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import pandas as pd
 

@@ -3,7 +3,8 @@ step vectors): both are built once per store version from the steps' released la
 under another choice reads the chosen label of the few steps it shows from the store instead."""
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import pandas as pd
 

@@ -32,9 +32,10 @@ broken by ``verdict_id``.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from itertools import combinations
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
 

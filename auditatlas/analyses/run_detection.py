@@ -37,15 +37,16 @@ of that class in every fold).
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ..detectors import registry as detector_registry
-from . import Query
 from ..errors import UndefinedMetric
 from ..stats import roc_auc
+from . import Query
 from .entrant import Entrant
 from .run_features import RunFeatures, prefix_features
 

@@ -55,8 +55,9 @@ cannot be scored) and at least ``min_steps`` steps.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd

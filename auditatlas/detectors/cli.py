@@ -11,11 +11,13 @@ import json
 import shutil
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, TextIO
+from typing import Any, TextIO
 
 from queries import SLICE_COLUMNS as SLICE_KEYS
+
 from ..cli_types import count, positive_int
 
 COMMANDS = ("score", "cross-backbone", "detectors")

@@ -13,16 +13,17 @@ Computed on request and not stored: it is a view of detectors, not a prediction 
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..errors import AtlasError, UndefinedMetric
-from ..views.fields import copy_shared
 from ..stats import roc_auc
+from ..views.fields import copy_shared
 from .executors import Cancelled, ShouldStop, execute
 from .features import DEFAULT_FEATURE_SET, Progress, check_feature_set, step_features
 from .jobs import Unit, score_parts

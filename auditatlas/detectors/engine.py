@@ -30,10 +30,11 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from ..errors import UndefinedMetric
 from ..views.fields import copy_shared
@@ -134,7 +135,7 @@ def score(
         share = 0.9 / len(corpora)
         base = c_index * share
 
-        def sub(fraction: float, message: str, base=base, share=share) -> None:
+        def sub(fraction: float, message: str, base=base, share=share, corpus=corpus) -> None:
             report(base + share * fraction, f"{corpus}: {message}")
 
         stop_check()
@@ -146,7 +147,7 @@ def score(
         total = sum(u.jobs() for u in units)
         done = [0]
 
-        def tick(message: str) -> None:
+        def tick(message: str, done=done, total=total, sub=sub) -> None:
             done[0] += 1
             sub(0.15 + 0.8 * done[0] / max(total, 1), f"{message} ({done[0]}/{total} jobs)")
             stop_check()

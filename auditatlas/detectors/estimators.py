@@ -2,16 +2,48 @@
 random floor, a feature column as a score, and a classifier's anomaly probability as a
 detector's score. Their own module because defining them needs scikit-learn's base classes,
 and the registry must stay cheap to import.
+
+``ScoreDetector`` is PyOD's contract for a detector written here: a subclass says only how it
+scores (``decision_function``); fitting keeps the training scores and the contamination
+threshold, and ``predict`` applies it, as every PyOD detector does.
 """
 from __future__ import annotations
 
 import numpy as np
 from sklearn.base import BaseEstimator, clone
 
-from .registry import CONTAMINATION
+# PyOD's default share of outliers; the threshold behind every unsupervised pred_label.
+CONTAMINATION = 0.1
 
 
-class RandomDetector(BaseEstimator):
+class ScoreDetector(BaseEstimator):
+    """A detector that scores (higher = more anomalous) and decides by PyOD's contamination rule.
+
+    ``fit`` keeps ``decision_scores_`` (the training rows' scores), ``threshold_`` (the
+    (1 - contamination) quantile of them, PyOD's) and ``labels_``; ``predict`` is
+    ``decision_function > threshold_``. A subclass that takes ``contamination`` as a parameter
+    sets it in its ``__init__``; one that does not reads the default below.
+    """
+
+    contamination = CONTAMINATION
+
+    def fit(self, X, y=None) -> ScoreDetector:
+        self.decision_scores_ = self.decision_function(X)
+        self.threshold_ = self._threshold(self.decision_scores_)
+        self.labels_ = (self.decision_scores_ > self.threshold_).astype(np.int8)
+        return self
+
+    def _threshold(self, scores: np.ndarray) -> float:
+        return float(np.percentile(scores, 100 * (1 - float(self.contamination)))) if len(scores) else np.inf
+
+    def decision_function(self, X) -> np.ndarray:
+        raise NotImplementedError
+
+    def predict(self, X) -> np.ndarray:
+        return (self.decision_function(X) > self.threshold_).astype(np.int8)
+
+
+class RandomDetector(ScoreDetector):
     """Uniform random scores: the floor every detector is read against.
 
     ``decision_function`` draws ``numpy.random.RandomState(random_state).rand(len(X))`` afresh
@@ -24,21 +56,15 @@ class RandomDetector(BaseEstimator):
         self.contamination = contamination
         self.random_state = random_state
 
-    def fit(self, X, y=None) -> "RandomDetector":
-        self.decision_scores_ = self.decision_function(X)
+    def _threshold(self, scores: np.ndarray) -> float:
         # Uniform scores: the (1 - contamination) quantile is known without looking at them.
-        self.threshold_ = 1.0 - float(self.contamination)
-        self.labels_ = (self.decision_scores_ > self.threshold_).astype(np.int8)
-        return self
+        return 1.0 - float(self.contamination)
 
     def decision_function(self, X) -> np.ndarray:
         return np.random.RandomState(self.random_state).rand(len(X))
 
-    def predict(self, X) -> np.ndarray:
-        return (self.decision_function(X) > 1.0 - float(self.contamination)).astype(np.int8)
 
-
-class ColumnScore(BaseEstimator):
+class ColumnScore(ScoreDetector):
     """A score read straight off one feature column (a hand-made detector, no learning).
 
     Used for the LIVE board's ``dep-span (online)``: a run's mean dependency span.
@@ -46,10 +72,6 @@ class ColumnScore(BaseEstimator):
 
     def __init__(self, column: int = 0) -> None:
         self.column = column
-
-    def fit(self, X, y=None) -> "ColumnScore":
-        self.decision_scores_ = self.decision_function(X)
-        return self
 
     def decision_function(self, X) -> np.ndarray:
         return np.asarray(X, dtype=float)[:, self.column]

@@ -7,7 +7,8 @@ with ``client=None`` the jobs run here (the re-score page's path, and ``--worker
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

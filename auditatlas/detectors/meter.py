@@ -13,7 +13,7 @@ class Meter:
     worker (5x slower on two busy cores).
     """
 
-    def __enter__(self) -> "Meter":
+    def __enter__(self) -> Meter:
         import psutil
         from threadpoolctl import threadpool_limits
 

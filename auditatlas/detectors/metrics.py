@@ -8,8 +8,8 @@ instead of scikit-learn's silent 0.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 

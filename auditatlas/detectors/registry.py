@@ -27,22 +27,20 @@ view declarations.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 SUPERVISIONS: tuple[str, ...] = ("unsupervised", "one-class", "supervised")
 FAMILIES: tuple[str, ...] = ("baseline", "tabular")  # detector families
 
-# PyOD's default share of outliers; the threshold behind every unsupervised pred_label.
-CONTAMINATION = 0.1
-
 
 # ------------------------------------------------------------------------------- factories
 
 def _random(seed: int):
-    from .estimators import RandomDetector
+    from .estimators import CONTAMINATION, RandomDetector
 
     return RandomDetector(contamination=CONTAMINATION, random_state=seed)
 
@@ -56,11 +54,15 @@ def _column(seed: int):
 def _iforest(seed: int):
     from pyod.models.iforest import IForest
 
+    from .estimators import CONTAMINATION
+
     return IForest(n_estimators=100, contamination=CONTAMINATION, random_state=seed)
 
 
 def _knn(seed: int):
     from pyod.models.knn import KNN
+
+    from .estimators import CONTAMINATION
 
     return KNN(n_neighbors=5, method="largest", contamination=CONTAMINATION)
 
@@ -68,17 +70,23 @@ def _knn(seed: int):
 def _lof(seed: int):
     from pyod.models.lof import LOF
 
+    from .estimators import CONTAMINATION
+
     return LOF(n_neighbors=20, contamination=CONTAMINATION)
 
 
 def _ecod(seed: int):
     from pyod.models.ecod import ECOD
 
+    from .estimators import CONTAMINATION
+
     return ECOD(contamination=CONTAMINATION)
 
 
 def _copod(seed: int):
     from pyod.models.copod import COPOD
+
+    from .estimators import CONTAMINATION
 
     return COPOD(contamination=CONTAMINATION)
 
@@ -87,6 +95,7 @@ def _hbos(seed: int):
     import pyod.models.hbos as hbos
 
     from .compiled import cache_kernels
+    from .estimators import CONTAMINATION
 
     cache_kernels(hbos, "_calculate_outlier_scores", "_calculate_outlier_scores_auto")
     return hbos.HBOS(n_bins=10, contamination=CONTAMINATION)
@@ -94,6 +103,8 @@ def _hbos(seed: int):
 
 def _ocsvm(seed: int):
     from pyod.models.ocsvm import OCSVM
+
+    from .estimators import CONTAMINATION
 
     return OCSVM(kernel="rbf", nu=0.1, gamma="auto", contamination=CONTAMINATION)
 

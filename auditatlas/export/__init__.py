@@ -15,16 +15,17 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
 
 from ..analyses.labels_in_use import caption_for as label_caption
 from ..store import read_manifest
 from ..views.fields import describe_slice
 from .document import Document
 from .link import ExportError, Link, Query, check_slice, parse_link
+
 # Page path -> the module of ``auditatlas.export.views`` whose ``build`` writes its view into a
 # document. By name, imported when a view is exported: every page draws the export button
 # (which asks ``not_covered``), and the builders import what their pages compute (the

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 from urllib.parse import quote
 
 import pandas as pd

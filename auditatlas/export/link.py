@@ -7,8 +7,9 @@ link opens.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pandas as pd
@@ -16,7 +17,7 @@ import pandas as pd
 from ..errors import AtlasError
 from ..views import PageState
 from ..views.fields import shared_of
-from ..views.pages import PAGES, OVERVIEW
+from ..views.pages import OVERVIEW, PAGES
 
 Query = Callable[..., pd.DataFrame]
 # The Overview lives at "/" (Streamlit gives the default page no other path); "/overview" is

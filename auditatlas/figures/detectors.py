@@ -16,6 +16,7 @@ from plotly.subplots import make_subplots
 
 from auditatlas.analyses import detector_comparison as dv
 from auditatlas.analyses.board_intervals import fmt_interval
+
 from .text import plotly as safe
 
 # Red (worse than chance) through pale yellow (0.5) to green (1.0), one scale for every grid.

@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from auditatlas.analyses import anomaly_propagation as propagation
+
 from .text import plotly as esc
 
 MAPS_PER_ROW = 3

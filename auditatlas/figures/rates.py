@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from .text import plotly as plotly_text, plotly_list
+from .text import plotly as plotly_text
+from .text import plotly_list
 
 
 def rate_heatmap(

@@ -7,7 +7,8 @@ The app (``components.safe``) and the export use the same function.
 from __future__ import annotations
 
 import html
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 
 def plotly(value: Any) -> str:

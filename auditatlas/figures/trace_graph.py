@@ -29,9 +29,10 @@ import html
 import json
 import math
 import re
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # annotations only: the export's document imports this module on every page
     import networkx as nx

@@ -24,10 +24,11 @@ this package parses a release format.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from ..errors import first_line
 
@@ -63,7 +64,7 @@ class Adapter:
 
 
 def _group(text: str) -> str:
-    from .otlp import group_type  # imported when the option is used, as the adapters are
+    from .otlp_mapping import group_type  # imported when the option is used, as the adapters are
 
     return group_type(text)
 

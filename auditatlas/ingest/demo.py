@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..simulator import CORPUS, DEFAULT_ROOMS, KIND, SOURCE, Progress, simulate
 

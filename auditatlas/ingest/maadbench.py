@@ -56,14 +56,28 @@ Speed: one pass per file (orjson); each row is one tuple in the toolkit's row bu
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 from ..actions import ALIASES, BACKBONE_NAMES, TOOL_CALL, TRACE_NAMES
 from ..errors import IngestFailed, InputError
 from . import Batch, Context
-from .kit import (RunBuffers, as_text, compact, count_at, json_type, number_at, number_field, object_at, object_field,
-                  readable, show, string_field, text_or_none)
+from .kit import (
+    RunBuffers,
+    as_text,
+    compact,
+    count_at,
+    json_type,
+    number_at,
+    number_field,
+    object_at,
+    object_field,
+    readable,
+    show,
+    string_field,
+    text_or_none,
+)
 from .kit.documents import RunDocuments, file_chunks
 from .maadbench_wiring import parent_notes, run_edges
 
@@ -130,7 +144,7 @@ CHUNK_FILES = 2000
 
 
 def plan(path: Path | None, context: Context, *, corpus: str = "maadbench", kind: str = "real",
-         source: str | None = None, chunk_files: int = CHUNK_FILES) -> "Plan":
+         source: str | None = None, chunk_files: int = CHUNK_FILES) -> Plan:
     """The same conversion as :func:`read`, as a streaming plan (``ingest.stream``), in chunks
     of files in run-id order, so the parts come out sorted by run without a merge."""
     from functools import partial
@@ -144,12 +158,12 @@ def plan(path: Path | None, context: Context, *, corpus: str = "maadbench", kind
                 meta={"corpus": corpus, "kind": kind, "files": len(files)}, notes=summary_notes)
 
 
-def convert_files(files: list[tuple[str, str]], corpus: str) -> "Chunk":
+def convert_files(files: list[tuple[str, str]], corpus: str) -> Chunk:
     """One chunk of a streaming ingest: ``(file, path under the root)`` pairs into tables."""
     return TRACES.convert_files(files, corpus)
 
 
-def convert_documents(documents: Iterable[tuple[str, dict]], corpus: str) -> "Chunk":
+def convert_documents(documents: Iterable[tuple[str, dict]], corpus: str) -> Chunk:
     """Already-parsed runs (``(path under the root, document)``), converted exactly as files are.
 
     The simulator hands its rooms over this way, skipping a JSON round trip through the disk.

@@ -16,7 +16,8 @@ Edges (``src_idx < dst_idx`` always)
 """
 from __future__ import annotations
 
-from typing import Iterator, Protocol
+from collections.abc import Iterator
+from typing import Protocol
 
 from ..actions import APPLY_DELTA, BY_SHORT, TOOL_CALL
 

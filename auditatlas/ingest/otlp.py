@@ -26,19 +26,28 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
 
 from ..errors import AtlasError, IngestFailed, InputError
 from . import Batch, Context
-from .kit.traces import (CHILD, HANDOFF, LABEL_PROCESS_NONE, LINK, OBSERVED, TOOL_CALL, UNLABELED, check_source_name,
-                         edge_row, extra_json)
+from .kit.traces import (
+    CHILD,
+    HANDOFF,
+    LABEL_PROCESS_NONE,
+    LINK,
+    OBSERVED,
+    TOOL_CALL,
+    UNLABELED,
+    check_source_name,
+    edge_row,
+    extra_json,
+)
 from .otlp_mapping import TOOL_KIND, StepFacts, backbone, facts, session_of
 from .otlp_spans import Span, looks_like_otlp, otlp_files, read_files, read_spans, trace_ids
 
 FORMAT = "otlp"
-GROUPS = ("trace", "session")
 ANNOTATION_SOURCE = "span_annotation"  # steps.label_source of a label read from annotation.* attributes
 LABEL_PROCESS_ANNOTATIONS = "span annotations (annotation.* attributes)"
 # Sources that are this format's, so `--corpus NAME` may replace them (the labels adapter
@@ -53,15 +62,6 @@ BATCH_SPANS = 20_000
 # input is under this, so the merge's memory stays flat as the input grows (one digit held a
 # sixteenth of the input: ~190 MB over the batches' ~280 MB at a million spans).
 BUCKET_SPANS = 25_000
-
-
-def group_type(text: str) -> str:
-    """``--group``: how traces become runs (argparse shows the sentence of a bad value)."""
-    import argparse
-
-    if text not in GROUPS:
-        raise argparse.ArgumentTypeError(f"choose one of {', '.join(GROUPS)}, not '{text}'")
-    return text
 
 
 def can_read(path: Path) -> bool:

@@ -42,6 +42,20 @@ NORMAL_WORDS = frozenset({"0", "false", "normal", "correct", "right", "pass", "p
                           "factual", "safe"})
 
 
+# How traces become runs (``--group``): one run per trace, or per session.
+GROUPS = ("trace", "session")
+
+
+def group_type(text: str) -> str:
+    """``--group``: how traces become runs (argparse shows the sentence of a bad value)."""
+    import argparse
+
+    if text not in GROUPS:
+        raise argparse.ArgumentTypeError(f"choose one of {', '.join(GROUPS)}, not '{text}'")
+    return text
+
+
+
 @dataclass
 class StepFacts:
     """What the conventions give one span, plus the attribute names they consumed."""

@@ -73,7 +73,7 @@ class Span:
     order: int = 0  # position in the whole input, the last tie-breaker of step order
     missing_parent: str | None = None  # the parent it named that never arrived (it is read as a root)
 
-    def same_as(self, other: "Span") -> bool:
+    def same_as(self, other: Span) -> bool:
         """The same span sent twice (an exporter's retry): equal in all but where it was read."""
         return all(getattr(self, f) == getattr(other, f) for f in self.__dataclass_fields__
                    if f not in ("file", "where", "order"))

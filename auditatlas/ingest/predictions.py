@@ -22,17 +22,18 @@ import csv
 import itertools
 import json
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import duckdb
 import pyarrow as pa
 
+from ..duck import connect as duck_connect
 from ..errors import IngestFailed, InputError
 from . import Batch, Context
 from .kit import MAX_INT64, show
-from ..duck import connect as duck_connect
 
 FORMAT = "predictions"
 KEY_COLUMNS = ("source_file", "action_id", "step_num")

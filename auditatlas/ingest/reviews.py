@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import math
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 

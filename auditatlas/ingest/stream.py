@@ -13,9 +13,10 @@ every problem of every chunk is collected, and one problem anywhere lands nothin
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import pyarrow as pa
 

@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from . import Batch, Context
 from .kit import first_json, is_count, load_json, show
 from .kit.releases import read_runs
-from . import Batch, Context
 
 FORMAT = "taubench"
 SOURCE = "taubench"

@@ -17,15 +17,13 @@ from __future__ import annotations
 
 import gzip
 import json
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..errors import AtlasError, IngestFailed, InputError
 from . import Batch, Context
 from .kit import check_value, first_line
 from .kit.traces import check_source_name
-from .trajectory_mapping import map_runs
+from .trajectory_mapping import Record, map_runs
 
 # Our format name -> agentpile's reader, what the file is called in a sentence, what it must hold.
 READERS = {"atif": "atif", "messages": "openai-messages", "claude-code": "claude-code-jsonl"}
@@ -39,16 +37,6 @@ NEEDS = {
 OWN_FORMATS = ("atif", "messages", "claude-code", "traces")
 SUFFIXES = (".json", ".jsonl", ".ndjson")
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
-
-
-@dataclass
-class Record:
-    """One agentpile run record and where it was read."""
-
-    file: str  # relative to the ingested path
-    number: int  # 1-based position in its file
-    format: str  # our format name
-    run: Any  # agentpile.Run
 
 
 def can_read(path: Path, fmt: str) -> bool:

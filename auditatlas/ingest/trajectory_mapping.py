@@ -19,15 +19,34 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import InputError
-from .kit.traces import (CONTEXT, DATA, INFERRED, LABEL_PROCESS_NONE, MODELED, OBSERVED, READ_WRITE, TOOL_CALL,
-                         UNLABELED, edge_row, extra_json)
+from .kit.traces import (
+    CONTEXT,
+    DATA,
+    INFERRED,
+    LABEL_PROCESS_NONE,
+    MODELED,
+    OBSERVED,
+    READ_WRITE,
+    TOOL_CALL,
+    UNLABELED,
+    edge_row,
+    extra_json,
+)
 from .otlp_mapping import TOOL_KIND, backbone, label_value
 
-if TYPE_CHECKING:
-    from .trajectory import Record
+
+@dataclass
+class Record:
+    """One agentpile run record and where it was read."""
+
+    file: str  # relative to the ingested path
+    number: int  # 1-based position in its file
+    format: str  # our format name
+    run: Any  # agentpile.Run
+
 
 LABEL_SOURCE = "agentpile_label"  # steps.label_source of a step an agentpile label labels
 ACTIONS = {"agent": "LLM", "user": "USER", "system": "SYSTEM"}  # ATIF step source -> action
@@ -49,7 +68,7 @@ class Mapped:
     n_labeled: int = 0
 
 
-def map_runs(records: list["Record"], corpus: str, origin: str) -> Mapped:
+def map_runs(records: list[Record], corpus: str, origin: str) -> Mapped:
     """The rows of every record as corpus ``corpus``; repeated run ids and bad steps are problems."""
     out = Mapped({"corpora": [], "runs": [], "steps": [], "edges": []})
     seen: dict[str, str] = {}
@@ -109,7 +128,7 @@ def _counted(where: list[str], what: str) -> str:
 class _Run:
     """One record mapped: its steps (message and call rows), edges and run row."""
 
-    def __init__(self, record: "Record", corpus: str, problems: list[InputError]) -> None:
+    def __init__(self, record: Record, corpus: str, problems: list[InputError]) -> None:
         self.record, self.corpus, self.problems = record, corpus, problems
         self.run = record.run.with_deps(DERIVED_RULES)  # the record's own entries are kept as they are
         self.tid = self.run.id

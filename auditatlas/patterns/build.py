@@ -21,8 +21,9 @@ import hashlib
 import json
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -75,7 +76,7 @@ def build(query: Query, folder: Path, progress: Progress | None = None) -> None:
         n_runs, n_rows = len(runs), int(runs["n_steps"].sum())
         shards, df = _first_pass(query, scratch, out, n_runs, n_rows, actions, agents, report)
         weights = text.idf(df, n_rows)
-        for i, (lo, hi) in enumerate(shards):
+        for i, (_lo, hi) in enumerate(shards):
             _second_pass(scratch / f"tf-{i}.npz", out / f"shard-{i}", weights)
             (scratch / f"tf-{i}.npz").unlink()
             report(0.6 + 0.35 * (i + 1) / max(len(shards), 1), f"indexed {hi:,} of {n_rows:,} steps")

@@ -19,8 +19,9 @@ import hashlib
 import json
 import os
 import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -31,7 +32,8 @@ from ..analyses.relabel import is_released
 from ..analyses.review_queue import queue as review_queue
 from ..errors import AtlasError
 from ..views.fields import copy_shared
-from . import DEFAULT_CLUSTERS, MAX_CLUSTERS, text as text_mod
+from . import DEFAULT_CLUSTERS
+from . import text as text_mod
 from .similar import WEIGHTS, step_scores
 from .vectors import StepVectors
 

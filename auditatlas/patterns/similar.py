@@ -1,8 +1,9 @@
 """Steps like this one: the k steps of the slice most similar to a step (see the package docstring)."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -73,7 +74,7 @@ class Anchor:
     has_size: bool
 
     @classmethod
-    def of(cls, vectors: StepVectors, row: int) -> "Anchor":
+    def of(cls, vectors: StepVectors, row: int) -> Anchor:
         step = vectors.step
         return cls(int(step["action"][row]), int(step["agent"][row]), np.float32(step["position"][row]),
                    np.float32(step["size"][row]), bool(step["has_size"][row]))

@@ -1,7 +1,8 @@
 """The Patterns page's tables as shown, built once for the page and its export."""
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import pandas as pd
 

@@ -7,14 +7,15 @@ writes them with « » around each highlight, for a table cell (text, never mark
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import pandas as pd
 import tantivy
 
-from ..schema import SLICE_COLUMNS
 from ..analyses.relabel import chosen_labels, is_released
+from ..schema import SLICE_COLUMNS
 from ..views.fields import copy_shared, labels_of
 from . import fields
 from .index import StepIndex

@@ -28,7 +28,8 @@ test compares that query's keys with ``FIELDS``.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import tantivy
 

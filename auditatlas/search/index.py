@@ -29,9 +29,10 @@ import hashlib
 import json
 import os
 import shutil
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 import tantivy

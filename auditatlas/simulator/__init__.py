@@ -108,10 +108,33 @@ Scale
 """
 from __future__ import annotations
 
-from .corpus import (BLOCK_ROOMS, CORPUS, DEFAULT_ROOMS, KIND, PRETTY_LIMIT, SOURCE, Allocation, Progress,
-                     allocate, iter_rooms, simulate)
-from .model import (ACTIONS, AGENTS, BACKBONES, DIFFICULTIES, N_PUZZLES, SHORTS, Backbone, Calibration, Profile,
-                    calibration, calibration_table, expected_profile)
+from .corpus import (
+                     BLOCK_ROOMS,
+                     CORPUS,
+                     DEFAULT_ROOMS,
+                     KIND,
+                     PRETTY_LIMIT,
+                     SOURCE,
+                     Allocation,
+                     Progress,
+                     allocate,
+                     iter_rooms,
+                     simulate,
+)
+from .model import (
+                     ACTIONS,
+                     AGENTS,
+                     BACKBONES,
+                     DIFFICULTIES,
+                     N_PUZZLES,
+                     SHORTS,
+                     Backbone,
+                     Calibration,
+                     Profile,
+                     calibration,
+                     calibration_table,
+                     expected_profile,
+)
 
 __all__ = [
     "ACTIONS", "AGENTS", "BACKBONES", "BLOCK_ROOMS", "CORPUS", "DEFAULT_ROOMS", "DIFFICULTIES", "KIND",

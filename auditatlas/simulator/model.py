@@ -11,10 +11,10 @@ import hashlib
 import json
 import math
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
-from typing import Callable, Sequence
 
 from scipy.optimize import least_squares
 
@@ -300,7 +300,7 @@ def expected_profile(cal: Calibration) -> Profile:
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def calibration(model: str) -> Calibration:
     """Parameters whose expected profile lands on Tables 3, 2 and 4 for ``model``. Solved, not tuned.
 

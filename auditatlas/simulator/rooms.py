@@ -14,8 +14,17 @@ from functools import lru_cache
 import numpy as np
 
 from ..actions import APPLY_DELTA, PLANNED_CLUE, TOOL_CALL
-from .model import (ACTIONS, AGENTS, CONVERSION_SHARE, DIFFICULTIES, FORMAT_SHARE, N_PUZZLES,
-                    UNLABELED_SELECT_SHARE, Backbone, Iteration)
+from .model import (
+    ACTIONS,
+    AGENTS,
+    CONVERSION_SHARE,
+    DIFFICULTIES,
+    FORMAT_SHARE,
+    N_PUZZLES,
+    UNLABELED_SELECT_SHARE,
+    Backbone,
+    Iteration,
+)
 
 DOMAINS: tuple[str, ...] = ("gsm-hard", "livecodebench")
 DIFFICULTY_INDEX = {d: i for i, d in enumerate(DIFFICULTIES)}

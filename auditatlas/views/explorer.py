@@ -6,7 +6,8 @@ their order are the declaration's.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from .fields import Field, PageState
 

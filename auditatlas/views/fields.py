@@ -12,8 +12,9 @@ the page against the store, with ``not_held`` giving the sentence.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 from urllib.parse import urlencode
 
 from ..schema import DEFAULT_LABELS, LABEL_CHOICES, SLICE_COLUMNS

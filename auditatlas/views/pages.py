@@ -8,7 +8,8 @@ own pred_label, ``top_pct``: its top share).
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from ..analyses import detector_comparison as dv
 from ..analyses.board_registry import PILLARS

@@ -9,12 +9,20 @@ import pandas as pd
 
 from ...analyses.board_kept import board as kept_board
 from ...analyses.board_published import missing_blocks
-from ...analyses.labels_in_use import board_note
 from ...analyses.board_registry import registry
 from ...analyses.board_seeds import SD_WORDS, coverage_line
+from ...analyses.labels_in_use import board_note
 from ...errors import AtlasError
-from ...figures.boards import (STATUS_COLOR, contrasts_frame, extra_frame, fmt, interval_caption, live_figure,
-                               published_frame, shown_rows)
+from ...figures.boards import (
+    STATUS_COLOR,
+    contrasts_frame,
+    extra_frame,
+    fmt,
+    interval_caption,
+    live_figure,
+    published_frame,
+    shown_rows,
+)
 from ...views import not_held
 from ...views.fields import filters_any
 from ...views.pages import board_corpus_key

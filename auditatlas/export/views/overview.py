@@ -3,9 +3,9 @@ silent failures (the same analyses and figures as pages/overview.py)."""
 from __future__ import annotations
 
 from ... import actions
-from ...schema import DEFAULT_LABELS
 from ...analyses import step_rates as rates
 from ...figures.rates import rate_heatmap
+from ...schema import DEFAULT_LABELS
 from ...views.fields import describe_slice, labels_of
 from ..document import Document
 from ..link import Link, Query

@@ -9,7 +9,6 @@ from ..document import Document
 from ..link import Link, Query
 
 
-
 def build(doc: Document, query: Query, link: Link) -> None:
     result = ra.agreement(query, link.slice, int(link.values["seed"]))
     doc.heading("Agreement")

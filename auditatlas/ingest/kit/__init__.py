@@ -12,10 +12,37 @@ own terms stays in its module.
 """
 from __future__ import annotations
 
-from .fields import (MAX_INT64, count_at, count_field, first_line, is_count, is_int, json_type, number_at,
-                     number_field, object_at, object_field, show, string_field)
-from .jsonfiles import (MAX_DEPTH, as_text, check_value, compact, first_json, has_keys, json_files, load_json,
-                        load_object, loads, parse_json_text, readable, text_or_none, walk_json_files)
+from .fields import (
+                     MAX_INT64,
+                     count_at,
+                     count_field,
+                     first_line,
+                     is_count,
+                     is_int,
+                     json_type,
+                     number_at,
+                     number_field,
+                     object_at,
+                     object_field,
+                     show,
+                     string_field,
+)
+from .jsonfiles import (
+                     MAX_DEPTH,
+                     as_text,
+                     check_value,
+                     compact,
+                     first_json,
+                     has_keys,
+                     json_files,
+                     load_json,
+                     load_object,
+                     loads,
+                     parse_json_text,
+                     readable,
+                     text_or_none,
+                     walk_json_files,
+)
 from .rows import RowBuffer, RunBuffers, no_cycle_collection
 
 __all__ = [

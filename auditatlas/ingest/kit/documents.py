@@ -9,9 +9,10 @@ back), and the problems of every file are collected, so one failed ingest lists 
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from ...errors import IngestFailed, InputError
 from .jsonfiles import MAX_DEPTH, has_keys, load_object, walk_json_files
@@ -62,7 +63,7 @@ class RunDocuments:
             raise IngestFailed([InputError(path, None, "holds no *.json trace files.")])
         return files
 
-    def convert_files(self, files: list[tuple[str, str]], corpus: str) -> "Chunk":
+    def convert_files(self, files: list[tuple[str, str]], corpus: str) -> Chunk:
         """One chunk: ``(file, path under the root)`` pairs into tables."""
         out, problems = self.buffers(), []
         with no_cycle_collection():
@@ -70,7 +71,7 @@ class RunDocuments:
                 self.read_file(file, rel, corpus, out, problems)
         return self._chunk(out, problems, len(files))
 
-    def convert_documents(self, documents: Iterable[tuple[str, dict]], corpus: str) -> "Chunk":
+    def convert_documents(self, documents: Iterable[tuple[str, dict]], corpus: str) -> Chunk:
         """Already-parsed runs (``(path under the root, document)``), converted exactly as files are."""
         out, problems, n = self.buffers(), [], 0
         with no_cycle_collection():
@@ -99,7 +100,7 @@ class RunDocuments:
         else:
             out.run_done()
 
-    def _chunk(self, out: RunBuffers, problems: list[InputError], n_files: int) -> "Chunk":
+    def _chunk(self, out: RunBuffers, problems: list[InputError], n_files: int) -> Chunk:
         from ..stream import Chunk
 
         out.flush()

@@ -4,8 +4,9 @@ loaded source. The format supplies how one file becomes runs and what makes a ru
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable, TypeVar
+from typing import TypeVar
 
 from ...errors import IngestFailed, InputError
 from .jsonfiles import json_files

@@ -10,8 +10,8 @@ reaches rows already converted.
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 import pyarrow as pa
 

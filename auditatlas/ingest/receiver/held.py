@@ -17,8 +17,8 @@ import dataclasses
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from ...errors import InputError
 from ..otlp_spans import Span

@@ -4,9 +4,9 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from ..otlp import check_corpus_name
 from ..otlp_spans import Decoded

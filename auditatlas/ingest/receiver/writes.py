@@ -28,15 +28,17 @@ be mapped whole: its new spans become a run of their own, ``<corpus>:<trace id>~
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow.parquet as pq
 
 from ... import store
 from ..otlp import FORMAT, LABEL_PROCESS_ANNOTATIONS, LABEL_PROCESS_NONE, map_spans
 from .held import Due
+
 
 @dataclass
 class Written:
