@@ -42,6 +42,7 @@ test: $(STAMP) browser
 	@# The rules a tool can check, checked before the suite: the code (ruff) and the layers
 	@# (import-linter's contracts in pyproject.toml).
 	$(VENV)/bin/ruff check --quiet .
+	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 bench: $(STAMP)

@@ -668,3 +668,45 @@ def adjust_family(contrasts: Sequence[Contrast], alpha: float = ALPHA) -> list[C
         verdict = VERDICTS[0] if q < alpha else VERDICTS[1]  # NaN < alpha is False
         out.append(replace(c, p_adj=q, verdict=verdict))
     return out
+
+
+# ------------------------------------------------------------------------------ spread over seeds
+
+# The standard deviation over seeds is the sample one: the seeds are a sample of the seeds a
+# reviewer could have drawn, and the spread estimates how much a result moves with the seed.
+SD_DDOF = 1
+
+
+@dataclass(frozen=True)
+class Spread:
+    """A metric over one detector's seeds: mean, sample standard deviation, min, max, count."""
+
+    mean: float
+    sd: float  # NaN with one defined seed: no spread to estimate
+    low: float
+    high: float
+    n: int
+
+    def text(self, digits: int = 3, with_range: bool = True) -> str:
+        """'0.452 ± 0.012 (0.440–0.470)' (without the range: '0.452 ± 0.012'); the mean alone
+        with a single seed; '' when no seed is defined."""
+        if self.n == 0:
+            return ""
+        mean = f"{self.mean:.{digits}f}"
+        if self.n == 1 or not math.isfinite(self.sd):
+            return mean
+        return f"{mean} ± {self.sd:.{digits}f}" + (f" ({self.range_text(digits)})" if with_range else "")
+
+    def range_text(self, digits: int = 3) -> str:
+        """'0.440–0.470'; '' when no seed is defined."""
+        return "" if self.n == 0 else f"{self.low:.{digits}f}–{self.high:.{digits}f}"
+
+
+def spread(values: Sequence[float | None]) -> Spread:
+    """The spread of the defined (finite) values; seeds whose metric is undefined are left out."""
+    arr = np.asarray([v for v in values if v is not None], dtype=float)
+    arr = arr[np.isfinite(arr)]
+    if arr.size == 0:
+        return Spread(math.nan, math.nan, math.nan, math.nan, 0)
+    sd = float(np.std(arr, ddof=SD_DDOF)) if arr.size > SD_DDOF else math.nan
+    return Spread(float(arr.mean()), sd, float(arr.min()), float(arr.max()), int(arr.size))

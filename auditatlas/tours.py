@@ -120,7 +120,7 @@ class Tour:
 def relative_link(given: str) -> str:
     """``given`` (``http://host:8501/boards?tab=POST`` or ``/boards?...``) as the path and query
     alone, so the stop opens on any server; BadTour when it names no page of the app or a tour."""
-    from .export.link import ExportError, page_of
+    from .views.app_link import ExportError, page_of
 
     parts = urlsplit(given.strip())
     path = parts.path or "/"
@@ -135,7 +135,7 @@ def relative_link(given: str) -> str:
 
 def page_title(stop: Stop) -> str:
     """The page a stop opens, as the navigation names it (its link's path when it names none)."""
-    from .export.link import ExportError, page_of
+    from .views.app_link import ExportError, page_of
 
     path = urlsplit(stop.link).path or "/"
     try:

@@ -18,6 +18,7 @@ import pandas as pd
 import streamlit as st
 
 import queries
+from auditatlas.errors import first_line
 from auditatlas.store import MANIFEST, store_dir
 
 
@@ -99,16 +100,9 @@ def keep_boards(notify: Callable[[str], None]) -> None:
     vectors and failure clusters, the Detectors grid's means; skipped under
     ``AUDITATLAS_KEEP_BOARDS=0``); a part that
     cannot be kept is one sentence to ``notify``."""
-    from functools import partial
+    from auditatlas.after_write import keep
 
-    from auditatlas.analyses.board_kept import keeps_after_write
-    from auditatlas.kept_views import keep_for_version
-    from queries.kept import remember, remember_frame, remembering_runner
-
-    if keeps_after_write():
-        root = str(store_root())
-        keep_for_version(root, remembering_runner(root), partial(remember, root), partial(remember_frame, root),
-                         failed=lambda what, exc, instead: notify(f"{what[0].upper()}{what[1:]} ({exc}); {instead}."))
+    keep(str(store_root()), lambda sentence: notify(sentence[:1].upper() + sentence[1:]), lead="")
 
 
 def label_caption(slice_: Mapping[str, Any] | None) -> str:
@@ -142,8 +136,7 @@ def _store_problems(root: str, stamp: int) -> list[str]:
     try:  # the views themselves (a part readable by footer may still fail to scan)
         queries.run("corpora", root=root)
     except Exception as exc:  # noqa: BLE001 - shown as one sentence
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        return [f"the store at {root} cannot be read ({first}); re-ingest the affected source or rebuild the store."]
+        return [f"the store at {root} cannot be read ({first_line(exc)}); re-ingest the affected source or rebuild the store."]
     return []
 
 

@@ -1,6 +1,6 @@
 """The explorer's view state as an object the page changes: read from the URL, written back.
 
-The names, their parse and the links are declared once in ``auditatlas.views.explorer``
+The names, their parse and the links are declared once in ``auditatlas.view_state.explorer_state``
 (``EXPLORER``, ``explorer_url``); this module maps them onto ``ViewState``'s attributes, which
 the page's widget callbacks set (``set_id`` is ``set``, ``actions`` is ``action``). The page
 writes the URL itself (no widget is bound to it), so a value it cannot use stays in the URL and
@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from auditatlas.view_state.state_fields import values_of
 from auditatlas.views import DEFAULT_TOP_K, EXPLORER, explorer_url
-from auditatlas.views.fields import values_of
 
 PAGE_PATH = EXPLORER.path
 # ViewState attribute -> the explorer's URL name, where the two differ.

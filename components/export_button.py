@@ -12,10 +12,10 @@ from urllib.parse import urlencode
 import streamlit as st
 
 from auditatlas.export import Export, export_view, not_covered
-from auditatlas.export.link import parse_link
 from auditatlas.figures.tables import file_name
+from auditatlas.view_state.state_fields import APP_PARAMS, names_in, values_of
 from auditatlas.views import PageState
-from auditatlas.views.fields import APP_PARAMS, names_in, values_of
+from auditatlas.views.app_link import parse_link
 from components import cached
 
 

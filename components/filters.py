@@ -15,10 +15,10 @@ import pandas as pd
 import streamlit as st
 
 from auditatlas.schema import LABEL_CHOICES
+from auditatlas.view_state.state_fields import SLICE_LABELS as LABELS
+from auditatlas.view_state.state_fields import describe_slice as describe  # noqa: F401 - pages use describe
 from auditatlas.views import LABELS as LABELS_FIELD
 from auditatlas.views import SLICE
-from auditatlas.views.fields import SLICE_LABELS as LABELS
-from auditatlas.views.fields import describe_slice as describe  # noqa: F401 - pages use describe
 from components.safe import md
 from components.view_state import report
 

@@ -25,8 +25,8 @@ from typing import Any
 
 import streamlit as st
 
+from auditatlas.view_state.state_fields import FALSE_TEXTS, TRUE_TEXTS, names_in, values_of
 from auditatlas.views import LABELS, PageState, not_held
-from auditatlas.views.fields import FALSE_TEXTS, TRUE_TEXTS, names_in, values_of
 from components.safe import md
 
 OPENING_KEY = "_view_state_opening_link"  # {"page": path, "raw": {name: [values]}}

@@ -12,7 +12,7 @@ from auditatlas.analyses.board_registry import PILLARS, slice_lacks
 from auditatlas.analyses.board_registry import registry as board_registry
 from auditatlas.analyses.labels_in_use import board_note
 from auditatlas.errors import AtlasError
-from auditatlas.views.fields import filters_any
+from auditatlas.view_state.state_fields import filters_any
 from auditatlas.views.pages import BOARDS as BOARDS_STATE
 from auditatlas.views.pages import board_corpus_key
 from components import board_view, cached, export_button, view_state

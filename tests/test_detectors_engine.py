@@ -19,6 +19,7 @@ import pyarrow.dataset as ds
 import pytest
 from sklearn.metrics import accuracy_score, balanced_accuracy_score, f1_score, roc_auc_score
 
+import queries
 from auditatlas.detectors import engine, jobs, panel, registry
 from auditatlas.detectors.features import step_features
 from auditatlas.detectors.metrics import summarize
@@ -251,7 +252,7 @@ def test_board_entrants_are_declared_in_board_order_on_registry_detectors():
 # ------------------------------------------------------------------------------- features
 
 def test_step_features_hand_worked(toy):
-    f = step_features(toy, "toy", {})
+    f = step_features(queries.runner(toy), "toy", {})
     col = {c: i for i, c in enumerate(f.columns)}
     r0 = f.run_pos == 0
     assert f.runs["run_id"].iloc[0] == "toy:r0"
@@ -279,11 +280,11 @@ def test_step_features_hand_worked(toy):
 
 
 def test_text_feature_set_is_bounded_and_named(toy):
-    f = step_features(toy, "toy", {}, "structural+text")
+    f = step_features(queries.runner(toy), "toy", {}, "structural+text")
     text_cols = [c for c in f.columns if c.startswith("text_")]
     assert len(text_cols) == 48 and f.feature_set == "structural+text"
     with pytest.raises(AtlasError, match="unknown feature set"):
-        step_features(toy, "toy", {}, "bag-of-everything")
+        step_features(queries.runner(toy), "toy", {}, "bag-of-everything")
 
 
 # ------------------------------------------------------------------------------- splits
@@ -431,8 +432,8 @@ def test_cancelling_writes_nothing(toy):
 
 def test_stale_prediction_sets_name_the_sets_a_reingest_invalidates(toy):
     result = engine.score(toy, ["random"], {}, 1)
-    assert engine.stale_prediction_sets(toy, "toy") == [s.set_id for s in result.sets]
-    assert engine.stale_prediction_sets(toy, "some-other-source") == []
+    assert engine.stale_prediction_sets(queries.runner(toy), toy, "toy") == [s.set_id for s in result.sets]
+    assert engine.stale_prediction_sets(queries.runner(toy), toy, "some-other-source") == []
 
 
 def test_standard_panel_scores_every_engine_detector(toy):
@@ -457,6 +458,18 @@ def test_cross_backbone_matrix(sim):
     json.dumps(result_json(result))
     with pytest.raises(UndefinedMetric, match="at least two"):
         cross_backbone(sim, ["logreg"], {"corpus": ["maadbench-sim"], "backbone": ["GPT-4.1"]}, 1)
+
+
+def test_cross_backbone_spread_is_the_sample_sd_over_seeds(sim):
+    """A cell's spread over seeds is the sample standard deviation (ddof=1), as on the boards and
+    the Detectors grid: with two seeds, |a - b| / sqrt(2) of the seeds' own cells."""
+    from auditatlas.detectors.cross import cross_backbone
+
+    one = {seed: cross_backbone(sim, ["random"], {"corpus": ["maadbench-sim"]}, [seed]).matrices[0].mean
+           for seed in (0, 1)}
+    both = cross_backbone(sim, ["random"], {"corpus": ["maadbench-sim"]}, 2).matrices[0]
+    np.testing.assert_allclose(both.mean, (one[0] + one[1]) / 2)
+    np.testing.assert_allclose(both.std, np.abs(one[0] - one[1]) / math.sqrt(2))
 
 
 # ------------------------------------------------------------------------------- Dask

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from auditatlas import cli
+from auditatlas import after_write, cli
 from auditatlas.errors import InputError
 from auditatlas.ingest import ADAPTERS, Adapter, Batch, Option, adapter
 from auditatlas.ingest.kit import load_json, load_object, loads
@@ -85,7 +85,7 @@ def registered(monkeypatch):
     CALLS.clear()
     monkeypatch.setitem(ADAPTERS, FORMAT, Adapter(__name__, needs_path=False, options=(
         Option("shade", str, "the shade"), Option("depth", int, "the depth"))))
-    monkeypatch.setattr(cli, "_warm", lambda root: None)  # nothing derived to build for an empty source
+    monkeypatch.setattr(after_write, "warm", lambda root, say: None)  # nothing derived to build for an empty source
     assert sys.modules[__name__] is adapter(FORMAT)
 
 
@@ -122,7 +122,7 @@ def test_workers_zero_means_this_process_only(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setattr(auditatlas.cluster, "get_client", no_cluster)
     monkeypatch.setattr(stream, "AUTO_PARALLEL_CHUNKS", 1)  # without --workers, even one chunk would go parallel
-    monkeypatch.setattr(cli, "_warm", lambda root: None)
+    monkeypatch.setattr(after_write, "warm", lambda root, say: None)
     store = str(tmp_path / "store")
     assert cli.main(["--store", store, "ingest", "maadbench", str(FIXTURES / "maadbench"), "--workers", "0"]) == 0
     assert cli.main(["--store", store, "ingest", "whowhen", str(FIXTURES / "whowhen"), "--workers", "0"]) == 0

@@ -77,22 +77,22 @@ def test_the_whole_stores_doubt_is_kept_a_slices_is_not(tmp_path, version, fits)
 
 
 def test_a_cli_write_keeps_the_doubt_for_the_first_review(tmp_path, version, fits, monkeypatch):
-    from auditatlas import cli
+    from auditatlas.after_write import keep
 
     monkeypatch.setenv("AUDITATLAS_KEEP_BOARDS", "1")
     monkeypatch.setattr("auditatlas.analyses.board_kept.keep_all", lambda query, remember: [])
-    cli._keep_boards(tmp_path)
+    keep(tmp_path, print)
     assert len(fits) == 1
     hit = kept.read_frame(tmp_path, "v1", label_doubt.KEPT_NAME)
     assert hit is not None and list(hit[0]["run_id"]) == ["c:r1", "c:r2"]
     monkeypatch.setenv("AUDITATLAS_KEEP_BOARDS", "0")
     version["now"] = "v2"
-    cli._keep_boards(tmp_path)
+    keep(tmp_path, print)
     assert len(fits) == 1
 
 
 def test_a_cli_write_builds_the_step_vectors_and_the_default_clusters(tmp_path, version, fits, monkeypatch):
-    from auditatlas import cli
+    from auditatlas.after_write import keep
     from auditatlas.patterns import clusters, vectors
 
     monkeypatch.setenv("AUDITATLAS_KEEP_BOARDS", "1")
@@ -101,7 +101,7 @@ def test_a_cli_write_builds_the_step_vectors_and_the_default_clusters(tmp_path, 
     monkeypatch.setattr(vectors, "load", lambda root, query, progress=None: built.append(root) or "the vectors")
     monkeypatch.setattr(clusters, "failure_clusters", lambda found, query, slice_, seed: clustered.append(
         (found, slice_, seed)))
-    cli._keep_boards(tmp_path)
+    keep(tmp_path, print)
     assert built == [tmp_path] and clustered == [("the vectors", {}, 0)]
 
 

@@ -12,8 +12,8 @@ from auditatlas.analyses import anomaly_propagation as P
 from auditatlas.analyses import detector_comparison as dv
 from auditatlas.analyses import labels_in_use
 from auditatlas.analyses.board_registry import run_board
-from auditatlas.export.link import parse_link
-from auditatlas.views.fields import LABELS, shared_of
+from auditatlas.view_state.state_fields import LABELS, shared_of
+from auditatlas.views.app_link import parse_link
 from auditatlas.views.pages import DETECTORS, OVERVIEW
 
 
@@ -282,7 +282,7 @@ def test_rescoring_reads_the_chosen_labels(reviewed):
     from auditatlas.detectors import engine
     from auditatlas.errors import UndefinedMetric
 
-    counts = {c: engine.slice_corpora(reviewed, _shared(c))[0] for c in ("released", "reviewed", "agreed")}
+    counts = {c: engine.slice_corpora(queries.runner(reviewed), _shared(c))[0] for c in ("released", "reviewed", "agreed")}
     assert [(counts[c]["positives"], counts[c]["negatives"], counts[c]["unlabeled"]) for c in counts] == \
         [(4, 7, 0), (5, 6, 0), (1, 0, 10)]
     # Under agreed no normal step is left: nothing can be fitted, and the reason is one sentence.

@@ -181,7 +181,7 @@ def test_explorer_step_detail_keeps_messages_and_every_attribute(query):
 
 
 def test_step_features_come_from_the_mapped_fields(store):
-    features = step_features(store, "mine")
+    features = step_features(queries.runner(store), "mine")
     assert len(features) == 66 and features.runs["run_id"].iloc[0] == run_id("mine", OI[0])
     col = {c: i for i, c in enumerate(features.columns)}
     row = {int(s): features.X[i] for i, s in enumerate(features.step_idx) if features.run_pos[i] == 0}

@@ -8,13 +8,4 @@ nothing here imports the query layer or Streamlit.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Protocol
-
-import pandas as pd
-
-
-class Query(Protocol):
-    """Run the named query ``name`` (a ``queries/sql`` file) with bound ``params``."""
-
-    def __call__(self, name: str, params: Mapping[str, Any] | None = None, /) -> pd.DataFrame: ...
+from ..query_function import Query  # noqa: F401 - every analysis's ``Query``, where it has always been

@@ -23,8 +23,8 @@ import pandas as pd
 
 from .. import actions
 from ..chains import DOWN, MID, ORIGIN, ROLES
-from ..views import explorer_url
-from ..views.fields import copy_shared
+from ..view_state import explorer_url
+from ..view_state.state_fields import copy_shared
 from . import Query
 
 Slice = Mapping[str, Any] | None

@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import AtlasError
 from ..schema import DEFAULT_LABELS
 from ..stats import Contrast
-from ..views.fields import filters_any, labels_of
+from ..view_state.state_fields import filters_any, labels_of
 from . import Query
 from .board_published import Cell, reconcile
 from .board_registry import Board, BoardResult, BoardRow, registry, run_board

@@ -1,8 +1,8 @@
 """Boards a reviewer reads: a re-scored detector's seeds as one entrant, coverage in one line.
 
 A re-score fits one detector on one feature set once per seed, and each fit is a prediction
-set of its own, so a board scores every seed as a row (a standard panel of 11 detectors x 5
-seeds is 55 rows). The CatchBench paper reports such a detector once, as its mean over seeds
+set of its own, so a board scores every seed as a row (a standard panel is every registry
+detector times its seeds). The CatchBench paper reports such a detector once, as its mean over seeds
 with their spread; so does the board: ``entries`` turns a board's rows into the lines it shows,
 one per seed group (mean ± sample standard deviation, ddof=1, and the min–max range over the
 seeds) and one per other row, exactly as scored. Released prediction sets are never grouped:
@@ -21,52 +21,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from ..stats import VERDICTS
+from ..stats import SD_DDOF, VERDICTS, Spread, spread  # noqa: F401 - the seeds' spread, where the boards find it
 from .board_intervals import span as interval_span
 from .board_types import BoardResult, BoardRow, band_order, row_bands
 
-# The standard deviation over seeds is the sample one: the seeds are a sample of the seeds a
-# reviewer could have drawn, and the spread estimates how much a result moves with the seed.
-SD_DDOF = 1
 SD_WORDS = "sample standard deviation (ddof=1) over seeds"
-
-
-@dataclass(frozen=True)
-class Spread:
-    """A metric over one detector's seeds: mean, sample standard deviation, min, max, count."""
-
-    mean: float
-    sd: float  # NaN with one defined seed: no spread to estimate
-    low: float
-    high: float
-    n: int
-
-    def text(self, digits: int = 3, with_range: bool = True) -> str:
-        """'0.452 ± 0.012 (0.440–0.470)' (without the range: '0.452 ± 0.012'); the mean alone
-        with a single seed; '' when no seed is defined."""
-        if self.n == 0:
-            return ""
-        mean = f"{self.mean:.{digits}f}"
-        if self.n == 1 or not math.isfinite(self.sd):
-            return mean
-        return f"{mean} ± {self.sd:.{digits}f}" + (f" ({self.range_text(digits)})" if with_range else "")
-
-    def range_text(self, digits: int = 3) -> str:
-        """'0.440–0.470'; '' when no seed is defined."""
-        return "" if self.n == 0 else f"{self.low:.{digits}f}–{self.high:.{digits}f}"
-
-
-def spread(values: Sequence[float | None]) -> Spread:
-    """The spread of the defined (finite) values; seeds whose metric is undefined are left out."""
-    arr = np.asarray([v for v in values if v is not None], dtype=float)
-    arr = arr[np.isfinite(arr)]
-    if arr.size == 0:
-        return Spread(math.nan, math.nan, math.nan, math.nan, 0)
-    sd = float(np.std(arr, ddof=SD_DDOF)) if arr.size > SD_DDOF else math.nan
-    return Spread(float(arr.mean()), sd, float(arr.min()), float(arr.max()), int(arr.size))
 
 
 def seed_group(meta: Mapping[str, Any]) -> str | None:

@@ -27,8 +27,8 @@ import numpy as np
 import pandas as pd
 
 from .. import actions
-from ..stats import obuchowski_variance, wald_interval
-from ..views import explorer_url
+from ..stats import obuchowski_variance, spread, wald_interval
+from ..view_state import explorer_url
 from . import Query
 from .board_intervals import fmt_interval
 
@@ -66,21 +66,12 @@ def is_random(method: Any, detector_family: Any = None) -> bool:
     return str(method or "").lower() == "random" or str(detector_family or "").lower() == "random"
 
 
-def _finite(values: Sequence[float]) -> np.ndarray:
-    arr = np.asarray([v for v in values if v is not None], dtype=float)
-    return arr[np.isfinite(arr)]
-
-
 def mean_std(values: Sequence[float]) -> tuple[float, float, int]:
-    """Mean and sample standard deviation (ddof=1) of the defined values, and how many there are.
-
-    NaN when nothing is defined; the std is NaN with a single value (no spread to estimate).
-    """
-    arr = _finite(values)
-    if arr.size == 0:
-        return math.nan, math.nan, 0
-    std = float(np.std(arr, ddof=1)) if arr.size > 1 else math.nan
-    return float(arr.mean()), std, int(arr.size)
+    """Mean and sample standard deviation (ddof=1) of the defined values, and how many there are
+    (``stats.spread``, as the boards'): NaN when nothing is defined; the std is NaN with a single
+    value (no spread to estimate)."""
+    found = spread(values)
+    return found.mean, found.sd, found.n
 
 
 def fmt_mean_std(mean: float, std: float, digits: int = 3) -> str:

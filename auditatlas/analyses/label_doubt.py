@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..views.fields import filters_any, on_release
+from ..view_state.state_fields import filters_any, on_release
 from . import Query
 
 FOLDS = 5
@@ -70,7 +70,7 @@ def supervised_doubt(query: Query, root: str | Path | None, slice_: Mapping[str,
     frames, notes = [], []
     corpora = query("review_labeled_corpora", {"slice": on_release(slice_)})["corpus"].astype(str).tolist()
     for corpus in corpora:
-        features = step_features(root, corpus, on_release(slice_))
+        features = step_features(query, corpus, on_release(slice_))
         found = _one_corpus(features)
         if isinstance(found, str):
             notes.append(found)

@@ -1,7 +1,7 @@
 """Which labels a view reads, in one line every view shows: "Labels: reviewed (37 steps reviewed, 5 changed)".
 
 The label choice (``labels=released|reviewed|agreed``) travels in the slice mapping every page
-passes on (``auditatlas.views.fields.LABELS``); the query layer reads the chosen labels
+passes on (``auditatlas.view_state.state_fields.LABELS``); the query layer reads the chosen labels
 (``queries/labels.py``). This module only counts how far the verdicts reach into the slice and
 words it, so a reader always knows what the numbers below rest on.
 """
@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from ..schema import DEFAULT_LABELS
-from ..views.fields import labels_of
+from ..view_state.state_fields import labels_of
 
 Query = Callable[..., pd.DataFrame]
 

@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from ..schema import DEFAULT_LABELS
-from ..views.fields import labels_of
+from ..view_state.state_fields import labels_of
 from . import Query
 
 

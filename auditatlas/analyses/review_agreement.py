@@ -39,7 +39,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..views.fields import on_release
+from ..view_state.state_fields import on_release
 from . import Query
 
 CONFIDENCE = 0.95

@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from ..graph import DECISIVE_SOURCE
-from ..views.fields import on_release
+from ..view_state.state_fields import on_release
 from . import Query, label_doubt
 
 LABEL_FREE = ["unsupervised", "zero-shot"]

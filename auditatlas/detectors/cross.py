@@ -22,8 +22,9 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AtlasError, UndefinedMetric
-from ..stats import roc_auc
-from ..views.fields import copy_shared
+from ..query_function import Query
+from ..stats import roc_auc, spread
+from ..view_state.state_fields import copy_shared
 from .executors import Cancelled, ShouldStop, execute
 from .features import DEFAULT_FEATURE_SET, Progress, check_feature_set, step_features
 from .jobs import Unit, score_parts
@@ -68,8 +69,8 @@ class CrossResult:
     executor: str
 
 
-def _pick_corpus(root: Path, slice_: Mapping[str, Any], corpus: str | None) -> tuple[str, list[str]]:
-    counts = slice_corpora(root, slice_)
+def _pick_corpus(query: Query, slice_: Mapping[str, Any], corpus: str | None) -> tuple[str, list[str]]:
+    counts = slice_corpora(query, slice_)
     ok, notes = scorable_corpora(counts)
     if corpus is not None:
         if corpus not in ok:
@@ -105,9 +106,12 @@ def cross_backbone(
     seed_values = seed_list(seeds)
     check_feature_set(feature_set)
     slice_ = copy_shared(slice, drop_empty=True)  # the label choice too: fitted and scored on it
-    corpus, notes = _pick_corpus(root, slice_, corpus)
+    from queries import runner  # reads the store through the query layer, as the engine does
+
+    query = runner(root)
+    corpus, notes = _pick_corpus(query, slice_, corpus)
     report(0.0, f"reading step features of {corpus}")
-    features = step_features(root, corpus, slice_, feature_set)
+    features = step_features(query, corpus, slice_, feature_set)
     run_backbone = features.runs["backbone"].to_numpy(dtype=object)
     backbones = sorted({b for b in run_backbone if b is not None and b == b})
     if len(backbones) < 2:
@@ -175,7 +179,7 @@ def cross_backbone(
         count = np.zeros((k, k), dtype=int)
         for (a, b), aucs in values[detector.name].items():
             mean[a, b] = float(np.mean(aucs))
-            std[a, b] = float(np.std(aucs)) if len(aucs) > 1 else np.nan
+            std[a, b] = spread(aucs).sd  # the sample sd over seeds (ddof=1), as every spread over seeds
             count[a, b] = len(aucs)
         cell_notes = [f"train {backbones[a]}, test {backbones[b]}: {why}"
                       for (a, b), why in sorted(undefined[detector.name].items()) if count[a, b] == 0]

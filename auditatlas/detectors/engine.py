@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UndefinedMetric
-from ..views.fields import copy_shared
+from ..view_state.state_fields import copy_shared
 from . import registry
 from .executors import Cancelled, ShouldStop, execute
 from .features import DEFAULT_FEATURE_SET, Progress, StepFeatures, check_feature_set, step_features
@@ -120,8 +120,11 @@ def score(
         if should_stop is not None and should_stop():
             raise Cancelled("re-score cancelled; nothing was written.")
 
+    from queries import runner  # a writer of prediction sets reads the store through the query layer
+
+    query = runner(root)
     report(0.0, "checking the slice's labels")
-    corpora, notes = check_request(root, detectors, slice_, feature_set)
+    corpora, notes = check_request(query, detectors, slice_, feature_set)
 
     short = uuid.uuid4().hex[:8]
     source = f"{SOURCE_PREFIX}{short}"
@@ -140,7 +143,7 @@ def score(
 
         stop_check()
         t0 = time.perf_counter()
-        features = step_features(root, corpus, slice_, feature_set, progress=lambda f, m: sub(0.15 * f, m))
+        features = step_features(query, corpus, slice_, feature_set, progress=lambda f, m: sub(0.15 * f, m))
         stages["features"] += time.perf_counter() - t0
         units, unit_notes = plan(features, chosen, seed_values, partition_rows, test_size)
         notes += unit_notes

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..errors import AtlasError
+from ..query_function import Query
 
 NUMERIC_COLUMNS: tuple[str, ...] = (
     "step_index", "position_frac", "run_steps",
@@ -86,24 +86,23 @@ def check_feature_set(name: str) -> str:
 
 
 def step_features(
-    root: str | Path | None,
+    query: Query,
     corpus: str,
     slice: Mapping[str, Any] | None = None,
     feature_set: str = DEFAULT_FEATURE_SET,
     progress: Progress | None = None,
 ) -> StepFeatures:
-    """Features of every step of ``corpus`` in ``slice`` (the slice's corpus filter is replaced)."""
-    from queries import run
-
+    """Features of every step of ``corpus`` in ``slice`` (the slice's corpus filter is replaced),
+    read through ``query`` (a named query's name and parameters -> its frame)."""
     check_feature_set(feature_set)
     report = progress or (lambda fraction, message: None)
     sliced = {**dict(slice or {}), "corpus": [corpus]}
-    runs = run("step_feature_runs", {"slice": sliced}, root=root)
-    vocab = run("step_feature_vocab", {"slice": sliced}, root=root)
+    runs = query("step_feature_runs", {"slice": sliced})
+    vocab = query("step_feature_vocab", {"slice": sliced})
     actions = vocab.loc[vocab["kind"] == "action", "value"].astype(str).tolist()
     agents = vocab.loc[vocab["kind"] == "agent", "value"].astype(str).tolist()
     report(0.2, f"reading step features of {len(runs):,} runs")
-    steps = run("step_features", {"slice": sliced, "actions": actions, "agents": agents}, root=root)
+    steps = query("step_features", {"slice": sliced, "actions": actions, "agents": agents})
     if len(runs) and int(runs["n_steps"].sum()) != len(steps):
         raise AtlasError("the store changed while step features were read; run the re-score again.")
 
@@ -119,7 +118,7 @@ def step_features(
     columns = list(NUMERIC_COLUMNS) + [f"action={a}" for a in actions] + [f"agent={a}" for a in agents]
     if feature_set == "structural+text":
         report(0.5, "hashing step text")
-        text_block, text_columns = _text_features(root, sliced, len(runs), len(order), report)
+        text_block, text_columns = _text_features(query, sliced, len(runs), len(order), report)
         blocks.append(text_block)
         columns += text_columns
     report(0.9, "features ready")
@@ -152,16 +151,14 @@ def _vectorizer(n_features: int):
                              dtype=np.float32)
 
 
-def _text_features(root, sliced: Mapping[str, Any], n_runs: int, n_steps: int,
+def _text_features(query: Query, sliced: Mapping[str, Any], n_runs: int, n_steps: int,
                    report: Progress) -> tuple[np.ndarray, list[str]]:
     """Hashed n-grams of text_in and text_out, read TEXT_CHUNK_RUNS runs at a time."""
-    from queries import run
-
     block = np.zeros((n_steps, TEXT_IN_FEATURES + TEXT_OUT_FEATURES), dtype=np.float32)
     hash_in, hash_out = _vectorizer(TEXT_IN_FEATURES), _vectorizer(TEXT_OUT_FEATURES)
     row = 0
     for lo in range(0, max(n_runs, 1), TEXT_CHUNK_RUNS):
-        texts = run("step_texts", {"slice": sliced, "lo": lo, "hi": lo + TEXT_CHUNK_RUNS}, root=root)
+        texts = query("step_texts", {"slice": sliced, "lo": lo, "hi": lo + TEXT_CHUNK_RUNS})
         n = len(texts)
         if n:
             block[row:row + n, :TEXT_IN_FEATURES] = hash_in.transform(texts["text_in"]).toarray()

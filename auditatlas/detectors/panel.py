@@ -24,7 +24,9 @@ def run_standard_panel(root: str | Path, progress: Progress | None = None, *, cl
     In-process unless a Dask client is given. Returns without writing when the store holds no
     simulated corpus.
     """
-    counts = slice_corpora(root, {"corpus": [STANDARD_PANEL_CORPUS]})
+    from queries import runner
+
+    counts = slice_corpora(runner(root), {"corpus": [STANDARD_PANEL_CORPUS]})
     if not counts or not int(counts[0]["steps"] or 0):
         return RescoreResult(None, [], [f"no '{STANDARD_PANEL_CORPUS}' corpus in the store; standard panel skipped."], 0.0)
     return score(root, registry.engine_detectors(), {"corpus": [STANDARD_PANEL_CORPUS]}, seeds,

@@ -138,7 +138,7 @@ def set_record(unit: Unit, features: StepFeatures, set_id: str, source: str, sli
 
 def write_sets(root: Path, source: str, pending: list[tuple[dict, Any]], meta: Mapping[str, Any]) -> dict:
     """All sets as one store source. Sets go in batches of up to WRITE_BATCH_ROWS predictions:
-    the store ranks and sorts each batch, so 55 small sets cost one pass, not 55."""
+    the store ranks and sorts each batch, so a panel's many small sets cost one pass, not one each."""
     import pyarrow as pa
 
     from ..store import SourceWriter

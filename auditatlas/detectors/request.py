@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..errors import AtlasError, UndefinedMetric
+from ..query_function import Query
 from . import registry
 from .features import DEFAULT_FEATURE_SET, check_feature_set
 
@@ -41,11 +41,9 @@ def seed_list(seeds: int | Sequence[int]) -> list[int]:
     return out
 
 
-def slice_corpora(root: str | Path | None, slice: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+def slice_corpora(query: Query, slice: Mapping[str, Any] | None) -> list[dict[str, Any]]:
     """Per corpus of the slice: runs, steps, anomalous / normal / unlabeled step counts."""
-    from queries import run
-
-    return run("step_label_counts", {"slice": dict(slice or {})}, root=root).to_dict(orient="records")
+    return query("step_label_counts", {"slice": dict(slice or {})}).to_dict(orient="records")
 
 
 def scorable_corpora(counts: Iterable[Mapping[str, Any]]) -> tuple[list[str], list[str]]:
@@ -62,13 +60,13 @@ def scorable_corpora(counts: Iterable[Mapping[str, Any]]) -> tuple[list[str], li
     return ok, notes
 
 
-def check_request(root: str | Path, detectors: Sequence[str], slice: Mapping[str, Any] | None,
+def check_request(query: Query, detectors: Sequence[str], slice: Mapping[str, Any] | None,
                   feature_set: str = DEFAULT_FEATURE_SET) -> tuple[list[str], list[str]]:
     """Raise AtlasError (UndefinedMetric) for a request that cannot run; else return the
     scorable corpora and one sentence per corpus of the slice that is not."""
     detector_list(detectors)
     check_feature_set(feature_set)
-    counts = slice_corpora(root, {k: v for k, v in dict(slice or {}).items() if v})
+    counts = slice_corpora(query, {k: v for k, v in dict(slice or {}).items() if v})
     if not counts:
         raise UndefinedMetric(f"no run of the store matches the slice {json.dumps(dict(slice or {}), sort_keys=True)}.")
     corpora, notes = scorable_corpora(counts)

@@ -8,21 +8,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..query_function import Query
 from ..store import source_corpora
 
 
-def stale_prediction_sets(root: str | Path, source: str) -> list[str]:
+def stale_prediction_sets(query: Query, root: str | Path, source: str) -> list[str]:
     """Re-scored prediction sets computed from the data of store source ``source``.
 
     Re-ingesting ``source`` invalidates them: their features and splits were read from the
     runs it held. A set records the sources it read (``params.data_sources``); a set without
     that record falls back to its corpus. Call it before or after the re-ingest: the answer
-    names the same sets.
+    names the same sets. ``query`` reads the store at ``root``.
     """
-    from queries import run
-
     root = Path(root)
-    sets = run("rescore_provenance", {}, root=root)
+    sets = query("rescore_provenance", {})
     corpora = set(source_corpora(root).get(source, ()))
     stale = []
     for rec in sets.to_dict(orient="records"):

@@ -22,9 +22,9 @@ from pathlib import Path
 
 from ..analyses.labels_in_use import caption_for as label_caption
 from ..store import read_manifest
-from ..views.fields import describe_slice
+from ..view_state.state_fields import describe_slice
+from ..views.app_link import ExportError, Link, Query, check_slice, parse_link
 from .document import Document
-from .link import ExportError, Link, Query, check_slice, parse_link
 
 # Page path -> the module of ``auditatlas.export.views`` whose ``build`` writes its view into a
 # document. By name, imported when a view is exported: every page draws the export button

@@ -242,9 +242,11 @@ def stale_notes(store: str | Path, source: str) -> list[str]:
     They stay in the store (re-scoring never replaces another source, and an ingest never
     deletes one), but their features and splits were read from runs that have just changed.
     """
+    from queries import runner
+
     from ..detectors.stale import stale_prediction_sets
 
-    stale = stale_prediction_sets(store, source)
+    stale = stale_prediction_sets(runner(store), store, source)
     if not stale:
         return []
     shown = ", ".join(stale[:5]) + (f" and {len(stale) - 5} more" if len(stale) > 5 else "")

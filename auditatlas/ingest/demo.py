@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..errors import first_line
 from ..simulator import CORPUS, DEFAULT_ROOMS, KIND, SOURCE, Progress, simulate
 
 __all__ = ["CORPUS", "DEFAULT_ROOMS", "KIND", "SOURCE", "build_default_store", "build_demo", "simulate"]
@@ -146,7 +147,7 @@ def _build_default(store: Path, rooms: int, seed: int, report: Progress, seeds: 
             batch, entry = ingest("catchbench", None, store, notify=notify)
         except Exception as exc:  # noqa: BLE001 - the corpus has landed: told, not raised
             written_but.append(f"the simulated corpus was written, but the CatchBench release could not be added "
-                               f"({_first_line(exc)}).")
+                               f"({first_line(exc)}).")
         else:
             result["catchbench"] = {"rows": entry["rows"], "notes": batch.notes}
     if panel:
@@ -157,7 +158,7 @@ def _build_default(store: Path, rooms: int, seed: int, report: Progress, seeds: 
             outcome = run_standard_panel(store, lambda x, m: report(0.5 + 0.5 * x, m), seeds=seeds)
         except Exception as exc:  # noqa: BLE001 - as above
             written_but.append(f"the simulated corpus was written, but the standard detector panel could not be "
-                               f"scored ({_first_line(exc)}).")
+                               f"scored ({first_line(exc)}).")
         else:
             result["panel"] = {"source": outcome.source, "sets": len(outcome.sets), "notes": outcome.notes,
                                "seconds": round(outcome.seconds, 1)}
@@ -180,7 +181,3 @@ def _require_other_sources(store: Path) -> None:
     if problems:
         raise StoreError(" ".join(problems) + " The standard detector panel reads every source, so nothing was "
                          "written; repair that source first, or build without the panel (`--no-panel`).")
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

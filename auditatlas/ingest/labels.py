@@ -31,7 +31,8 @@ from ..errors import AtlasError, IngestFailed, InputError
 from ..schema import SORT_KEYS, sort_order_sql
 from . import Batch, Context
 from .kit import first_line, loads
-from .otlp import ANNOTATION_SOURCE, LABEL_PROCESS_ANNOTATIONS, LABEL_PROCESS_NONE, OWN_FORMATS, UNLABELED
+from .kit.traces import LABEL_PROCESS_NONE, UNLABELED
+from .otlp_mapping import ANNOTATION_SOURCE, LABEL_PROCESS_ANNOTATIONS, OWN_FORMATS
 
 FORMAT = "labels"
 LABEL_SOURCE = "labels_file"

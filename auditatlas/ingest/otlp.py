@@ -44,15 +44,19 @@ from .kit.traces import (
     edge_row,
     extra_json,
 )
-from .otlp_mapping import TOOL_KIND, StepFacts, backbone, facts, session_of
+from .otlp_mapping import (
+    ANNOTATION_SOURCE,
+    LABEL_PROCESS_ANNOTATIONS,
+    OWN_FORMATS,
+    TOOL_KIND,
+    StepFacts,
+    backbone,
+    facts,
+    session_of,
+)
 from .otlp_spans import Span, looks_like_otlp, otlp_files, read_files, read_spans, trace_ids
 
 FORMAT = "otlp"
-ANNOTATION_SOURCE = "span_annotation"  # steps.label_source of a label read from annotation.* attributes
-LABEL_PROCESS_ANNOTATIONS = "span annotations (annotation.* attributes)"
-# Sources that are this format's, so `--corpus NAME` may replace them (the labels adapter
-# rewrites an OTLP source with its labels; see auditatlas/ingest/labels.py).
-OWN_FORMATS = ("otlp", "labels")
 _SHOWN = 5  # spans named in one note before "and N more"
 # Spans per batch a file ingest maps and writes at a time (read_batches): memory holds one batch
 # of spans and rows, not the input. A trace is never split, so a batch may hold more.

@@ -44,6 +44,12 @@ NORMAL_WORDS = frozenset({"0", "false", "normal", "correct", "right", "pass", "p
 
 # How traces become runs (``--group``): one run per trace, or per session.
 GROUPS = ("trace", "session")
+ANNOTATION_SOURCE = "span_annotation"  # steps.label_source of a label read from annotation.* attributes
+LABEL_PROCESS_ANNOTATIONS = "span annotations (annotation.* attributes)"
+# Sources that are the OTLP format's, so `--corpus NAME` may replace them (the labels adapter
+# rewrites an OTLP source with its labels; see auditatlas/ingest/labels.py).
+OWN_FORMATS = ("otlp", "labels")
+
 
 
 def group_type(text: str) -> str:

@@ -31,7 +31,7 @@ import duckdb
 import pyarrow as pa
 
 from ..duck import connect as duck_connect
-from ..errors import IngestFailed, InputError
+from ..errors import IngestFailed, InputError, first_line
 from . import Batch, Context
 from .kit import MAX_INT64, show
 
@@ -237,7 +237,7 @@ def _load_csv(con: duckdb.DuckDBPyConnection, file: Path, table: str, method: st
         con.execute(f"CREATE TABLE {table} AS SELECT row_number() OVER () AS _row, * "
                     f"FROM read_csv(?, all_varchar = true, header = true, {CSV_OPTIONS})", [str(file)])
     except duckdb.Error as exc:
-        problems.append(InputError(file, None, f"is not a readable CSV ({str(exc).splitlines()[0]})."))
+        problems.append(InputError(file, None, f"is not a readable CSV ({first_line(exc)})."))
         return None
     columns = [r[0] for r in con.execute(f"DESCRIBE {table}").fetchall()]
     n_rows = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]

@@ -22,7 +22,7 @@ from typing import Any
 import pyarrow as pa
 
 from .. import reviews
-from ..errors import IngestFailed, InputError
+from ..errors import IngestFailed, InputError, first_line
 from . import Batch, Context
 
 FORMAT = "reviews"
@@ -90,7 +90,7 @@ def _rows(path: Path) -> list[dict[str, Any]]:
                 column_types={n: pa.string() for n in names}, strings_can_be_null=True))
     except (pa.ArrowInvalid, OSError) as exc:
         raise IngestFailed([InputError(path, None, f"cannot be read as {path.suffix.lstrip('.') or 'CSV'} "
-                                                   f"({str(exc).strip().splitlines()[0]}).")]) from None
+                                                   f"({first_line(exc)}).")]) from None
     missing = [c for c in ("run_id", "step_idx", "verdict", "reviewer") if c not in data.column_names]
     if missing:
         raise IngestFailed([InputError(path, None, f"has no column {', '.join(missing)} "

@@ -31,7 +31,7 @@ from ..analyses import Query
 from ..analyses.relabel import is_released
 from ..analyses.review_queue import queue as review_queue
 from ..errors import AtlasError
-from ..views.fields import copy_shared
+from ..view_state.state_fields import copy_shared
 from . import DEFAULT_CLUSTERS
 from . import text as text_mod
 from .similar import WEIGHTS, step_scores

@@ -6,7 +6,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..views import explorer_url
+from ..view_state import explorer_url
 from .clusters import FailureClusters
 from .similar import SimilarSteps
 

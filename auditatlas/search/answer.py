@@ -16,7 +16,7 @@ import tantivy
 
 from ..analyses.relabel import chosen_labels, is_released
 from ..schema import SLICE_COLUMNS
-from ..views.fields import copy_shared, labels_of
+from ..view_state.state_fields import copy_shared, labels_of
 from . import fields
 from .index import StepIndex
 from .parse import QueryTextError, parse

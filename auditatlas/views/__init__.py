@@ -1,16 +1,24 @@
-"""Declared view state: every page's URL parameters, their parse and the links they write.
+"""Every page's declared view state (``pages``: its fields, defaults and the links it writes,
+``PAGES`` in navigation order) and the README table rendered from them (``readme``). No
+Streamlit anywhere here.
 
-``fields`` holds the mechanics (a typed ``Field``, a page's ``PageState`` with ``parse`` and
-``url``, the shared ``SLICE``); ``explorer`` the explorer's state and the one explorer link
-builder, ``explorer_url``; ``pages`` every other page and ``PAGES`` in navigation order;
-``readme`` the README table rendered from them. No Streamlit anywhere here.
-
-Only ``fields`` and ``explorer`` are imported with the package: core modules that build
-explorer links import it, and ``pages`` reads the board and detector registries above them.
+The link scheme's mechanics and the Explorer's state, which the analyses use to write links,
+live beneath them in ``auditatlas.view_state``; its names are re-exported here for the pages.
 """
 from __future__ import annotations
 
-from .explorer import DEFAULT_TOP_K, EXPLORER, explorer_url
-from .fields import LABELS, SLICE, Field, PageState, labels_of, not_held, url
+from ..view_state import (
+    DEFAULT_TOP_K,
+    EXPLORER,
+    LABELS,
+    SLICE,
+    Field,
+    PageState,
+    explorer_url,
+    labels_of,
+    not_held,
+    url,
+)
 
-__all__ = ["DEFAULT_TOP_K", "EXPLORER", "LABELS", "SLICE", "labels_of", "Field", "PageState", "explorer_url", "not_held", "url"]
+__all__ = ["DEFAULT_TOP_K", "EXPLORER", "LABELS", "SLICE", "labels_of", "Field", "PageState", "explorer_url", "not_held",
+           "url"]

@@ -19,8 +19,8 @@ from ..detectors.features import DEFAULT_FEATURE_SET, FEATURE_SETS
 from ..detectors.registry import engine_detectors
 from ..patterns import DEFAULT_CLUSTERS, MAX_CLUSTERS
 from ..search.answer import LABEL_CHOICES as SEARCH_LABELS
-from .explorer import EXPLORER
-from .fields import Field, PageState
+from ..view_state.explorer_state import EXPLORER
+from ..view_state.state_fields import Field, PageState
 
 RULES = ("own", "top_pct")
 # The detector views' own words for the same two rules (the SQL's ``threshold`` parameter).

@@ -23,11 +23,11 @@ from ...figures.boards import (
     published_frame,
     shown_rows,
 )
+from ...view_state.state_fields import filters_any
 from ...views import not_held
-from ...views.fields import filters_any
+from ...views.app_link import Link, Query
 from ...views.pages import board_corpus_key
 from ..document import Document
-from ..link import Link, Query
 
 STATE = {"PRE": "before a run: the declared configuration", "LIVE": "on a growing prefix of the trace",
          "POST": "after a run: the finished trace"}

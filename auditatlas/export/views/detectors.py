@@ -6,11 +6,11 @@ import pandas as pd
 
 from ...analyses import detector_comparison as dv
 from ...figures import detectors as figs
+from ...view_state.state_fields import describe_slice
 from ...views import not_held
-from ...views.fields import describe_slice
+from ...views.app_link import Link, Query
 from ...views.pages import DETECTOR_VIEW_MODES, DETECTORS
 from ..document import Document
-from ..link import Link, Query
 
 
 def build(doc: Document, query: Query, link: Link) -> None:

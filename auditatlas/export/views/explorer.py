@@ -13,9 +13,9 @@ from ...figures.step import fields_frame, steps_frame, structured_output
 from ...figures.trace_graph import page_for_run
 from ...run_labels import label_first
 from ...views import DEFAULT_TOP_K, labels_of
+from ...views.app_link import ExportError, Link, Query
 from ..assets import VIS_MARK
 from ..document import Document
-from ..link import ExportError, Link, Query
 
 
 def rule_of(values: dict) -> tg.DecisionRule:

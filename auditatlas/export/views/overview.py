@@ -6,9 +6,9 @@ from ... import actions
 from ...analyses import step_rates as rates
 from ...figures.rates import rate_heatmap
 from ...schema import DEFAULT_LABELS
-from ...views.fields import describe_slice, labels_of
+from ...view_state.state_fields import describe_slice, labels_of
+from ...views.app_link import Link, Query
 from ..document import Document
-from ..link import Link, Query
 
 
 def loaded_corpora(query: Query, labels: str = DEFAULT_LABELS):

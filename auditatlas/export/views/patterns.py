@@ -6,8 +6,8 @@ from pathlib import Path
 
 from ...errors import AtlasError
 from ...patterns import clusters, similar, tables, vectors
+from ...views.app_link import Link, Query
 from ..document import Document
-from ..link import Link, Query
 
 
 def build(doc: Document, query: Query, link: Link, root: str | Path) -> None:

@@ -7,9 +7,9 @@ from ...analyses import anomaly_propagation as P
 from ...figures import propagation as figs
 from ...figures.rates import rate_heatmap
 from ...figures.text import plotly as esc
-from ...views.fields import describe_slice, not_held
+from ...view_state.state_fields import describe_slice, not_held
+from ...views.app_link import Link, Query
 from ..document import Document
-from ..link import Link, Query
 
 
 def build(doc: Document, query: Query, link: Link) -> None:

@@ -6,10 +6,10 @@ the detectors and seeds the link chose."""
 from __future__ import annotations
 
 from ...detectors import engine
+from ...view_state.state_fields import describe_slice
 from ...views import labels_of
-from ...views.fields import describe_slice
+from ...views.app_link import Link, Query
 from ..document import Document
-from ..link import Link, Query
 
 
 def build(doc: Document, query: Query, link: Link) -> None:

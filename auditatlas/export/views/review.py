@@ -5,8 +5,8 @@ itself is a reviewer's working view, not a result, so it is not written."""
 from __future__ import annotations
 
 from ...analyses import review_agreement as ra
+from ...views.app_link import Link, Query
 from ..document import Document
-from ..link import Link, Query
 
 
 def build(doc: Document, query: Query, link: Link) -> None:

@@ -9,8 +9,8 @@ import pandas as pd
 from ...search import QueryTextError, SearchRequest, search
 from ...search.index import open_built
 from ...views import explorer_url
+from ...views.app_link import Link, Query
 from ..document import Document
-from ..link import Link, Query
 
 
 def build(doc: Document, query: Query, link: Link, root: Path) -> None:

@@ -11,9 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from ... import tours
-from ...views.fields import describe_slice
+from ...view_state.state_fields import describe_slice
+from ...views.app_link import ExportError, Link, Query, parse_link
 from ..document import Document
-from ..link import ExportError, Link, Query, parse_link
 
 
 def build(doc: Document, query: Query, link: Link, root: Path) -> None:

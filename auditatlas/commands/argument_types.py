@@ -1,8 +1,11 @@
-"""Argument types shared by every subcommand: a bad number is one sentence from argparse."""
+"""Argument types shared by every subcommand: a bad number or slice is one sentence."""
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+
+from ..errors import AtlasError
+from ..schema import SLICE_COLUMNS as SLICE_KEYS
 
 
 def whole_number(minimum: int) -> Callable[[str], int]:
@@ -42,3 +45,22 @@ def port_number(text: str) -> int:
     if value > 65535:
         raise argparse.ArgumentTypeError(f"must be a port number from 0 to 65535, not {value}")
     return value
+
+
+def parse_slice(items: list[str]) -> dict[str, list]:
+    """``["backbone=GPT-4.1", "difficulty=easy", "difficulty=hard"]`` -> the shared slice dict."""
+    out: dict[str, list] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key or not value:
+            raise AtlasError(f"--slice '{item}' is not KEY=VALUE.")
+        if key not in SLICE_KEYS:
+            raise AtlasError(f"--slice key '{key}' is not a slice column; use one of: {', '.join(SLICE_KEYS)}.")
+        if key == "temperature":
+            try:
+                value = float(value)
+            except ValueError:
+                raise AtlasError(f"--slice temperature={value!r} is not a number.") from None
+        out.setdefault(key, []).append(value)
+    return out

@@ -5,11 +5,9 @@ import argparse
 import json
 from pathlib import Path
 
-from ..cli_types import count, positive_int
-from .clusters import DEFAULT_CLUSTERS
-from .similar import DEFAULT_K
-
-COMMANDS = ("similar", "clusters")
+from ..patterns.clusters import DEFAULT_CLUSTERS
+from ..patterns.similar import DEFAULT_K
+from .argument_types import count, parse_slice, positive_int
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -25,13 +23,13 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         p.add_argument("--slice", action="append", default=[], metavar="KEY=VALUE",
                        help="restrict to a slice (repeatable; e.g. backbone=GPT-4.1)")
         p.add_argument("--json", action="store_true")
+        p.set_defaults(run=run, reads=True)
 
 
 def run(args: argparse.Namespace, root: Path) -> int:
     import queries
 
-    from ..detectors.cli import parse_slice
-    from . import clusters, similar, vectors
+    from ..patterns import clusters, similar, vectors
 
     slice_ = parse_slice(args.slice)
     query = queries.runner(root)

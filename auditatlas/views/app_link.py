@@ -15,9 +15,9 @@ from urllib.parse import parse_qs, urlsplit
 import pandas as pd
 
 from ..errors import AtlasError
-from ..views import PageState
-from ..views.fields import shared_of
-from ..views.pages import OVERVIEW, PAGES
+from ..view_state import PageState
+from ..view_state.state_fields import shared_of
+from .pages import OVERVIEW, PAGES
 
 Query = Callable[..., pd.DataFrame]
 # The Overview lives at "/" (Streamlit gives the default page no other path); "/overview" is

@@ -1,4 +1,4 @@
-"""The ``score`` and ``cross-backbone`` subcommands of ``auditatlas`` (wired in auditatlas/cli.py).
+"""The ``score``, ``cross-backbone`` and ``detectors`` subcommands of ``auditatlas``.
 
 Both run their jobs through Dask: a local cluster of processes (``--workers``, default 2) or
 the cluster at ``--scheduler ADDRESS``; ``--workers 0`` (without ``--scheduler``) runs them in
@@ -16,16 +16,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
-from queries import SLICE_COLUMNS as SLICE_KEYS
-
-from ..cli_types import count, positive_int
-
-COMMANDS = ("score", "cross-backbone", "detectors")
+from ..schema import SLICE_COLUMNS as SLICE_KEYS
+from .argument_types import count, parse_slice, positive_int
 
 
 def add_parsers(sub: Any) -> None:
     """Add the detector subcommands to the ``auditatlas`` subparsers."""
-    from .features import DEFAULT_FEATURE_SET, FEATURE_SETS
+    from ..detectors.features import DEFAULT_FEATURE_SET, FEATURE_SETS
 
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--detector", action="append", required=True, metavar="NAME",
@@ -42,36 +39,18 @@ def add_parsers(sub: Any) -> None:
 
     score = sub.add_parser("score", help="fit and score registry detectors on a slice; write prediction sets")
     common(score)
+    score.set_defaults(run=run, writes=True, reads=True)
     cross = sub.add_parser("cross-backbone", help="ROC-AUC of detectors trained on one backbone, tested on another")
     common(cross)
     cross.add_argument("--corpus", help="corpus of the slice to use (default: the first one with labels)")
     cross.add_argument("--json", action="store_true")
-    sub.add_parser("detectors", help="list the detector registry")
-
-
-def parse_slice(items: list[str]) -> dict[str, list]:
-    """``["backbone=GPT-4.1", "difficulty=easy", "difficulty=hard"]`` -> the shared slice dict."""
-    from ..errors import AtlasError
-
-    out: dict[str, list] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        key = key.strip()
-        if not sep or not key or not value:
-            raise AtlasError(f"--slice '{item}' is not KEY=VALUE.")
-        if key not in SLICE_KEYS:
-            raise AtlasError(f"--slice key '{key}' is not a slice column; use one of: {', '.join(SLICE_KEYS)}.")
-        if key == "temperature":
-            try:
-                value = float(value)
-            except ValueError:
-                raise AtlasError(f"--slice temperature={value!r} is not a number.") from None
-        out.setdefault(key, []).append(value)
-    return out
+    cross.set_defaults(run=run, writes=True, reads=True)
+    listing = sub.add_parser("detectors", help="list the detector registry")
+    listing.set_defaults(run=lambda args, root: _list())
 
 
 def _detectors(names: list[str]) -> list[str]:
-    from .registry import engine_detectors
+    from ..detectors.registry import engine_detectors
 
     out: list[str] = []
     for name in names:
@@ -111,15 +90,15 @@ class ProgressBar:
 
 
 def run(args: argparse.Namespace, root: Path) -> int:
-    """Handle one of ``COMMANDS`` (or ``detectors``); returns the exit code."""
-    if args.command == "detectors":
-        return _list()
-    from .request import check_request
+    """``score`` or ``cross-backbone``; returns the exit code."""
+    from ..detectors.request import check_request
 
     slice_ = parse_slice(args.slice)
     detectors = _detectors(args.detector)
     # Say what is wrong with the request before paying for a cluster.
-    check_request(root, detectors, slice_, args.feature_set)
+    import queries
+
+    check_request(queries.runner(root), detectors, slice_, args.feature_set)
     bar = ProgressBar()
     try:
         with _jobs_client(args.scheduler, args.workers, bar) as client:
@@ -146,7 +125,7 @@ def _jobs_client(scheduler: str | None, workers: int, bar: ProgressBar) -> Itera
 
 
 def _list() -> int:
-    from .registry import DETECTORS
+    from ..detectors.registry import DETECTORS
 
     for d in DETECTORS:
         where = "engine" if d.engine else "board only"
@@ -156,7 +135,7 @@ def _list() -> int:
 
 
 def _score(root: Path, detectors: list[str], slice_: dict, args: argparse.Namespace, client, bar: ProgressBar) -> int:
-    from .engine import score
+    from ..detectors.engine import score
 
     result = score(root, detectors, slice_, args.seeds, args.feature_set, client=client, progress=bar)
     bar.close()
@@ -176,7 +155,7 @@ def _score(root: Path, detectors: list[str], slice_: dict, args: argparse.Namesp
 def _cross(root: Path, detectors: list[str], slice_: dict, args: argparse.Namespace, client, bar: ProgressBar) -> int:
     import numpy as np
 
-    from .cross import cross_backbone, require_defined, result_json
+    from ..detectors.cross import cross_backbone, require_defined, result_json
 
     result = cross_backbone(root, detectors, slice_, args.seeds, args.feature_set, corpus=args.corpus,
                             client=client, progress=bar)

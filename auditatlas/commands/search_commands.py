@@ -1,5 +1,5 @@
 """``auditatlas search QUERY [--slice KEY=VALUE ...] [--label L] [--limit N] [--page P] --json``
-(wired in auditatlas/cli.py): the search page's answer for scripts and benchmarks.
+the search page's answer for scripts and benchmarks.
 
 The answer is the page's (``auditatlas.search.search``), with one difference a script wants:
 a missing index of the store's version is built first (the page answers with the text scan
@@ -13,10 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..cli_types import positive_int
-from .answer import LABEL_CHOICES, PAGE_SIZE
-
-COMMANDS = ("search",)
+from ..search.answer import LABEL_CHOICES, PAGE_SIZE
+from .argument_types import parse_slice, positive_int
 
 
 def add_parsers(sub: Any) -> None:
@@ -30,14 +28,14 @@ def add_parsers(sub: Any) -> None:
                         help=f"hits per page (default {PAGE_SIZE})")
     search.add_argument("--page", type=positive_int, default=1, metavar="P", help="page of hits (default 1)")
     search.add_argument("--json", action="store_true")
+    search.set_defaults(run=run, reads=True)
 
 
 def run(args: argparse.Namespace, root: Path) -> int:
     import queries
     from queries.search import index_for
 
-    from ..detectors.cli import parse_slice
-    from .answer import SearchRequest, search
+    from ..search.answer import SearchRequest, search
 
     request = SearchRequest(args.query, parse_slice(args.slice), args.label, args.page, args.limit)
     choice = index_for(root, wait=True)

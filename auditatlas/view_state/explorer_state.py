@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .fields import Field, PageState
+from .state_fields import Field, PageState
 
 DEFAULT_TOP_K = 1  # steps flagged when a link names a set but no rule
 

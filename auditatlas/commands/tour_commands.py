@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlencode
 
-from .errors import AtlasError
-
-COMMANDS = ("tours", "export-tour")
+from ..errors import AtlasError
+from .board_commands import export_link
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -29,19 +27,21 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     imported.add_argument("--name", help="save it under this name instead of the file's")
     removed = actions.add_parser("remove", help="remove a tour (its earlier versions stay in the store's history)")
     removed.add_argument("name", metavar="NAME")
+    listing.set_defaults(run=run)
     export = sub.add_parser("export-tour", help="write a saved tour, every stop, as one self-contained offline HTML file")
     export.add_argument("name", metavar="NAME")
     export.add_argument("--out", required=True, metavar="FILE.html", help="the file to write")
+    export.set_defaults(run=run, reads=True)
 
 
-def run(args: argparse.Namespace, root: Path, export: Callable[[Path, str, str], int]) -> int:
-    """``export``: the CLI's own ``export URL --out FILE`` (a tour's file is its link's)."""
+def run(args: argparse.Namespace, root: Path) -> int:
+    """A tour's file is its link's export (``export URL --out FILE``)."""
     import queries
 
-    from . import tours
+    from .. import tours
 
     if args.command == "export-tour":
-        return export(root, "/tour?" + urlencode({"name": args.name}), args.out)
+        return export_link(root, "/tour?" + urlencode({"name": args.name}), args.out)
     query = queries.runner(root)
     action = getattr(args, "tours_command", None)
     if action == "show":
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace, root: Path, export: Callable[[Path, str, str],
 
 
 def _list(query, as_json: bool) -> int:
-    from . import tours
+    from .. import tours
 
     listing = tours.listing(query)
     if as_json:
@@ -73,7 +73,7 @@ def _list(query, as_json: bool) -> int:
 
 
 def _show(query, name: str, as_json: bool) -> int:
-    from . import tours
+    from .. import tours
 
     tour = tours.read(query, name)
     if tour is None:
@@ -88,7 +88,7 @@ def _show(query, name: str, as_json: bool) -> int:
 
 
 def _import(root: Path, file: str, name: str | None) -> int:
-    from . import tours
+    from .. import tours
 
     try:
         data = json.loads(Path(file).read_text(encoding="utf-8"))
