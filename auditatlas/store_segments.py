@@ -5,7 +5,7 @@ A source written by an ingest holds each table in one run order across all its p
 receiver, ``auditatlas receive``) cannot keep that order cheaply: its run ids are
 ``<corpus>:<trace id>`` (random hex), so the new runs fall between the held ones, and sorting
 the whole source again on every write made a write's time and memory grow with the corpus
-(bench/README.md, issue 17).
+(bench/README.md, ``bench/receive_writes.py``).
 
 So the tables keyed by run (``SEGMENTED``) of such a source are kept as *segments*, LSM-style:
 each segment is a sequence of parts sorted by ``schema.SORT_KEYS`` on its own; a write adds its

@@ -29,7 +29,7 @@ from components import serve  # noqa: E402
 
 VISITS = [("/boards?tab=POST", "rests on"), ("/explorer", "Step"), ("/propagation", "Propagation"),
           ("/detectors", "ROC"), ("/", "Action success rate per backbone")]
-# The suite's flags are CHROMIUM_ARGS; "without" takes this session's additions back out.
+# The suite's flags are CHROMIUM_ARGS; "without" takes back out the four that lower a visit's CPU.
 ADDED = ["--force-prefers-reduced-motion", "--disable-threaded-animation", "--disable-threaded-scrolling",
          "--disable-checker-imaging"]
 SETS = {

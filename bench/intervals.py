@@ -1,13 +1,14 @@
-"""Benchmark: what the 95% intervals (issue 19 point 4) cost the boards and the AUROC grid tab.
+"""Benchmark: what the 95% intervals cost the boards and the AUROC grid tab.
 
     .venv/bin/python bench/intervals.py --store /tmp/bench-store [--repeat 3]
 
 Boards: each board's ``run_board`` warm, with its intervals and with the interval functions of
 ``auditatlas.analyses.board_intervals`` replaced by ones returning nothing, alternating in one
 process, so the ratio is against a reference run in the same process. The grid: its SQL now
-computes the intervals itself (there is no switch), so its before/after figure comes from
-``bench/detector_views.py`` run on the main checkout and on this one (each against its own
-in-process reference scan); here the grid tab is timed once more beside the boards.
+computes the intervals itself (there is no switch), so its without/with figure comes from
+``bench/detector_views.py`` run on a checkout without the intervals and on one with them (each
+against its own in-process reference scan); here the grid tab is timed once more beside the
+boards.
 
 Not a test: nothing is asserted.
 """

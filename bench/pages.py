@@ -1,4 +1,4 @@
-"""Time to content of every page in a real browser, cold and warm (issue 19 point 5).
+"""Time to content of every page in a real browser, cold and warm.
 
     .venv/bin/python bench/pages.py --store data/store [--rounds 1] [--shots DIR]
 
@@ -11,10 +11,10 @@ Each figure is the wall time from navigation to:
 - ``content``: the page's title and its first content element (a table, a chart, a graph's
   frame, a metric or a message box) drawn;
 - ``settled``: no spinner, skeleton, running script (Streamlit's running icon) or stale
-  element left, and the text unchanged for 1 s (the settle second is not counted). Before
-  session 17 the check returned a promise, and Playwright's wait_for_function ends on the first
-  promise whatever it resolves to: ``settled`` was ``content`` plus at most one poll, never a
-  wait for the page to finish (a page computing behind a spinner for 15 s counted as settled).
+  element left, and the text unchanged for 1 s (the settle second is not counted). The check
+  polls and returns a plain value: Playwright's wait_for_function ends on the first promise
+  whatever it resolves to, so a check returning one made ``settled`` ``content`` plus at most
+  one poll (a page computing behind a spinner for 15 s counted as settled).
 
 In-app reopen: a new tab boots Streamlit's whole page (its bundle, a websocket, a session), so
 it can never beat the bare page's boot. A reader inside the app reopens a page through the
@@ -251,7 +251,7 @@ def main() -> None:
     parser.add_argument("--settle", type=float, default=0.0,
                         help="seconds between the server's start and the cold visit (components/serve.py warms meanwhile)")
     parser.add_argument("--reopens", type=int, default=2,
-                        help="in-app reopens timed per link, in its warm tab (0: none, as before session 17)")
+                        help="in-app reopens timed per link, in its warm tab (0: none)")
     parser.add_argument("--repo", type=Path, nargs="*",
                         help="checkouts whose app is served, each in turn per link (before/after interleaved; "
                              "default: this one)")

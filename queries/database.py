@@ -12,7 +12,7 @@ version's state and runs on a cursor set to that version's schema. A write landi
 opens a new version beside it and never changes the pinned one under the query: before, the
 views were refreshed in place, so a query could choose a ranked twin and then run on views a
 newer manifest had just reset to the live queries (``Values list "t" does not have a column
-named "set_high"``, issue 22). A superseded version is dropped when its last query ends.
+named "set_high"``). A superseded version is dropped when its last query ends.
 
 Label choices: a version read under another label choice than the released labels (a reviewer's
 verdicts, ``queries/labels.py``) gets a second schema beside its own, ``store_vN__reviewed``,

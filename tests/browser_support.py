@@ -33,7 +33,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
                  # A reader who asks for reduced motion, and animation and scrolling on the main
                  # thread: Streamlit's spinners, skeletons and transitions then cost Chromium
                  # about a fifth less CPU per page visit (16-17 against 19-22 CPU-s for five
-                 # visits, interleaved runs, bench note in bench/README.md "Session 16"). No
+                 # visits, interleaved runs: bench/chromium_flags.py in bench/README.md). No
                  # test reads an animation; what the pages show is the same.
                  "--force-prefers-reduced-motion", "--disable-threaded-animation", "--disable-threaded-scrolling",
                  "--disable-checker-imaging"]

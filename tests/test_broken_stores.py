@@ -1,4 +1,4 @@
-"""Every kind of broken store is one sentence on every CLI subcommand and every app page (issue 22).
+"""Every kind of broken store is one sentence on every CLI subcommand and every app page.
 
 Stores are tiny (a source of one run written with ``write_source``) and broken by hand. The
 CLI runs in this process (``auditatlas.cli.main``), except for the kinds that need a folder its

@@ -589,7 +589,7 @@ def test_scheduler_timeout_setting(monkeypatch):
 
 
 def test_cli_workers_0_runs_the_jobs_in_this_process(toy):
-    """Issue 22: ``--workers 0`` means this process only, on both subcommands that take it."""
+    """``--workers 0`` means this process only, on both subcommands that take it."""
     def run(*args):
         return run_cli("--store", str(toy), *args, cwd=REPO)
 

@@ -1,6 +1,6 @@
-"""A failed command leaves the store as it was; one that landed never says it failed (issue 22).
+"""A failed command leaves the store as it was; one that landed never says it failed.
 
-The two cases the issue found: ``auditatlas demo --rooms 3`` on a loaded store replaced the
+The two cases that did otherwise: ``auditatlas demo --rooms 3`` on a loaded store replaced the
 simulated corpus and then failed on the panel, and an ingest into a store with a truncated part
 in another source landed, then died with a DuckDB traceback and exit 1.
 """

@@ -1,4 +1,4 @@
-"""What a newcomer sees first, in real headless Chromium (issue 21): the longest run's graph
+"""What a newcomer sees first, in real headless Chromium: the longest run's graph
 opens fitted to its frame (every step inside it, labels at least 12 px) at 1,500 px wide and
 again when the window is narrowed to 1,000 px, and the first page of the run list reads as
 distinct runs.

@@ -1,4 +1,4 @@
-"""95% intervals beside compared numbers (issue 19, point 4): the run-clustered ROC-AUC interval
+"""95% intervals beside compared numbers: the run-clustered ROC-AUC interval
 (Obuchowski 1997) against a hand-worked example, DeLong with one item a cluster and a brute-force
 cluster bootstrap; the grid's SQL (live and ranked twin) against it; an undefined cell with its
 reason; the grid's table and CSV columns; the boards' intervals against scipy called here."""

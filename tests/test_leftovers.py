@@ -1,4 +1,4 @@
-"""What interrupted work leaves behind is removed by the next write or start (issue 22, point 4).
+"""What interrupted work leaves behind is removed by the next write or start.
 
 A derived build killed with SIGKILL, derived builds of versions nobody reads any more, and a
 local Dask cluster's scratch folder. Where a kill is practical it is real (a process blocked

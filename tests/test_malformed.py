@@ -1,4 +1,4 @@
-"""Bad input: one sentence each, nothing lost (issue 10, point 4).
+"""Bad input: one sentence each, nothing lost.
 
 A corpus of malformed inputs is GENERATED here (nothing binary is committed): release files of
 every format, each broken in one way, written to tmp_path from the authored fixtures. Every case
@@ -185,7 +185,7 @@ def file_level_cases() -> list[Case]:
             if fmt == "maadbench" and case_id == "deep-nesting-200":
                 continue  # a MAADBench trace that parses is read; too deep to parse is covered above
             cases.append(_file_case(f"{fmt}-{case_id}", fmt, where, content, None, says))
-        # The issue's case: a null file beside good ones used to be skipped without a word.
+        # A null file beside good ones was once skipped without a word.
         cases.append(_file_case(f"{fmt}-null-beside-good-files", fmt, where, "null", None, "null",
                                 beside=_good_beside(fmt)))
     return cases

@@ -1,4 +1,4 @@
-"""A received trace in the Explorer, in a real browser (issue 17, point 8).
+"""A received trace in the Explorer, in a real browser.
 
 The real OpenTelemetry SDK with the real OTLP/HTTP exporter sends an instrumented agent's
 spans to the live receiver (auditatlas/ingest/receiver, the server `auditatlas receive` runs),

@@ -1,4 +1,4 @@
-"""Every view on a corpus of your own OTLP traces (issue 17, point 6), through the query and
+"""Every view on a corpus of your own OTLP traces, through the query and
 analysis layer and the CLI, with a few page runs where the page's own logic is the point.
 
 The store (built once for the module) holds two corpora of the same twelve traces, six in the

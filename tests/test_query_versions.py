@@ -1,4 +1,4 @@
-"""Readers see whole store versions (issue 22): while another process re-writes a source over
+"""Readers see whole store versions: while another process re-writes a source over
 and over, every query reading the derived tables (and every twin) keeps answering, with the
 rows it gives on a quiet store.
 

@@ -1,4 +1,4 @@
-"""Real headless Chromium on /review (issue 18, point 7): a reviewer works through ten steps
+"""Real headless Chromium on /review: a reviewer works through ten steps
 with the keyboard alone and finds every verdict stored; a second browser session reviews the
 same slice at the same time, and nothing either of them gave is lost.
 

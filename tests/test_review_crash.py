@@ -1,4 +1,4 @@
-"""kill -9 of a reviewer's process in the middle of writing a verdict (issue 18, point 7).
+"""kill -9 of a reviewer's process in the middle of writing a verdict.
 
 A forked process (a real process: the kill is the kernel's SIGKILL, nothing of it runs after)
 gives verdicts one write at a time; its fourth write is stopped inside the manifest switch, the

@@ -1,4 +1,4 @@
-"""The doubt order against the random order on planted label flips (issue 18, point 5).
+"""The doubt order against the random order on planted label flips.
 
 A small simulated store (40 rooms, two cheap label-free detector sets), a seeded 5% of its
 labels flipped in a copy (auditatlas.planted_flips); the doubt order must put clearly more of

@@ -1,4 +1,4 @@
-"""No sentence a user reads names a development path or tool (issue 21): every page and tab
+"""No sentence a user reads names a development path or tool: every page and tab
 the views declare, rendered by AppTest on the app store, and the command line's help and
 error messages.
 

@@ -13,7 +13,7 @@ cards carry the published board names, and calling its API reproduces the publis
 exactly, which a keyword re-implementation from the prose descriptions could only approximate.
 
 This module imports no Streamlit and no store code: it works on plain ``PreConfig`` objects so
-the lead can feed it from DuckDB, DataFrames or the release JSON alike.
+a caller can feed it from DuckDB, DataFrames or the release JSON alike.
 """
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ Each order is one named query (``queries/sql/review_*.sql``) plus, for ``random`
 shuffle here. An order with no step says why in one sentence (:func:`why_empty`). A queue is a frame of step keys (corpus, run_id, step_idx, label) in order, plus
 the signal columns its order rests on; the page walks it by position.
 
-The doubt order has two halves (the issue's point 1):
+The doubt order has two halves:
 
 - the **supervised half** (:mod:`.label_doubt`): each labeled step's out-of-fold probability of
   its own label from a classifier fit on the other rooms' labels, ranked by cleanlab

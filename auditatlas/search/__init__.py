@@ -1,4 +1,4 @@
-"""Ranked full-text search over every step (issue 20, the lexical half), on tantivy.
+"""Ranked full-text search over every step, on tantivy.
 
 Why tantivy: DuckDB's full-text extension has no build for DuckDB 2.0, and a hand-written
 BM25 with phrases and boolean queries is what a maintained engine already does (tantivy is a
