@@ -1,13 +1,14 @@
 """PRE over-privilege board: before a run, which declared capabilities are excess?
 
 Micro precision / recall / F1 over (config, capability) pairs, coverage, and F1 per source with
-each source's flag_all floor. Entrants: ``auditatlas.analyses.over_privilege.ENTRANTS`` (floors, oracle, the seven
-rule scanners) plus every config-level prediction set in the store (the held-out judge, or any
+each source's flag_all floor. Entrants: ``BOARD.entrants`` below (floors, the seven rule scanners of
+``over_privilege``, the oracle) plus every config-level prediction set in the store (the held-out judge, or any
 imported one). Contrasts: each entrant's F1 against the flag_all floor, by a configuration-
 cluster bootstrap (a config's capabilities are labeled together, so pairs are not independent).
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -157,7 +158,7 @@ def compute(query: Query, corpus: str, slice_: dict | None = None) -> BoardResul
     config_ids, codes = np.unique(cluster, return_inverse=True)
     source_of = {cfg.config_id: cfg.config_source for cfg in configs}
     cluster_source = np.array([source_of[c] for c in config_ids])  # by configuration, as ``codes`` number them
-    entrants = [_memoised(e) for e in pre.board_entrants() + stored_entrants(query, corpus)]
+    entrants = [_memoised(e) for e in board_entrants(stored_entrants(query, corpus))]
     rows, by_source = [], []
     for entrant in entrants:
         score = pre.score_pre(configs, entrant)
@@ -179,7 +180,7 @@ def compute(query: Query, corpus: str, slice_: dict | None = None) -> BoardResul
     for row in rows:
         if row.coverage < 1:
             notes.append(f"{row.entrant} abstains on {len(configs) - row.n_items} configuration(s); its scores rest on {row.n_items}.")
-    return BoardResult("pre", "PRE over-privilege", "PRE", corpus, METRICS, pre.flag_all.name, len(configs),
+    return BoardResult("pre", "PRE over-privilege", "PRE", corpus, METRICS, BOARD.floor, len(configs),
                        "configurations", rows, contrasts, notes, {BY_SOURCE: by_source},
                        primary_metric="f1", primary_contrast_family=CONTRAST_FAMILIES[0].name,
                        family_labels={f.name: f.label for f in CONTRAST_FAMILIES},
@@ -190,6 +191,13 @@ def corpora(query: Query) -> list[str]:
     return query("pre_corpora")["corpus"].tolist()
 
 
-BOARD = Board("pre", "PRE over-privilege", Task("PRE", "config", "catchbench-pre"), METRICS, pre.flag_all.name,
-              "configurations", compute, corpora, allows_slice=False,
-              needs="declared configurations with their capabilities (a CatchBench PRE release)")
+# The entrants in the published board's order; the held-out judge (and any other config-level
+# set the store holds) follows them. Adding an entrant is one line here.
+BOARD = Board("pre", "PRE over-privilege", Task("PRE", "config", "catchbench-pre"), METRICS, "configurations", compute,
+              corpora, entrants=(pre.flag_all, pre.flag_none, *pre.RULES, pre.oracle_privilege_diff),
+              allows_slice=False, needs="declared configurations with their capabilities (a CatchBench PRE release)")
+
+
+def board_entrants(stored: Sequence[Entrant] = ()) -> list[Entrant]:
+    """The board's declared entrants, then the stored sets' (``stored_entrants``)."""
+    return [*BOARD.entrants, *stored]

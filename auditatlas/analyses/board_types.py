@@ -13,6 +13,7 @@ import numpy as np
 
 from ..stats import Contrast, adjust_family
 from . import Query
+from .entrant import Entrant
 
 PILLARS = ("PRE", "LIVE", "POST")
 
@@ -103,17 +104,34 @@ class BoardResult:
 
 @dataclass(frozen=True)
 class Board:
+    """A board as data. ``entrants`` is the one declaration of what it scores, in board order
+    (``entrant.Entrant``: name, role, kind, scorer); the stored prediction sets of the corpus
+    join them when it is computed. The floor is the entrant whose role says so."""
+
     name: str
     title: str
     task: Task
     metrics: tuple[str, ...]
-    floor: str
     item_kind: str  # what one item is, said on screen ("failed runs", "(config, capability) pairs")
     compute: Callable[[Query, str, dict | None], BoardResult]
     corpora: Callable[[Query], list[str]]  # corpora in the store this board can be computed on
+    entrants: tuple[Entrant, ...]
     allows_slice: bool = True
     # What a corpus must hold for the board, said when one lacks it ("runs of both outcomes").
     needs: str = "what it scores"
+
+    def __post_init__(self) -> None:
+        floors = [e.name for e in self.entrants if e.role == "floor"]
+        if len(floors) != 1:
+            raise ValueError(f"board '{self.name}' declares {len(floors)} floor entrants; it needs exactly one.")
+
+    @property
+    def floor(self) -> str:
+        return next(e.name for e in self.entrants if e.role == "floor")
+
+    def entrant(self, name: str) -> Entrant | None:
+        """The declared entrant called ``name``, or None (a stored prediction set)."""
+        return next((e for e in self.entrants if e.name == name), None)
 
 
 def contrasts_for(rows: Sequence[BoardRow], families: Sequence[ContrastFamily],
