@@ -1,7 +1,7 @@
 """Review: the slice's steps in a chosen order, one at a time, a verdict on each (stored at once).
 
 The URL holds the queue, its seed, the position and the reviewer's name: a link reopens the
-same step of the same queue. Giving a verdict writes it to the store (auditatlas.reviews) and
+same step of the same queue. Giving a verdict writes it to the store (auditatlas.verdicts) and
 opens the next step.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ from components.shell import ensure_app_navigation
 
 ensure_app_navigation()
 
-from auditatlas import reviews
+from auditatlas import verdicts
 from auditatlas.analyses import review_agreement as review_agreement_analysis
 from auditatlas.analyses import review_queue
 from auditatlas.errors import AtlasError
@@ -121,7 +121,7 @@ def queue_view() -> None:
         note = st.text_area("Note (optional)", key="review_note", height=68)
         st.caption("Keys (outside a text field): A anomaly, N normal, U unsure; ← previous, → skip.")
         buttons = st.columns(3)
-        given = [v for v, column in zip(reviews.VERDICTS, buttons)
+        given = [v for v, column in zip(verdicts.VERDICTS, buttons)
                  if column.form_submit_button(v.capitalize(), key=f"review_{v}", width="stretch", shortcut=KEYS[v])]
     if given:
         # The field's own value: the freshest, even when its change has not reached the URL yet.
@@ -129,10 +129,10 @@ def queue_view() -> None:
         if not reviewer:
             st.warning("Give your name under Reviewer first: every verdict carries its reviewer.")
         else:
-            row = reviews.verdict(str(item["corpus"]), run_id, step_idx, given[0], reviewer, failure_mode=failure_mode,
+            row = verdicts.verdict(str(item["corpus"]), run_id, step_idx, given[0], reviewer, failure_mode=failure_mode,
                                   note=note, queue=order.name, seed=int(values["seed"]) if order.seeded else None)
             try:
-                reviews.append_verdicts(cached.store_root(), [row])
+                verdicts.append_verdicts(cached.store_root(), [row])
             except AtlasError as exc:
                 st.error(md(str(exc)))
             else:
