@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 
 from .schema import TABLES
 from .store import SourceWriter, read_manifest
+from .store_parts import table_parts
 
 COMPACT_AT = 64  # parts held before a write merges them into one
 
@@ -44,7 +45,7 @@ def held_parts(root: str | Path, source: str, table: str) -> list[Path]:
     entry = read_manifest(root)["sources"].get(source)
     if entry is None:
         return []
-    return sorted((Path(root) / str(entry["dir"]) / table).glob("part-*.parquet"))
+    return table_parts(Path(root) / str(entry["dir"]), table)
 
 
 def read_part(part: Path, table: str, columns: list[str] | None = None) -> pa.Table:
