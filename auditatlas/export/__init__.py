@@ -25,12 +25,12 @@ from ..store import read_manifest
 from ..views.fields import describe_slice
 from .document import Document
 from .link import ExportError, Link, Query, check_slice, parse_link
-# Page path -> the module of ``auditatlas.export.views`` whose ``build`` writes its view into a
+# Pages not converted to a view function yet: page path -> the module of ``auditatlas.export.views`` whose ``build`` writes its view into a
 # document. By name, imported when a view is exported: every page draws the export button
 # (which asks ``not_covered``), and the builders import what their pages compute (the
 # detector engine, scikit-learn, networkx: about two seconds of a server's first page).
 BUILDERS: dict[str, str] = {
-    "/": "overview", "/boards": "boards", "/explorer": "explorer", "/detectors": "detectors",
+    "/": "overview", "/explorer": "explorer", "/detectors": "detectors",
     "/propagation": "propagation", "/search": "search", "/patterns": "patterns", "/rescore": "rescore",
     "/review": "review", "/tour": "tour",
 }
@@ -43,7 +43,7 @@ def builder(path: str) -> Callable[..., None]:
 
 # Builders that also read the store folder itself (the search index, the step vectors beside
 # the tables, the boards kept per version; a tour, whose stops may be any): given its root.
-READS_FOLDER: frozenset[str] = frozenset({"/boards", "/search", "/patterns", "/tour"})
+READS_FOLDER: frozenset[str] = frozenset({"/search", "/patterns", "/tour"})
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ def store_version(root: str | Path) -> str:
 def not_covered(link: Link) -> str | None:
     """Why the export cannot write this view (one sentence), or None when it can."""
     page = link.page
-    if page.path not in BUILDERS:
+    if not page.view and page.path not in BUILDERS:
         return (f"The {page.title} page ({page.path}) is not covered by export yet; "
                 f"exportable pages: {', '.join(BUILDERS)}.")
     if page.path == "/search" and not str(link.values["q"]).strip():
@@ -108,11 +108,14 @@ def write_view(doc: Document, query: Query, root: str | Path, link: Link) -> Non
     reason = not_covered(link)
     if reason:
         raise ExportError(reason)
-    build = builder(link.page.path)
     check_slice(link, query)
     for problem in link.problems:
         doc.warning(problem)
     simulated_mark(doc, query, link)
+    if link.page.view:
+        doc.draw(link.page.view_function()(query, link, Path(root)))
+        return
+    build = builder(link.page.path)
     build(doc, query, link, root=Path(root)) if link.page.path in READS_FOLDER else build(doc, query, link)
 
 

@@ -277,6 +277,10 @@ class PageState:
     fields: tuple[Field, ...] = ()
     check: Check | None = None
     notes: str = ""
+    # The page's content, ``module:function`` (``auditatlas.views.X_view:page``): a function of
+    # (query, link, store root) returning view blocks, which the export draws. By name, imported
+    # when a view is exported: the views import what their pages compute.
+    view: str = ""
     _by_name: dict[str, Field] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -292,6 +296,13 @@ class PageState:
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(self._by_name)
+
+    def view_function(self) -> Callable[..., Any]:
+        """The function ``view`` names."""
+        import importlib
+
+        module, _, name = self.view.partition(":")
+        return getattr(importlib.import_module(module), name)
 
     @property
     def script(self) -> str:

@@ -37,6 +37,7 @@ def _boards() -> PageState:
     return PageState(
         path="/boards", title="Boards",
         what="PRE / LIVE / POST boards recomputed from the store, published vs recomputed",
+        view="auditatlas.views.boards_view:page",
         fields=(Field("tab", "choice", default=pillars[0], choices=pillars, help="the open pillar"),
                 Field("per_seed", "bool", default=False,
                       help="1: every seed of a re-scored detector on its own row (default: one row per detector, "
