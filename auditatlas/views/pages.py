@@ -51,6 +51,7 @@ def _boards() -> PageState:
 OVERVIEW = PageState(
     path="/", title="Overview",
     what="what is loaded; action success (Table 3), anomaly rate by capability (Figure 3), silent failures (Table 4)",
+    view="auditatlas.views.overview_view:page",
 )
 
 BOARDS = _boards()
