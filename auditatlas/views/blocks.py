@@ -68,7 +68,7 @@ class Column:
     name: str
     label: str | None = None
     help: str | None = None
-    width: str | None = None  # small, medium, large
+    width: str | int | None = None  # small, medium, large, or pixels
     link_text: str | None = None  # the cells are links, shown as this text
     pinned: bool = False
     number: bool = False

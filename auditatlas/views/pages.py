@@ -139,7 +139,7 @@ REVIEW = PageState(
 )
 
 SEARCH = PageState(
-    path="/search", title="Search",
+    path="/search", title="Search", view="auditatlas.views.search_view:page",
     what="ranked full-text search over every step of the slice (BM25, phrases, AND/OR/NOT, agent: and action:), "
          "highlighted snippets, each hit opening its step in the Explorer",
     fields=(
