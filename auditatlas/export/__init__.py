@@ -31,7 +31,7 @@ from .link import ExportError, Link, Query, check_slice, parse_link
 # detector engine, scikit-learn, networkx: about two seconds of a server's first page).
 BUILDERS: dict[str, str] = {
     "/explorer": "explorer", "/detectors": "detectors",
-    "/propagation": "propagation", "/patterns": "patterns", "/rescore": "rescore",
+    "/propagation": "propagation", "/rescore": "rescore",
     "/review": "review", "/tour": "tour",
 }
 
@@ -43,7 +43,7 @@ def builder(path: str) -> Callable[..., None]:
 
 # Builders that also read the store folder itself (the search index, the step vectors beside
 # the tables, the boards kept per version; a tour, whose stops may be any): given its root.
-READS_FOLDER: frozenset[str] = frozenset({"/patterns", "/tour"})
+READS_FOLDER: frozenset[str] = frozenset({"/tour"})
 
 
 @dataclass(frozen=True)

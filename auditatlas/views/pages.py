@@ -151,7 +151,7 @@ SEARCH = PageState(
 )
 
 PATTERNS = PageState(
-    path="/patterns", title="Patterns",
+    path="/patterns", title="Patterns", view="auditatlas.views.patterns_view:page",
     what="steps like this one (the k most similar steps of the slice, with their labels and scores) and failure "
          "clusters of the slice's anomalous steps",
     fields=(
