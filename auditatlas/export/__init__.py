@@ -32,7 +32,7 @@ from .link import ExportError, Link, Query, check_slice, parse_link
 BUILDERS: dict[str, str] = {
     "/explorer": "explorer", "/detectors": "detectors",
     "/propagation": "propagation", "/rescore": "rescore",
-    "/review": "review", "/tour": "tour",
+    "/tour": "tour",
 }
 
 

@@ -125,7 +125,7 @@ RESCORE = PageState(
 )
 
 REVIEW = PageState(
-    path="/review", title="Review",
+    path="/review", title="Review", view="auditatlas.views.review_view:page",
     what="a queue of the slice's steps ordered by label doubt, a random sample, detector flags or the judges "
          "against the human; a verdict (anomaly / normal / unsure) on each, stored as a label process of its own; "
          "agreement (kappa between reviewers and against the release, the released labels' error rate)",
