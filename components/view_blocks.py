@@ -46,7 +46,8 @@ def draw_one(block: b.Block) -> None:
     elif isinstance(block, b.Graph):
         trace_graph.draw(block.page)
     elif isinstance(block, b.Pre):
-        st.caption(markdown(block.label))
+        if block.label:
+            st.caption(markdown(block.label))
         st.code(block.body, language=None, wrap_lines=True)
     elif isinstance(block, b.Facts):
         st.markdown("  \n".join(f"**{md(k)}**: {md(v)}" for k, v in block.pairs))

@@ -31,7 +31,7 @@ from .link import ExportError, Link, Query, check_slice, parse_link
 # detector engine, scikit-learn, networkx: about two seconds of a server's first page).
 BUILDERS: dict[str, str] = {
     "/explorer": "explorer", "/detectors": "detectors",
-    "/propagation": "propagation", "/rescore": "rescore",
+    "/propagation": "propagation",
     "/tour": "tour",
 }
 

@@ -34,7 +34,8 @@ def json_text(text: str) -> str:
 # Our words' marks (``views.blocks.Text``), turned into HTML after the words are escaped and
 # before the values are put in: a value's own asterisks stay asterisks.
 _MARKS = ((re.compile(r"\*\*(.+?)\*\*"), r"<strong>\1</strong>"), (re.compile(r"`(.+?)`"), r"<code>\1</code>"),
-          (re.compile(r"(?<![*\w])\*(?!\s)(.+?)(?<!\s)\*(?![*\w])"), r"<em>\1</em>"))
+          (re.compile(r"(?<![*\w])\*(?!\s)(.+?)(?<!\s)\*(?![*\w])"), r"<em>\1</em>"),
+          (re.compile(r"\[([^\]]+)\]\((/[^)\s]*)\)"), r'<a href="\2">\1</a>'))
 
 
 def words_html(given: b.Words) -> str:
@@ -135,7 +136,8 @@ class Document:
         self.parts.append(f'<p class="jumps">{links}</p>')
 
     def pre(self, label: b.Words, body: str) -> None:
-        self.parts.append(f'<div class="pre"><div class="label">{words_html(label)}</div><pre>{esc(body)}</pre></div>')
+        head = f'<div class="label">{words_html(label)}</div>' if label else ""
+        self.parts.append(f'<div class="pre">{head}<pre>{esc(body)}</pre></div>')
 
     def table(self, frame: pd.DataFrame, name: str, caption: b.Words | None = None,
               download: pd.DataFrame | None = None, styles: pd.DataFrame | None = None) -> None:

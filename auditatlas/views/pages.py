@@ -109,7 +109,7 @@ DETECTORS = PageState(
 
 DEFAULT_RESCORE_DETECTORS = ["random", "iforest", "logreg"]
 RESCORE = PageState(
-    path="/rescore", title="Re-score",
+    path="/rescore", title="Re-score", view="auditatlas.views.rescore_view:page",
     what="re-score detectors on the slice (progress, cancel), cross-backbone ROC-AUC matrices",
     fields=(
         Field("rescore_detectors", "list", default=DEFAULT_RESCORE_DETECTORS, choices=tuple(engine_detectors()),
