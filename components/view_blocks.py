@@ -17,7 +17,7 @@ from components.safe import md
 from components.tables import csv_safe, file_name, table
 
 _DRAW_TEXT = {"": st.markdown, "note": st.caption, "info": st.info, "warning": st.warning, "error": st.error,
-              "success": st.success, "simulated": st.info}
+              "success": st.success, "simulated": st.info, "sentence": lambda text: st.markdown("#### " + text)}
 
 
 def markdown(words: b.Words) -> str:
@@ -42,7 +42,7 @@ def draw_one(block: b.Block) -> None:
         for column, metric in zip(st.columns(len(block.items)), block.items):
             column.metric(markdown(metric.label), metric.value, help=metric.help)
     elif isinstance(block, b.Figure):
-        st.plotly_chart(block.figure, key=block.key or None)
+        (st.columns([3, 2])[0] if block.narrow else st).plotly_chart(block.figure, key=block.key or None)
     elif isinstance(block, b.Graph):
         trace_graph.draw(block.page)
     elif isinstance(block, b.Pre):
@@ -69,8 +69,8 @@ def _column(column: b.Column) -> Any:
     common = {k: v for k, v in common.items() if v is not None}
     if column.link_text is not None:
         return config.LinkColumn(display_text=column.link_text, **common)
-    if column.number:
-        return config.NumberColumn(**common)
+    if column.number or column.format:
+        return config.NumberColumn(**common, **({"format": column.format} if column.format else {}))
     return config.TextColumn(**common)
 
 
@@ -84,6 +84,8 @@ def _table(block: b.Table) -> None:
         kwargs["column_config"] = config
     if block.height is not None:
         kwargs["height"] = block.height
+    if block.placeholder is not None:
+        kwargs["placeholder"] = block.placeholder
     caption = markdown(block.caption) if block.caption else None
     if block.styles is None:
         table(block.frame, block.name, caption=caption, download=block.download, **kwargs)

@@ -30,7 +30,7 @@ from .link import ExportError, Link, Query, check_slice, parse_link
 # (which asks ``not_covered``), and the builders import what their pages compute (the
 # detector engine, scikit-learn, networkx: about two seconds of a server's first page).
 BUILDERS: dict[str, str] = {
-    "/explorer": "explorer", "/detectors": "detectors",
+    "/explorer": "explorer",
     "/propagation": "propagation",
     "/tour": "tour",
 }

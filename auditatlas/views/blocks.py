@@ -22,8 +22,8 @@ import pandas as pd
 # Our words alone (a plain string), or our words with values (a ``Text``).
 Words = Union[str, "Text"]
 # How a sentence is shown: "" plain, note (small print), info, warning, error, success,
-# simulated (the "not a released corpus" mark).
-KINDS = ("", "note", "info", "warning", "error", "success", "simulated")
+# simulated (the "not a released corpus" mark), sentence (a tour author's sentence above a view).
+KINDS = ("", "note", "info", "warning", "error", "success", "simulated", "sentence")
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,7 @@ class Column:
     link_text: str | None = None  # the cells are links, shown as this text
     pinned: bool = False
     number: bool = False
+    format: str | None = None  # a number's printf format in the app, e.g. "%.4g"
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,7 @@ class Table:
     styles: pd.DataFrame | None = field(default=None, compare=False)
     columns: tuple[Column, ...] = ()
     height: int | None = None
+    placeholder: str | None = None  # what an empty cell shows in the app
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,7 @@ class Metrics:
 class Figure:
     figure: Any = field(compare=False)  # a plotly figure
     key: str = ""  # the app's widget key
+    narrow: bool = False  # one small map: the app draws it in the left three fifths of the page
 
 
 @dataclass(frozen=True)

@@ -85,7 +85,7 @@ PROPAGATION = PageState(
 DETECTOR_TABS = ("AUROC grid", "Overall", "Cost", "Prediction sets")
 METRIC_CHOICES = tuple(dv.METRIC_LABELS[m] for m in dv.METRICS)
 DETECTORS = PageState(
-    path="/detectors", title="Detectors",
+    path="/detectors", title="Detectors", view="auditatlas.views.detectors_view:page",
     what="per-action AUROC grid per backbone, a cell's false positives and negatives, overall comparison vs "
          "random, cost",
     fields=(
