@@ -58,6 +58,11 @@ def draw_one(block: b.Block) -> None:
     elif isinstance(block, b.Fold):
         with st.expander(markdown(block.label), expanded=block.open):
             draw(block.blocks)
+    elif isinstance(block, b.Row):
+        for column, blocks in zip(st.columns(list(block.widths), **({"gap": block.gap} if block.gap else {})),
+                                  block.columns):
+            with column:
+                draw(blocks)
     else:
         raise TypeError(f"not a view block: {block!r}")
 

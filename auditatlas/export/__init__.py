@@ -31,7 +31,6 @@ from .link import ExportError, Link, Query, check_slice, parse_link
 # detector engine, scikit-learn, networkx: about two seconds of a server's first page).
 BUILDERS: dict[str, str] = {
     "/explorer": "explorer",
-    "/propagation": "propagation",
     "/tour": "tour",
 }
 

@@ -122,6 +122,9 @@ class Document:
                 self.parts.append(f"<details open><summary>{words_html(block.label)}</summary>")
                 self.draw(block.blocks)
                 self.parts.append("</details>")
+            elif isinstance(block, b.Row):
+                for blocks in block.columns:
+                    self.draw(blocks)
             else:
                 raise TypeError(f"not a view block: {block!r}")
 

@@ -154,7 +154,17 @@ def as_text(words: Words) -> Text:
     return words if isinstance(words, Text) else Text(words)
 
 
-Block = Heading | Text | Table | Metrics | Figure | Graph | Pre | Facts | Jumps | Link | Fold
+@dataclass(frozen=True)
+class Row:
+    """Blocks side by side in the app (``widths`` as st.columns takes them); one after the other
+    in the file."""
+
+    columns: tuple[tuple[Block, ...], ...]
+    widths: tuple[int, ...]
+    gap: str | None = None
+
+
+Block = Heading | Text | Table | Metrics | Figure | Graph | Pre | Facts | Jumps | Link | Fold | Row
 Blocks = Sequence[Block]
 
 
@@ -179,4 +189,4 @@ def say(words: str, *values: Any) -> Text:
 
 
 __all__ = ["Block", "Blocks", "Column", "Facts", "Figure", "Fold", "Graph", "Heading", "Jumps", "KINDS", "Link",
-           "Metric", "Metrics", "Pre", "Table", "Text", "Words", "as_text", "error", "info", "note", "say", "warning"]
+           "Metric", "Metrics", "Pre", "Row", "Table", "Text", "Words", "as_text", "error", "info", "note", "say", "warning"]

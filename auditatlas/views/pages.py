@@ -58,7 +58,7 @@ BOARDS = _boards()
 
 PROPAGATION_TABS = ("Heatmap", "Chains", "Recall by role", "Silent vs loud", "Failure modes")
 PROPAGATION = PageState(
-    path="/propagation", title="Propagation",
+    path="/propagation", title="Propagation", view="auditatlas.views.propagation_view:page",
     what="propagation heatmaps per backbone, chains behind a cell, chain browser, recall by chain role, "
          "failure modes, silent vs loud",
     fields=(
