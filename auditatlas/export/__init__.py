@@ -1,8 +1,8 @@
 """Any covered view of the app as one self-contained offline HTML file.
 
 ``export_view(query, root, link)`` reads the app's own link with the page's declared view state
-(``link.parse_link``), computes what the page shows through ``query`` (the same analyses and
-figure builders, ``auditatlas.figures``), and returns one HTML document: the title, the slice
+(``link.parse_link``), computes what the page shows through ``query`` with the page's own view
+function (``PageState.view``: the blocks the app draws too), and returns one HTML document: the title, the slice
 and the page's choices, every table (sortable, its CSV embedded), every chart (plotly.js
 inlined once), the trace graph (vis-network inlined once, the Explorer's own page), the
 published values beside the recomputed ones, the "simulated" marks, the store version, the
@@ -25,10 +25,9 @@ from ..store import read_manifest
 from ..views.fields import describe_slice
 from .document import Document
 from .link import ExportError, Link, Query, check_slice, parse_link
-# Pages not converted to a view function yet: page path -> the module of ``auditatlas.export.views`` whose ``build`` writes its view into a
-# document. By name, imported when a view is exported: every page draws the export button
-# (which asks ``not_covered``), and the builders import what their pages compute (the
-# detector engine, scikit-learn, networkx: about two seconds of a server's first page).
+# Pages whose view function is not declared yet: page path -> the module of
+# ``auditatlas.export.views`` whose ``build`` writes the view into a document. By name, imported
+# when a view is exported (the builders import what their pages compute).
 BUILDERS: dict[str, str] = {
     "/explorer": "explorer",
     "/tour": "tour",
@@ -66,12 +65,19 @@ def store_version(root: str | Path) -> str:
     return f"manifest {digest}, format {manifest.get('format')}; sources: {sources or 'none'}"
 
 
+def covered(page) -> bool:
+    """Whether the export writes ``page`` (its declared view function, or a builder not yet converted)."""
+    return bool(page.view) or page.path in BUILDERS
+
+
 def not_covered(link: Link) -> str | None:
     """Why the export cannot write this view (one sentence), or None when it can."""
     page = link.page
-    if not page.view and page.path not in BUILDERS:
+    if not covered(page):
+        from ..views.pages import PAGES
+
         return (f"The {page.title} page ({page.path}) is not covered by export yet; "
-                f"exportable pages: {', '.join(BUILDERS)}.")
+                f"exportable pages: {', '.join(p.path for p in PAGES if covered(p))}.")
     if page.path == "/search" and not str(link.values["q"]).strip():
         return "The link searches for nothing (it has no q=...); export the Search page with a query."
     if page.path == "/tour" and not str(link.values["name"]).strip():
@@ -138,5 +144,5 @@ def simulated_mark(doc: Document, query: Query, link: Link) -> None:
                  "simulated")
 
 
-__all__ = ["BUILDERS", "Export", "ExportError", "not_covered", "export_view", "parse_link", "store_version",
+__all__ = ["BUILDERS", "Export", "covered", "ExportError", "not_covered", "export_view", "parse_link", "store_version",
            "write_view"]
