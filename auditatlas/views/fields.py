@@ -359,6 +359,13 @@ def url(page: PageState, slice_: Mapping[str, Iterable[Any]] | None = None,
     return page.url(slice_, values, base)
 
 
+def slice_not_held(unknown: Mapping[str, Sequence[str]]) -> str:
+    """One sentence naming each slice value a link asked for that the store does not hold."""
+    parts = [f"{column} {', '.join(values)} {'is' if len(values) == 1 else 'are'} not in this store"
+             for column, values in unknown.items()]
+    return "; ".join(parts) + ". Left out of the slice, so this view shows more than the link asked for."
+
+
 def not_held(what: str, asked: Any, instead: str) -> str:
     """The sentence for a link value the store (or this view of it) does not hold."""
     return f"The link asks for {what} '{asked}', which this view does not hold here; {instead}."
