@@ -42,7 +42,7 @@ def content(query: Query, slice_: Mapping[str, Any]) -> list[b.Block]:
     summary = query("slice_summary", {"slice": slice_})
     out.append(b.Heading("Slice"))
     n_runs, n_steps = int(summary["runs"].sum()), int(summary["steps"].sum())
-    out.append(b.say("**{}**: {:,} runs, {:,} steps, {:,} labeled.", describe_slice(slice_), n_runs, n_steps,
+    out.append(b.say("{}: {:,} runs, {:,} steps, {:,} labeled.", describe_slice(slice_), n_runs, n_steps,
                      int(summary["labeled_steps"].sum())))
     if n_runs == 0:
         return [*out, b.warning("This slice holds no runs. Widen the filters in the sidebar.")]
