@@ -13,13 +13,12 @@ from components.shell import ensure_app_navigation
 ensure_app_navigation()
 
 from auditatlas import verdicts
-from auditatlas.analyses import review_agreement as review_agreement_analysis
 from auditatlas.analyses import review_queue
 from auditatlas.errors import AtlasError
 from auditatlas.views import explorer_url
+from auditatlas.views import review_view as view
 from auditatlas.views.pages import REVIEW
-from components import cached, export_button, review_agreement, review_item, step_detail, view_state
-from components.filters import describe
+from components import cached, export_button, review_item, step_detail, view_blocks, view_state
 from components.safe import md
 
 CONTEXT_STEPS = 5  # steps before the reviewed one shown as its run context
@@ -41,11 +40,9 @@ def _from_widget(key: str, name: str, **also) -> None:
     _go(**{name: st.session_state[key]}, **also)
 
 
-st.title("Review")
+st.title(REVIEW.title)
 export_button.draw(REVIEW)
-st.caption(f"Steps of the slice ({md(describe(slice_))}), one at a time. A verdict is stored at once as a label "
-           "process of its own (the newest verdict on a step counts; every earlier one is kept). The queues and the "
-           "agreement figures question the released labels, whatever the label choice in the sidebar.")
+view_blocks.draw(view.intro(slice_))
 
 orders = list(review_queue.ORDERS)
 left, middle, right = st.columns([2, 1, 2])
@@ -154,7 +151,7 @@ def review_panel() -> None:
     # Below the queue, whatever it shows: the figures read every verdict (cached per store
     # version, so a verdict given makes them be computed again, and nothing else). The error
     # rate rests on the chosen seed's sample alone (review_agreement: never pooled across seeds).
-    review_agreement.draw(review_agreement_analysis.agreement(cached.query, slice_, int(values["seed"])))
+    view_blocks.draw(view.agreement(cached.query, slice_, int(values["seed"])))
 
 
 review_panel()
