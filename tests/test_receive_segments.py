@@ -205,6 +205,7 @@ def test_a_write_killed_mid_merge_leaves_the_store_as_it_was(tmp_path, small_par
     ids = _trace_ids(5, seed=5)
     for trace_id in ids[:4]:
         _write(receiver, genai_trace(trace_id))
+    receiver.close()  # its journal too: one receiver per corpus at a time
     manifest = (root / store.MANIFEST).read_bytes()
     before = {t: rows(root, t, "live") for t in ("runs", "steps", "edges")}
     env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
