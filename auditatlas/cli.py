@@ -357,7 +357,9 @@ def _receive(args: argparse.Namespace, root: Path) -> int:
         print(f"error: stopped with {receiver.held.unwritten} span(s) that could not be written (see above); "
               f"{kept}.", file=sys.stderr)
         return 1
-    say(f"stopped; {receiver.writes} write(s) to corpus '{args.corpus}'")
+    journal = receiver.journal
+    fsyncs = f"; {journal.committed} request(s) journaled in {journal.commits} commit(s)" if journal is not None else ""
+    say(f"stopped; {receiver.writes} write(s) to corpus '{args.corpus}'{fsyncs}")
     return 0
 
 
