@@ -226,3 +226,21 @@ def test_a_replay_of_spans_whose_earlier_records_are_gone_continues_the_trace_in
         [(f"live:{TRACE_A}", s.span) for s in trace[1:]] + [(f"live:{TRACE_A}~2", trace[0].span)])
     again.close()
     assert journal_path(store, "live").exists()
+
+
+def test_a_replay_under_a_smaller_cap_writes_as_it_goes_and_keeps_every_span(tmp_path):
+    """Restarted with --max-spans 4 after a kill that left 12 journaled spans in two requests of
+    6: each request is held a part at a time, written between, and its record deleted only after."""
+    store = tmp_path / "store"
+    receiver = Receiver(store, "live", Settings(idle_s=60.0, max_spans=100), say=lambda line: None)
+    _accept(receiver, openinference_trace(), 1)
+    _accept(receiver, openinference_trace("9" * 32), 2)
+    receiver.journal.close()  # killed: nothing written
+
+    lines: list[str] = []
+    again = Receiver(store, "live", Settings(idle_s=60.0, max_spans=4), say=lines.append)
+    assert again.replay() == 12
+    steps = rows(store, "steps", "live")
+    assert len(steps) == 12 and len({(r["run_id"], r["step_id"]) for r in steps}) == 12
+    assert again.journal.count() == 0 and sum(line.startswith("wrote ") for line in lines) >= 3
+    again.close()

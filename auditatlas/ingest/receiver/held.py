@@ -137,6 +137,11 @@ class Held:
                 self._pending[record] = self._pending.get(record, 0) + out.fresh
         return out
 
+    def pending_records(self) -> set[int]:
+        """The journal records some of whose spans the store does not hold yet."""
+        with self._lock:
+            return set(self._pending)
+
     def stored_as(self, trace_id: str, run_id: str) -> None:
         """The store holds trace ``trace_id`` as run ``run_id`` (a replay at start): its next
         write replaces that run, as a re-opened trace's does."""

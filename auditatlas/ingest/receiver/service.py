@@ -87,6 +87,7 @@ class Receiver:
         self.decoding = Budget(settings.max_decoding)
         self.journal: Journal | None = Journal(self.root, corpus) if settings.journal else None
         self._accept_lock = threading.Lock()
+        self._replaying = False
         self.writes = 0
         self._requests = itertools.count(1)
         self._wake = threading.Event()
@@ -143,7 +144,8 @@ class Receiver:
         requests: list[tuple[int, list]] = []
         for record in self.journal.records():
             try:
-                raw = inflate(record.body, record.content_encoding, self.settings.max_body)
+                # Accepted once: a --max-body-mb lowered since does not refuse it now.
+                raw = inflate(record.body, record.content_encoding, max(self.settings.max_body, 1 << 30))
             except Refused as refused:
                 self.say(f"journal record {record.seq} cannot be read again ({refused.sentence}); it is kept in "
                          f"{self.journal.path}.")
@@ -158,20 +160,26 @@ class Receiver:
                 back.setdefault(span.trace_id, set()).add(span.span_id)
         # A trace is held whole again when the journal still holds every span the store has of it, in one run.
         whole = {t for t, held in stored.items() if len(set(held.values())) == 1 and set(held) <= back.get(t, set())}
-        replayed, empty = 0, []
-        for seq, spans in requests:
-            kept = [s for s in spans if s.trace_id in whole or s.span_id not in stored.get(s.trace_id, {})]
-            in_store = (lambda s: s.span_id in stored.get(s.trace_id, {}))  # noqa: E731
-            added = self.held.add(kept, seq, stored=in_store)
-            while added.full:  # restarted with a smaller --max-spans: write as it goes
-                self.flush(force=True)
-                added = self.held.add(kept, seq, stored=in_store)
-            for trace_id in {s.trace_id for s in kept} & whole:  # before any write: it replaces the run
-                self.held.stored_as(trace_id, next(iter(stored[trace_id].values())))
-            if not added.fresh:
-                empty.append(seq)
-            replayed += added.fresh
-        self.journal.forget(empty)
+        replayed = 0
+        chunk = max(1, self.settings.max_spans // 2)  # a record may hold more than a smaller cap allows
+        self._replaying = True  # no record is deleted before every one is held again
+        try:
+            for seq, spans in requests:
+                kept = [s for s in spans if s.trace_id in whole or s.span_id not in stored.get(s.trace_id, {})]
+                in_store = (lambda s: s.span_id in stored.get(s.trace_id, {}))  # noqa: E731
+                for i in range(0, len(kept), chunk):
+                    part = kept[i:i + chunk]
+                    added = self.held.add(part, seq, stored=in_store)
+                    while added.full:  # restarted with a smaller --max-spans: write as it goes
+                        self.flush(force=True)
+                        added = self.held.add(part, seq, stored=in_store)
+                    replayed += added.fresh
+                    for trace_id in {s.trace_id for s in part} & whole:  # before any write: it replaces the run
+                        self.held.stored_as(trace_id, next(iter(stored[trace_id].values())))
+        finally:
+            self._replaying = False
+        waiting = self.held.pending_records()
+        self.journal.forget([seq for seq, _ in requests if seq not in waiting])
         if replayed:
             self.say(f"replayed {replayed} span(s) of {len(requests)} journaled request(s) the store did not hold")
             self.flush(force=True)
@@ -209,7 +217,7 @@ class Receiver:
                 self._retry_at = time.monotonic() + self.settings.idle_s
                 return None
             released = self.held.written(due, written.run_ids)
-            if self.journal is not None:
+            if self.journal is not None and not self._replaying:
                 self.journal.forget(released)  # after the store's commit: what they brought is in it
             self.writes += 1
             # A write costs about its own spans, but now and then merges segments of the corpus
