@@ -176,7 +176,7 @@ def test_non_finite_attribute_values_are_stored_as_valid_json_strings(tmp_path):
 
 def _accept(receiver: Receiver, spans: list, n: int) -> None:
     body = json.dumps(json_doc(spans)).encode()
-    accepted = receiver.accept(decode_body(body, "json", f"request {n}"), "json", "identity", body)
+    accepted = receiver.accept(decode_body(body, "json", f"request {n}"), body, "json")
     assert accepted.kept == len(spans) and not accepted.rejected
 
 

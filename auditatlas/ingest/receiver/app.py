@@ -58,7 +58,7 @@ def make_app(receiver: Receiver) -> Starlette:
             del raw
             if decoded.refused:
                 raise Refused(400, " ".join(p.message for p in decoded.refused))
-            accepted = await run_in_threadpool(receiver.accept, decoded, encoding, coding, body)
+            accepted = await run_in_threadpool(receiver.accept, decoded, body, encoding, coding)
             if accepted.too_many:
                 raise Refused(413, f"holds {accepted.too_many:,} new spans, more than the receiver holds at once "
                                    f"({settings.max_spans:,}, --max-spans): the request alone exceeds the cap, so "

@@ -100,10 +100,9 @@ class Receiver:
     def request_name(self, client: str) -> str:
         return f"request {next(self._requests)} from {client}"
 
-    def accept(self, decoded: Decoded, encoding: str = "json", content_encoding: str = "identity",
-               body: bytes = b"") -> Accepted:
+    def accept(self, decoded: Decoded, body: bytes, encoding: str, content_encoding: str = "identity") -> Accepted:
         """Hold a decoded request's spans; returns once the request's ``body`` (as received,
-        ``content_encoding`` not undone) is committed to the journal."""
+        ``content_encoding`` not undone: what the replay decodes again) is committed to the journal."""
         journal = self.journal
         with self._accept_lock:  # a record's number is known before its spans are held
             record = journal.reserve() if journal is not None else 0
