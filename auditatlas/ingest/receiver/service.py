@@ -162,15 +162,19 @@ class Receiver:
         replayed = 0
         chunk = max(1, self.settings.max_spans // 2)  # a record may hold more than a smaller cap allows
         self._replaying = True  # no record is deleted before every one is held again
+
+        def in_store(span) -> bool:
+            return span.span_id in stored.get(span.trace_id, {})
+
         try:
             for seq, spans in requests:
-                kept = [s for s in spans if s.trace_id in whole or s.span_id not in stored.get(s.trace_id, {})]
-                in_store = (lambda s: s.span_id in stored.get(s.trace_id, {}))  # noqa: E731
+                kept = [s for s in spans if s.trace_id in whole or not in_store(s)]
                 for i in range(0, len(kept), chunk):
                     part = kept[i:i + chunk]
                     added = self.held.add(part, seq, stored=in_store)
                     while added.full:  # restarted with a smaller --max-spans: write as it goes
-                        self.flush(force=True)
+                        if self.flush(force=True) is None:  # the store refused (said): try again shortly
+                            time.sleep(min(1.0, max(0.05, self.settings.idle_s)))
                         added = self.held.add(part, seq, stored=in_store)
                     replayed += added.fresh
                     for trace_id in {s.trace_id for s in part} & whole:  # before any write: it replaces the run
