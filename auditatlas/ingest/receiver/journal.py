@@ -33,9 +33,9 @@ import fcntl
 import os
 import sqlite3
 import threading
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
 
 from ...errors import AtlasError
 

@@ -28,9 +28,10 @@ be mapped whole: its new spans become a run of their own, ``<corpus>:<trace id>~
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Collection
+from typing import Any
 
 import pyarrow.parquet as pq
 
