@@ -21,7 +21,7 @@ from ..stats import Contrast, mcnemar_exact, paired_mean_bootstrap, wilcoxon_pai
 from . import Query
 from . import board_intervals as ci
 from .board_seeds import Coverage, seed_group, seed_of
-from .board_types import Board, BoardResult, BoardRow, ContrastFamily, Task, contrasts_for
+from .board_types import LEADER, Board, BoardResult, BoardRow, ContrastFamily, Task, contrasts_for
 from .entrant import Entrant
 
 METRICS = ("top1", "top3", "mrr")
@@ -170,6 +170,9 @@ CONTRAST_FAMILIES = (
     ContrastFamily("Top-1 vs position", "top1", "mcnemar", against="baseline", members=("entrant", "extra"), short="Top-1"),
     ContrastFamily("Top-3 vs position", "top3", "mcnemar", against="baseline", members=("entrant", "extra"), short="Top-3"),
     ContrastFamily("MRR vs position", "mrr", "wilcoxon", against="baseline", members=("entrant", "extra"), short="MRR"),
+    # Who wins: every contender against the best Top-1 among them.
+    ContrastFamily("Top-1 vs the leader", "top1", "mcnemar", against=LEADER, members=("baseline", "entrant", "extra"),
+                   short="vs leader"),
 )
 TESTS = {"mcnemar": _mcnemar, "wilcoxon": _wilcoxon}
 
@@ -205,6 +208,7 @@ def compute(query: Query, corpus: str, slice_: dict | None = None) -> BoardResul
                        BOARD.floor, len(items), "failed runs", rows, contrasts, coverage=coverage,
                        family_labels={f.name: f.label for f in CONTRAST_FAMILIES},
                        primary_metric="top1", primary_contrast_family=CONTRAST_FAMILIES[0].name,
+                       leader_family=CONTRAST_FAMILIES[-1].name,
                        interval_methods=INTERVAL_METHODS)
 
 
