@@ -62,7 +62,7 @@ def rows_frame(result, per_seed: bool = False, cells=()) -> tuple[pd.DataFrame, 
         rec["items"] = csv["items"] = e.items
         rec["role"] = csv["role"] = ROLE_LABEL.get(e.role, e.role)
         csv["contrasts"] = rec["contrasts"]
-        csv["seed rows"] = "; ".join(e.members)
+        csv["seed rows"] = "; ".join(e.members) or (e.row if e.row != e.entrant else "")
         shown.append(rec)
         download.append(csv)
     return pd.DataFrame(shown), pd.DataFrame(download)
