@@ -113,7 +113,16 @@ class Meter:
     spent: float = 0.0  # cost of the new calls
     cost: float = 0.0  # cost of every reply the set used (cached ones at their price now)
     latencies: array = field(default_factory=lambda: array("d"))
+    # The calling phase: from the first new call's start to the last reply (perf_counter), so
+    # a rate excludes reading the slice and writing the set.
+    first_call: float | None = None
+    last_reply: float | None = None
     empty_finish: Counter = field(default_factory=Counter)
+
+    def calling_seconds(self) -> float | None:
+        if self.first_call is None or self.last_reply is None:
+            return None
+        return self.last_reply - self.first_call
 
     def latency(self) -> dict[str, float | None]:
         if not self.latencies:
@@ -238,7 +247,10 @@ async def _judge_all(query, slice_: dict, config: JudgeConfig, template: Templat
             if not state.budget_left():
                 raise BudgetSpent()
             state.meter.reserved += 1
+            if state.meter.first_call is None:
+                state.meter.first_call = time.perf_counter()
             answer = await endpoint.ask(messages)
+            state.meter.last_reply = time.perf_counter()
             state.meter.retries += answer.retries
             state.json_mode, state.json_refusal = endpoint.json_mode, endpoint.json_refusal
             if answer.failure is not None:
@@ -438,6 +450,7 @@ def _params(config: JudgeConfig, template: Template, state: _State, rows: list, 
         "calls_per_run": round(calls / max(state.done, 1), 2),
         "calls_without_usage": m.calls_without_usage, "empty_replies": dict(m.empty_finish),
         "latency": m.latency(),
+        "calling_seconds": round(m.calling_seconds(), 3) if m.calling_seconds() is not None else None,
         "price_per_million": {"in": config.price_in, "out": config.price_out} if priced else None,
         "cost": round(m.cost, 6) if priced else None, "cost_this_run": round(m.spent, 6) if priced else None,
         "max_connections": config.max_connections, "timeout_s": config.timeout_s, "max_retries": config.max_retries,
