@@ -406,3 +406,18 @@ def test_bad_template_and_bad_cache_are_one_sentence(store, server, tmp_path):
     done = judge(broken, server, "all-at-once", "oracle")
     assert done.returncode == 1 and "is not a judges' reply cache" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_two_judges_at_once_share_the_cache_without_a_lost_or_torn_reply(store, server):
+    first = _cli(store, server.url, "slow-3", "--max-connections", "4")
+    second = _cli(store, server.url, "slow-3", "--max-connections", "4")
+    outs = [p.communicate(timeout=300) for p in (first, second)]
+    assert [p.returncode for p in (first, second)] == [0, 0], [err for _, err in outs]
+    with sqlite3.connect(store / "judge-cache" / "replies.sqlite") as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        rows = db.execute("SELECT content FROM replies WHERE model = 'slow-3'").fetchall()
+    assert len(rows) == N_RUNS and all(json.loads(c)["step"] >= 0 for (c,) in rows)
+    # Both wrote the same judge's source (one replaced the other): one entrant on the board.
+    rows_, _ = board_rows(store)
+    assert rows_["llm-judge all-at-once (slow-3) [auditatlas]"].metrics["top1"] == 1.0
+    assert sum(1 for name in rows_ if "(slow-3)" in name) == 1
