@@ -421,3 +421,17 @@ def test_two_judges_at_once_share_the_cache_without_a_lost_or_torn_reply(store, 
     rows_, _ = board_rows(store)
     assert rows_["llm-judge all-at-once (slow-3) [auditatlas]"].metrics["top1"] == 1.0
     assert sum(1 for name in rows_ if "(slow-3)" in name) == 1
+
+
+def test_a_judge_runs_where_an_event_loop_already_runs(store, server):
+    """A notebook, a test runner or an app may call the engine from inside a running loop."""
+    import asyncio
+
+    from auditatlas.judges.engine import JudgeConfig
+    from auditatlas.judges.engine import judge as run_judge
+
+    async def inside() -> object:
+        return run_judge(store, JudgeConfig("all_at_once", "slow-4", server.url), {"difficulty": ["3"]})
+
+    result = asyncio.run(inside())
+    assert result.judged == LEVEL_3_RUNS and result.meter.new_calls == LEVEL_3_RUNS

@@ -72,13 +72,14 @@ def cache_path(root: str | Path) -> Path:
 
 
 class ReplyCache:
-    """One connection to the cache (one thread: the judge's event loop)."""
+    """One connection to the cache, used by one thread at a time (the judge's event loop)."""
 
     def __init__(self, root: str | Path) -> None:
         self.path = cache_path(root)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            # One thread at a time uses it (the judge's loop may run on a thread of its own).
+            self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
             self.db.execute("PRAGMA journal_mode=WAL")
             # NORMAL in WAL mode: a committed reply survives the process's death (kill -9); only
             # a power cut may lose the last few, never leaving a half row.

@@ -187,10 +187,25 @@ def judge(root: str | Path, config: JudgeConfig, slice: Mapping[str, Any] | None
     cache = ReplyCache(root)
     try:
         state = _State(config, template, total, report, should_stop)
-        asyncio.run(_judge_all(query, slice_, config, template, cache, state))
+        _run_loop(lambda: _judge_all(query, slice_, config, template, cache, state))
     finally:
         cache.close()
     return _write(Path(root), config, template, slice_, state, time.perf_counter() - began)
+
+
+def _run_loop(make) -> None:
+    """Run the coroutine ``make()`` returns on an event loop of its own: in this thread, or, when
+    a loop already runs here (a notebook, a test runner, an app framework), in a thread of its
+    own, since ``asyncio.run`` cannot nest."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(make())
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1, thread_name_prefix="judge") as pool:
+        pool.submit(lambda: asyncio.run(make())).result()
 
 
 class _State:
