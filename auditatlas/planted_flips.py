@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 from .errors import AtlasError
 from .schema import sort_order
 from .store import SourceWriter, read_manifest, source_corpora, source_meta
+from .store_parts import table_parts
 
 
 def planted_copy(store: str | Path, dest: str | Path, corpus: str, share: float, seed: int) -> pd.DataFrame:
@@ -76,7 +77,7 @@ def _table(folder: Path) -> pa.Table:
     Sorted here: a source the receiver wrote keeps its rows in segments, each in that order on
     its own (``auditatlas.store_segments``), not one order across its parts; a source in one
     order comes out as it is (its keys are unique)."""
-    table = pa.concat_tables(pq.read_table(p) for p in sorted(folder.glob("part-*.parquet")))
+    table = pa.concat_tables(pq.read_table(p) for p in table_parts(folder.parent, folder.name))
     return table.sort_by(sort_order(folder.name))
 
 

@@ -171,7 +171,7 @@ TABLES: dict[str, pa.Schema] = {
         ("metric", STR),
         ("value", FLOAT),
     ]),
-    # A reviewer's verdicts on steps (auditatlas/reviews.py): append-only, one row per verdict
+    # A reviewer's verdicts on steps (auditatlas/verdicts.py): append-only, one row per verdict
     # given, never updated; the latest per step counts (queries/sql/reviewed_labels.sql). Only
     # the ``reviews`` source holds rows. Keyed by (run_id, step_idx) and not joined on write:
     # a verdict outlives a re-ingest that drops its step (it is then reported as orphaned).

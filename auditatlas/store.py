@@ -69,6 +69,7 @@ from .store_parts import (  # noqa: F401
     part_label,
     resort,
     table_corpora,
+    table_parts,
     write_part,
     write_prepared,
 )
@@ -135,7 +136,7 @@ def read_manifest(root: str | Path) -> dict:
     return manifest
 
 
-# The sources people add to by hand: reviewers' verdicts (``reviews.py``) and authors' tours
+# The sources people add to by hand: reviewers' verdicts (``verdicts.py``) and authors' tours
 # (``tours.py``). Named here, where the store decides what a write to them keeps.
 REVIEWS_SOURCE = "reviews"
 TOURS_SOURCE = "tours"
@@ -179,7 +180,7 @@ def table_files(root: str | Path, table: str, manifest: dict | None = None) -> l
         folder = root / manifest["sources"][name]["dir"] / table
         try:
             if folder.is_dir():
-                files.extend(str(p) for p in sorted(folder.glob("part-*.parquet")))
+                files.extend(str(p) for p in table_parts(folder.parent, table))
         except OSError as exc:  # a folder it may not enter: never a view silently without the source
             raise StoreError(_unreadable_source(name, folder.parent, exc)) from exc
     return files
@@ -221,14 +222,14 @@ def source_run_ids(root: str | Path, source: str) -> set[str]:
     if entry is None:
         return set()
     held: set[str] = set()
-    for part in sorted((root / str(entry["dir"]) / "runs").glob("part-*.parquet")):
+    for part in table_parts(root / str(entry["dir"]), "runs"):
         held.update(r for r in pq.read_table(part, columns=["run_id"]).column("run_id").to_pylist() if r is not None)
     return held
 
 
 def _read_run_corpora(folder: Path) -> list[str]:
     held: set[str] = set()
-    for part in sorted((folder / "runs").glob("part-*.parquet")):
+    for part in table_parts(folder, "runs"):
         with pq.ParquetFile(part) as f:
             held.update(f.read(columns=["corpus"]).column("corpus").unique().to_pylist())
     return sorted(c for c in held if c is not None)
@@ -263,7 +264,7 @@ def source_problem(root: Path, name: str, entry: Mapping[str, Any], deep: bool =
         for table in TABLES:
             if (folder / table).is_dir() and not os.access(folder / table, os.R_OK | os.X_OK):
                 raise PermissionError(13, "permission denied")
-            parts = sorted((folder / table).glob("part-*.parquet"))
+            parts = table_parts(folder, table)
             if not parts and table in LATER_TABLES and not (folder / table).exists():
                 continue  # written before the table existed: it holds none of its rows
             if not parts:
@@ -574,7 +575,7 @@ class SourceWriter:
         for name in TABLES:
             if name in skip:
                 continue
-            for part in sorted((folder / name).glob("part-*.parquet")):
+            for part in table_parts(folder, name):
                 carried[name] += self._carry_part(name, part, dropped)
         return carried
 
@@ -603,7 +604,7 @@ class SourceWriter:
                 continue
             if name not in segs.SEGMENTED:
                 dropped_array = pa.array(dropped, pa.string())
-                for part in sorted((folder / name).glob("part-*.parquet")):
+                for part in table_parts(folder, name):
                     carried[name] += self._carry_part(name, part, dropped_array)
                 self._check_whole |= bool(carried[name]) and name in CHECKED_TABLES
                 continue
@@ -683,7 +684,7 @@ class SourceWriter:
         try:
             segments = self._commit_segments(spill) if self._segments is not None else None
             for name in TABLES:  # every table present, so views never guess a shape
-                if not any((self.staging / name).glob("part-*.parquet")):
+                if not table_parts(self.staging, name):
                     write_part(self.staging, name, part_label(0), empty_table(name))
             if segments is None or self._check_whole:
                 check_staged(self.staging, self.source, spill)

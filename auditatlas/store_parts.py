@@ -31,6 +31,12 @@ SORT_MEMORY = "512MB"  # DuckDB's budget for sorting parts that came out of orde
 BUCKETED = "b"  # the label prefix of parts written by bucket (merged at commit)
 
 
+def table_parts(source_folder: str | Path, table: str) -> list[Path]:
+    """The Parquet parts of one table of a source (or of a staged write), in part order: the one
+    place that knows how a part is named on disk."""
+    return sorted((Path(source_folder) / table).glob("part-*.parquet"))
+
+
 def part_label(seq: int, bucket: str | None = None) -> str:
     """A part's name: parts list in label order, which is the store's row order.
 
@@ -140,7 +146,7 @@ def resort(folder: Path, name: str, bucket_of: Callable[[str], str] | None) -> N
     whole table. Parts without buckets (batches that came out of order, such as a re-scoring's
     sets) are sorted together by DuckDB, which spills past SORT_MEMORY (_sorted_row_groups).
     """
-    parts = sorted((folder / name).glob("part-*.parquet"))
+    parts = table_parts(folder, name)
     keys = sort_order(name)
     bucketed = [p for p in parts if p.stem.startswith("part-" + part_label(0, BUCKETED)[:-6])]
     plain = [p for p in parts if p not in bucketed]

@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 from .errors import StoreError
 from .schema import sort_order
 from .store_batches import conform
-from .store_parts import table_corpora, write_part
+from .store_parts import table_corpora, table_parts, write_part
 
 # The tables kept in segments: keyed by run first, and never holding a row without a run
 # (predictions may: a config's prediction has no run_id; they are written as every source's).
@@ -73,7 +73,7 @@ def committed_segments(folder: Path, name: str, recorded: Sequence[int] | None) 
     ``recorded``: the manifest's rows per segment; without it (a source an ingest wrote, whose
     parts are in one run order) every non-empty part is one segment.
     """
-    parts = sorted((folder / name).glob("part-*.parquet"))
+    parts = table_parts(folder, name)
     if recorded is None:
         whole = [p for p in parts if pq.read_metadata(p).num_rows]
         return [whole] if whole else []

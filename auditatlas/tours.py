@@ -6,7 +6,7 @@ opens on any store that holds the same data, and a stop whose values a store lac
 reported there the way its page reports a link's value it does not hold.
 
 Where they live: the store source ``tours``, table ``tours``, written exactly as the reviewers'
-verdicts are (``auditatlas/reviews.py``): a save takes the store lock, carries the parts the
+verdicts are (``auditatlas/verdicts.py``): a save takes the store lock, carries the parts the
 source holds (hard links), adds one part with the new version's rows and switches the source
 in with the manifest. So a reader sees a whole version or none, a failed save leaves the store
 as it was, and two authors saving at once each carry the other's tours (the lock orders them).
@@ -37,12 +37,12 @@ import pyarrow as pa
 from .errors import AtlasError
 from .schema import TABLES
 from .store import TOURS_SOURCE
+from .store_appends import appending
 
 TOUR_PATH = "/tour"
 NAME_LIMIT = 200  # characters of a tour's name
 SENTENCE_LIMIT = 2_000  # characters of a stop's sentence (a sentence, not a document)
 STOP_LIMIT = 100  # stops of one tour (the export holds every one of them)
-COMPACT_AT = 64  # parts held before a save merges them into one
 
 
 class BadTour(AtlasError):
@@ -203,30 +203,14 @@ def remove(root: str | Path, name: str, query: Callable[..., Any], *, wait: bool
 
 
 def _append(root: str | Path, tour: Tour, *, wait: bool, notify: Callable[[str], None] | None) -> Tour:
-    from .reviews import now_utc
-    from .store import SourceWriter
+    from .verdicts import now_utc
 
     version_id, saved_at = uuid.uuid4().hex, now_utc()
-    with SourceWriter(root, TOURS_SOURCE, wait=wait, notify=notify) as writer:
-        held = _held_parts(writer.root)
-        if len(held) >= COMPACT_AT:
-            import pyarrow.parquet as pq
-
-            writer.append({"tours": pa.concat_tables(pq.read_table(p).cast(TABLES["tours"]) for p in held)})
-        else:
-            writer.carry(skip=tuple(t for t in TABLES if t != "tours"))
+    with appending(root, TOURS_SOURCE, "tours", wait=wait, notify=notify) as (writer, _held):
         writer.append({"tours": table(version_rows(tour, version_id, saved_at))})
         writer.commit({"format": "tours", "origin": "tours", "saved": tour.name})
     return replace(tour, version_id=version_id, saved_at=saved_at)
 
-
-def _held_parts(root: Path) -> list[Path]:
-    from .store import read_manifest
-
-    entry = read_manifest(root)["sources"].get(TOURS_SOURCE)
-    if entry is None:
-        return []
-    return sorted((root / str(entry["dir"]) / "tours").glob("part-*.parquet"))
 
 
 # ---------------------------------------------------------------------------- reading (through the query layer)

@@ -1,8 +1,7 @@
-"""Draw the detector views in the app: the grid as a clickable table, a cell's errors with
-explorer links; the figures and frames are built in ``auditatlas.figures.detectors`` (the
-export draws the same ones).
+"""The Detectors page's AUROC grid as a clickable table: a click on a detector's cell picks the
+cell whose errors the page lists (auditatlas.views.detectors_view computes the rest).
 
-Components draw; they never query. Tables go through ``st.dataframe`` (text cells, never HTML).
+Tables go through ``st.dataframe`` (text cells, never HTML).
 """
 from __future__ import annotations
 
@@ -11,30 +10,11 @@ from collections.abc import Callable
 import pandas as pd
 import streamlit as st
 
-from auditatlas.figures.detectors import (  # noqa: F401 - re-exported for the page
-    auc_color,
-    cell_error_rows,
-    cost_chart,
-    cost_frame,
-    heatmaps,
-    long_cells,
-    long_means,
-    overall_chart,
-    overall_frame,
-    per_set_frame,
-    sets_frame,
-    silent_loud_chart,
-)
-from components.tables import csv_safe, file_name, table
+from components.tables import csv_safe, file_name
 
 
-def grid_table(text: pd.DataFrame, num: pd.DataFrame, key: str, on_select: Callable[[], None] | None) -> None:
-    """The grid of one backbone as a table: click a detector cell to list its errors."""
-    colors = pd.DataFrame("", index=text.index, columns=text.columns)
-    for col in text.columns:
-        if col in ("action", "success rate", "labeled steps"):
-            continue
-        colors[col] = num[col].map(auc_color)
+def grid_table(text: pd.DataFrame, colors: pd.DataFrame, key: str, on_select: Callable[[], None] | None) -> None:
+    """The grid of one backbone as a table, each cell in its colour: click a detector cell to list its errors."""
     styler = text.style.apply(lambda _: colors, axis=None)
     st.dataframe(styler, hide_index=True, key=f"table-{key}", on_select=on_select or "ignore",
                  selection_mode="single-cell", width="stretch")
@@ -50,10 +30,3 @@ def selected_cell(key: str) -> tuple[int, str] | None:
         return None
     row, col = cells[0]
     return int(row), str(col)
-
-
-def errors_table(frame: pd.DataFrame, kind: str, key: str) -> None:
-    table(cell_error_rows(frame, kind), key, column_config={
-        "explorer": st.column_config.LinkColumn("explorer", display_text="open step", width="small"),
-        "score": st.column_config.NumberColumn("score", format="%.4g"),
-    })

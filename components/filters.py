@@ -15,8 +15,8 @@ import pandas as pd
 import streamlit as st
 
 from auditatlas.schema import LABEL_CHOICES
-from auditatlas.view_state.state_fields import SLICE_LABELS as LABELS
-from auditatlas.view_state.state_fields import describe_slice as describe  # noqa: F401 - pages use describe
+from auditatlas.view_state.state_fields import SLICE_LABELS as LABELS  # noqa: F401 - pages use describe
+from auditatlas.view_state.state_fields import slice_not_held
 from auditatlas.views import LABELS as LABELS_FIELD
 from auditatlas.views import SLICE
 from components.safe import md
@@ -86,12 +86,8 @@ def labels_sidebar() -> str:
 
 def not_in_store_message(unknown: dict[str, list[str]]) -> str:
     """One sentence naming each value a link asked for that the store does not hold (plain
-    text: ``report`` escapes it)."""
-    parts = []
-    for column, values in unknown.items():
-        verb = "is" if len(values) == 1 else "are"
-        parts.append(f"{column} {', '.join(values)} {verb} not in this store")
-    return "; ".join(parts) + ". Left out of the slice, so this view shows more than the link asked for."
+    text: ``report`` escapes it); the export says the same."""
+    return slice_not_held(unknown)
 
 
 def _counts(options: pd.DataFrame, column: str) -> dict[str, int]:

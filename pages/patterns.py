@@ -2,7 +2,8 @@
 
 The URL holds the anchor step (run, step), k, the open cluster and the clustering's seed; the
 sidebar's slice restricts both. The step vectors are built once per store version (progress
-shown); clusters are cached per store version, slice and seed.
+shown); clusters are cached per store version, slice and seed. The content is
+``auditatlas.views.patterns_view``'s.
 """
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ from components.shell import ensure_app_navigation
 ensure_app_navigation()
 
 from auditatlas.errors import AtlasError
-from auditatlas.patterns import MAX_CLUSTERS, build, clusters, similar, tables, vectors
+from auditatlas.patterns import MAX_CLUSTERS, build, similar, vectors
+from auditatlas.views import patterns_view as view
 from auditatlas.views.pages import PATTERNS
-from components import cached, export_button, patterns_view, view_state
-from components.filters import describe
+from components import cached, export_button, view_blocks, view_state
 from components.safe import md
 
 slice_ = st.session_state.get("slice", {})
@@ -43,10 +44,9 @@ def _load() -> vectors.StepVectors:
     return found
 
 
-st.title("Patterns")
+st.title(PATTERNS.title)
 export_button.draw(PATTERNS)
-st.caption(f"Is this failure a pattern? Steps of the slice ({md(describe(slice_))}) like a chosen step, and the "
-           "slice's anomalous steps in clusters.")
+view_blocks.draw(view.intro(slice_))
 try:
     found = _load()
 except AtlasError as exc:
@@ -61,22 +61,7 @@ middle.number_input("Step", min_value=0, value=int(values["step"] or 0), step=1,
                     on_change=_from_widget, args=("patterns_step", "step"))
 right.number_input("k", min_value=1, max_value=similar.MAX_K, value=int(values["k"]), step=1, key="patterns_k",
                    on_change=_from_widget, args=("patterns_k", "k"))
-if values["run"]:
-    try:
-        nearest = similar.similar_steps(found, cached.query, values["run"], int(values["step"] or 0), slice_,
-                                        int(values["k"]))
-    except AtlasError as exc:
-        st.warning(md(str(exc)))
-    else:
-        st.markdown(f"**{md(nearest.summary)}**")
-        st.caption("Similarity = 0.6 × text cosine (TF-IDF words) + 0.2 same action + 0.1 same agent + 0.05 position "
-                   "+ 0.05 size; 1 = the same step.")
-        rows = tables.neighbour_rows(nearest, slice_)
-        patterns_view.table(rows, "patterns-neighbours")
-        patterns_view.download(rows, "similar-steps", "patterns-neighbours-csv")
-else:
-    st.info("Choose a step: give its run and step above, or open it in the Explorer and follow "
-            "“steps like this one”.")
+view_blocks.draw(view.neighbours(found, cached.query, slice_, values))
 
 st.header("Failure clusters")
 seed_box, count_box = st.columns(2)
@@ -87,34 +72,19 @@ count_box.number_input("Clusters", min_value=2, max_value=MAX_CLUSTERS, value=in
                        kwargs={"cluster": None})
 with st.status("Clustering the slice's anomalous steps…", expanded=False) as status:
     bar = st.progress(0.0)
-    try:
-        found_clusters = clusters.failure_clusters(found, cached.query, slice_, int(values["seed"]),
-                                                   n_clusters=int(values["clusters"]),
-                                                   progress=lambda f, m: bar.progress(min(max(f, 0.0), 1.0), text=md(m)))
-    except AtlasError as exc:
+    result = view.grouped(found, cached.query, slice_, values,
+                          progress=lambda f, m: bar.progress(min(max(f, 0.0), 1.0), text=md(m)))
+    if isinstance(result, list):
         status.update(label="No clusters.", state="error")
-        found_clusters, problem = None, str(exc)
     else:
-        status.update(label=f"{len(found_clusters.members):,} {found_clusters.source} in "
-                            f"{len(found_clusters.clusters)} clusters.", state="complete")
-if found_clusters is None:
-    st.warning(md(problem))
+        status.update(label=view_blocks.markdown(view.clusters_line(result)), state="complete")
+if isinstance(result, list):
+    view_blocks.draw(result)
     st.stop()
-summary = tables.cluster_rows(found_clusters)
-patterns_view.table(summary, "patterns-clusters")
-numbers = [c.number for c in found_clusters.clusters]
+view_blocks.draw(view.cluster_list(result))
+numbers = [c.number for c in result.clusters]
 chosen = values["cluster"] if values["cluster"] in numbers else None
 picked = st.selectbox("Open a cluster", [None] + numbers, index=0 if chosen is None else numbers.index(chosen) + 1,
                       format_func=lambda n: "—" if n is None else f"cluster {n}", key="patterns_cluster",
                       on_change=_from_widget, args=("patterns_cluster", "cluster"))
-if values["cluster"] is not None and chosen is None:
-    view_state.report([f"The link's cluster {values['cluster']} is not among the {len(numbers)} clusters of this "
-                       "slice; no cluster is open."])
-if chosen is not None:
-    st.subheader(f"Cluster {chosen}")
-    st.markdown("**Three example steps** (nearest the cluster's centre)")
-    patterns_view.table(tables.example_rows(found_clusters, chosen, slice_), "patterns-examples")
-    members = tables.member_rows(found_clusters, chosen, slice_)
-    st.markdown(f"**Its {len(members):,} steps**")
-    patterns_view.table(members.head(patterns_view.MEMBERS_SHOWN), "patterns-members", height=400)
-    patterns_view.download(members, f"cluster-{chosen}", "patterns-members-csv")
+view_blocks.draw(view.open_cluster(result, values["cluster"], slice_))

@@ -4,14 +4,10 @@ The run happens in this process (no cluster to start from a web page), through t
 engine the CLI runs on Dask. The sets land in the store as a new source, so every view sees
 them at once (the caches key on the store manifest). Cancelling reruns the page, which stops
 the run between two jobs; the engine writes only at the very end, so nothing is written.
+The content is ``auditatlas.views.rescore_view``'s; this file holds the widgets and the runs.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
-import numpy as np
-import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from components.shell import ensure_app_navigation
@@ -23,33 +19,22 @@ from auditatlas.detectors.cross import cross_backbone, result_json
 from auditatlas.detectors.features import DEFAULT_FEATURE_SET, FEATURE_SETS
 from auditatlas.detectors.registry import engine_detectors, registry
 from auditatlas.errors import AtlasError
-from auditatlas.views import labels_of
+from auditatlas.views import rescore_view as view
 from auditatlas.views.pages import RESCORE
-from components import cached, export_button, view_state
-from components.filters import describe
-from components.safe import md, plotly, plotly_list
-from components.tables import table
-
-REPO = Path(__file__).resolve().parents[1]
+from components import cached, export_button, view_blocks, view_state
+from components.safe import md
 
 slice_ = {k: v for k, v in st.session_state.get("slice", {}).items() if v}
 detectors = registry()
 
-st.title("Re-score")
-st.caption("Fit detectors from the registry on the steps of the sidebar slice and write one prediction set per "
-           "detector and seed into the store. Each seed holds out 20% of the rooms (runs, for corpora without "
-           "rooms): a room is never on both sides. Unsupervised detectors fit on the training steps, one-class "
-           "ones on the normal training steps, supervised ones on the labeled training steps; unlabeled steps are "
-           "scored but never used as labels.")
-st.markdown(f"**Slice:** {md(describe(slice_))}")
+st.title(RESCORE.title)
+view_blocks.draw(view.intro(slice_))
 # Read before the widgets: a bound widget drops a value it does not offer (see view_state).
 link = view_state.read(RESCORE)
 export_button.draw(RESCORE)
 
-counts = cached.query("step_label_counts", {"slice": slice_})
-scorable, notes = engine.scorable_corpora(counts.to_dict(orient="records"))
-if not counts.empty:
-    table(counts, "rescore-label-counts", caption="Steps of the slice per corpus, by label.")
+counts, scorable, notes = view.label_counts(cached.query, slice_)
+view_blocks.draw(view.counts_table(counts))
 
 
 def _request(what: str) -> None:
@@ -82,13 +67,8 @@ def _run_rescore(chosen: list[str], feature_set: str, seeds: int) -> None:
     }
 
 
-st.subheader("Run a re-score")
-for note in notes:
-    st.info(md(note))
-if not scorable:
-    st.warning("This slice cannot be re-scored: no corpus in it holds both anomalous and normal labeled steps, so "
-               "no detector could be evaluated. Widen the slice in the sidebar.")
-else:
+view_blocks.draw(view.run_heading(notes, scorable))
+if scorable:
     chosen = st.multiselect(
         "Detectors", engine_detectors(), default=RESCORE["rescore_detectors"].default, key="rescore_detectors", bind="query-params",
         help="; ".join(f"{d.name}: {d.title}, {d.supervision}" for d in detectors.values() if d.engine))
@@ -113,53 +93,12 @@ else:
 
 last = st.session_state.get("rescore_last")
 if last:
-    if last["source"]:
-        st.success(f"Wrote {len(last['sets'])} prediction set(s) into store source {md(last['source'])} in "
-                   f"{last['seconds']:.1f} s. They are entrants on every view now.")
-        st.code("\n".join(s["set_id"] for s in last["sets"]), language=None)
-    for note in last["notes"]:
-        st.info(md(note))
-    table(pd.DataFrame(last["sets"]), "rescore-last", caption="This session's last re-score (test ROC-AUC over the "
-          "labeled test steps; blank: undefined).")
-
-st.subheader("Re-scored prediction sets")
-sets = cached.query("rescore_sets", {"corpora": sorted(set(counts["corpus"])) if not counts.empty else [],
-                                     "labels": labels_of(slice_)})
-if sets.empty:
-    st.caption("No re-scored prediction set on the slice's corpora yet.")
-else:
-    shown = sets.drop(columns=["params", "slice"])
-    table(shown, "rescore-sets", caption=f"{len(sets)} re-scored set(s) on the slice's corpora, newest first. "
-          "test_roc_auc: over each set's labeled test steps (blank: one class only, undefined).")
-if (REPO / "pages" / "detectors.py").exists():
-    st.markdown("Per-action AUROC grids and the overall comparison: [Detectors](/detectors)")
-
+    view_blocks.draw(view.last_run(last))
+view_blocks.draw(view.rescored_sets(cached.query, slice_, counts))
 
 # ------------------------------------------------------------------------------- cross-backbone
-
-def _heatmap(entry: dict) -> go.Figure:
-    """ROC-AUC matrix: rows trained on, columns tested on; blank where undefined."""
-    z = np.array([[np.nan if v is None else v for v in row] for row in entry["roc_auc"]], dtype=float)
-    labels = plotly_list(entry["backbones"])
-    text = np.where(np.isnan(z), "", np.char.mod("%.3f", np.nan_to_num(z)))
-    fig = go.Figure(go.Heatmap(
-        z=z, x=labels, y=labels, text=text, texttemplate="%{text}", colorscale="RdBu", zmin=0.0, zmax=1.0, zmid=0.5,
-        hoverongaps=False, colorbar={"title": "ROC-AUC"},
-        hovertemplate="trained on %{y}<br>tested on %{x}<br>ROC-AUC %{z:.3f}<extra></extra>",
-    ))
-    fig.update_layout(title=plotly(entry["detector"]), height=120 + 48 * len(labels),
-                      margin=dict(l=10, r=10, t=40, b=10), xaxis_title="tested on", yaxis_title="trained on")
-    fig.update_yaxes(autorange="reversed")
-    return fig
-
-
-st.subheader("Cross-backbone robustness")
-st.caption("Train on one backbone's steps, test on another's (MAADBench Figure 7, left). One room-disjoint split "
-           "over all backbones per seed, so the diagonal is the within-backbone score on the same held-out rooms. "
-           "Computed on request; not stored.")
-if not scorable:
-    st.caption("Needs a slice with anomalous and normal labeled steps.")
-else:
+view_blocks.draw(view.cross_intro(scorable))
+if scorable:
     cross_chosen = st.multiselect("Detectors for the matrix", engine_detectors(), default=RESCORE["cross_detectors"].default,
                                   key="cross_detectors", bind="query-params")
     c1, c2 = st.columns(2)
@@ -182,10 +121,4 @@ else:
             st.session_state["cross_last"] = {"slice": slice_, **result_json(result)}
     cross = st.session_state.get("cross_last")
     if cross and cross.get("slice") == slice_:
-        st.caption(f"{md(cross['corpus'])}, feature set {md(cross['feature_set'])}, seeds {cross['seeds']}.")
-        for note in cross["notes"]:
-            st.info(md(note))
-        for entry in cross["detectors"]:
-            st.plotly_chart(_heatmap(entry), key=f"cross-{entry['detector']}")
-            for note in entry["notes"]:
-                st.caption(md(note))
+        view_blocks.draw(view.cross_result(cross))

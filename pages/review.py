@@ -1,7 +1,7 @@
 """Review: the slice's steps in a chosen order, one at a time, a verdict on each (stored at once).
 
 The URL holds the queue, its seed, the position and the reviewer's name: a link reopens the
-same step of the same queue. Giving a verdict writes it to the store (auditatlas.reviews) and
+same step of the same queue. Giving a verdict writes it to the store (auditatlas.verdicts) and
 opens the next step.
 """
 from __future__ import annotations
@@ -12,14 +12,13 @@ from components.shell import ensure_app_navigation
 
 ensure_app_navigation()
 
-from auditatlas import reviews
-from auditatlas.analyses import review_agreement as review_agreement_analysis
+from auditatlas import verdicts
 from auditatlas.analyses import review_queue
 from auditatlas.errors import AtlasError
 from auditatlas.views import explorer_url
+from auditatlas.views import review_view as view
 from auditatlas.views.pages import REVIEW
-from components import cached, export_button, review_agreement, review_item, step_detail, view_state
-from components.filters import describe
+from components import cached, export_button, review_item, step_detail, view_blocks, view_state
 from components.safe import md
 
 CONTEXT_STEPS = 5  # steps before the reviewed one shown as its run context
@@ -41,11 +40,9 @@ def _from_widget(key: str, name: str, **also) -> None:
     _go(**{name: st.session_state[key]}, **also)
 
 
-st.title("Review")
+st.title(REVIEW.title)
 export_button.draw(REVIEW)
-st.caption(f"Steps of the slice ({md(describe(slice_))}), one at a time. A verdict is stored at once as a label "
-           "process of its own (the newest verdict on a step counts; every earlier one is kept). The queues and the "
-           "agreement figures question the released labels, whatever the label choice in the sidebar.")
+view_blocks.draw(view.intro(slice_))
 
 orders = list(review_queue.ORDERS)
 left, middle, right = st.columns([2, 1, 2])
@@ -121,7 +118,7 @@ def queue_view() -> None:
         note = st.text_area("Note (optional)", key="review_note", height=68)
         st.caption("Keys (outside a text field): A anomaly, N normal, U unsure; ← previous, → skip.")
         buttons = st.columns(3)
-        given = [v for v, column in zip(reviews.VERDICTS, buttons)
+        given = [v for v, column in zip(verdicts.VERDICTS, buttons)
                  if column.form_submit_button(v.capitalize(), key=f"review_{v}", width="stretch", shortcut=KEYS[v])]
     if given:
         # The field's own value: the freshest, even when its change has not reached the URL yet.
@@ -129,10 +126,10 @@ def queue_view() -> None:
         if not reviewer:
             st.warning("Give your name under Reviewer first: every verdict carries its reviewer.")
         else:
-            row = reviews.verdict(str(item["corpus"]), run_id, step_idx, given[0], reviewer, failure_mode=failure_mode,
+            row = verdicts.verdict(str(item["corpus"]), run_id, step_idx, given[0], reviewer, failure_mode=failure_mode,
                                   note=note, queue=order.name, seed=int(values["seed"]) if order.seeded else None)
             try:
-                reviews.append_verdicts(cached.store_root(), [row])
+                verdicts.append_verdicts(cached.store_root(), [row])
             except AtlasError as exc:
                 st.error(md(str(exc)))
             else:
@@ -154,7 +151,7 @@ def review_panel() -> None:
     # Below the queue, whatever it shows: the figures read every verdict (cached per store
     # version, so a verdict given makes them be computed again, and nothing else). The error
     # rate rests on the chosen seed's sample alone (review_agreement: never pooled across seeds).
-    review_agreement.draw(review_agreement_analysis.agreement(cached.query, slice_, int(values["seed"])))
+    view_blocks.draw(view.agreement(cached.query, slice_, int(values["seed"])))
 
 
 review_panel()

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from auditatlas import reviews, store
+from auditatlas import store, verdicts
 
 LABELS = {"k:a": [1, 1, 0, 0, 1, 0, 0, 1, 0, 0], "k:b": [1, 0, 0, 0], "k:c": [None, None]}
 SOURCE = {"k:a": "verifier", "k:b": "annotator", "k:c": None}
@@ -74,11 +74,11 @@ def rows(plan=VERDICTS, queue: str = "doubt", revise: bool = True, seed: int | N
     found = []
     for reviewer, hour, run_id, idx, letters in plan:
         for minute, (i, letter) in enumerate(zip(idx, letters)):
-            found.append(reviews.verdict("k", run_id, i, V[letter], reviewer, queue=queue, seed=seed,
+            found.append(verdicts.verdict("k", run_id, i, V[letter], reviewer, queue=queue, seed=seed,
                                          reviewed_at=f"2026-01-01T{hour:02d}:{minute:02d}:00+00:00"))
     if revise:
         reviewer, run_id, i, letter, at = REVISION
-        found.append(reviews.verdict("k", run_id, i, V[letter], reviewer, queue=queue, reviewed_at=at))
+        found.append(verdicts.verdict("k", run_id, i, V[letter], reviewer, queue=queue, reviewed_at=at))
     return found
 
 

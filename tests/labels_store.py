@@ -42,7 +42,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from auditatlas import reviews, store
+from auditatlas import store, verdicts
 
 ACTIONS = {"t:a": "AABB", "t:b": "AABB", "t:c": "ABB"}
 LABELS = {"t:a": [0, 1, 1, 0], "t:b": [0, 0, 0, 1], "t:c": [1, 0, 0]}
@@ -74,12 +74,12 @@ def build(root: Path) -> Path:
 
 
 def verdict_rows() -> list[dict]:
-    return [reviews.verdict("t", run, step, value, "rev", reviewed_at=f"2026-01-01T10:{minute:02d}:00+00:00")
+    return [verdicts.verdict("t", run, step, value, "rev", reviewed_at=f"2026-01-01T10:{minute:02d}:00+00:00")
             for run, step, value, minute in VERDICTS]
 
 
 def build_reviewed(root: Path) -> Path:
     """:func:`build` plus :func:`verdict_rows`, written through the reviews writer."""
     build(root)
-    reviews.append_verdicts(root, verdict_rows())
+    verdicts.append_verdicts(root, verdict_rows())
     return root

@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
 
+from auditatlas.analyses.board_detection import LIVE_BOARD, POST_BOARD
 from auditatlas.analyses.run_detection import (
-    LIVE_ENTRANTS,
-    POST_ENTRANTS,
     cv_scores,
     cv_seed_scores,
     detection_entrants,
@@ -26,6 +25,7 @@ from auditatlas.stats import roc_auc
 from auditatlas.store import write_source
 from queries import runner
 
+POST_ENTRANTS, LIVE_ENTRANTS = POST_BOARD.entrants, LIVE_BOARD.entrants
 POST_NAMES = tuple(e.name for e in POST_ENTRANTS)
 LIVE_NAMES = tuple(e.name for e in LIVE_ENTRANTS)
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -341,16 +341,16 @@ def test_random_scores_are_seeded_uniforms():
 
 def test_undefined_on_one_outcome_or_too_few_runs(toy, synth):
     with pytest.raises(UndefinedMetric, match=r"all \d+ runs failed"):
-        detection_entrants(runner(synth), "synth", slice={"outcome": ["failure"]})
+        detection_entrants(runner(synth), "synth", entrants=POST_ENTRANTS, slice={"outcome": ["failure"]})
     # The toy corpus has 1 failed and 2 succeeded runs: too few for 5-fold CV.
     with pytest.raises(UndefinedMetric, match="at least 5 failed and 5 succeeded"):
-        detection_entrants(runner(toy), "toy")
+        detection_entrants(runner(toy), "toy", entrants=POST_ENTRANTS)
     with pytest.raises(UndefinedMetric):
         cv_scores(np.ones((10, 2)), np.zeros(10, dtype=int))
 
 
 def test_post_entrants_score_every_run(synth):
-    entrants = detection_entrants(runner(synth), "synth")
+    entrants = detection_entrants(runner(synth), "synth", entrants=POST_ENTRANTS)
     # Board entrants first, then the prediction sets; a clashing set_id is renamed, not lost.
     assert tuple(entrants) == POST_NAMES + ("random (prediction set)", "synth:oracle")
     ids = entrants["random"].run_ids
@@ -363,7 +363,7 @@ def test_post_entrants_score_every_run(synth):
     assert roc_auc(entrants["size (flat)"].y, entrants["size (flat)"].scores) > 0.7
     # The oracle's last-step hit is the run's max only over the whole run.
     assert roc_auc(entrants["synth:oracle"].y, entrants["synth:oracle"].scores) == 1.0
-    half = detection_entrants(runner(synth), "synth", fraction=0.5, seeds=(0,))
+    half = detection_entrants(runner(synth), "synth", entrants=POST_ENTRANTS, fraction=0.5, seeds=(0,))
     assert roc_auc(half["synth:oracle"].y, half["synth:oracle"].scores) == 0.5
 
 
@@ -390,7 +390,7 @@ def test_time_to_detection():
 
 
 def test_live_trajectories(synth):
-    board = live_trajectories(runner(synth), "synth", seeds=(0, 1))
+    board = live_trajectories(runner(synth), "synth", LIVE_ENTRANTS, seeds=(0, 1))
     assert tuple(board) == LIVE_NAMES  # released step scores are off on LIVE by default
     rand = board["random"]
     # One population at every prefix: the random floor does not move.
@@ -400,7 +400,7 @@ def test_live_trajectories(synth):
         assert list(traj.auc) == [0.25, 0.5, 0.75, 1.0], name
         assert all(v is not None and 0 <= v <= 1 for v in traj.auc.values()), name
     # The whole-run column is the POST board on the LIVE population.
-    post = detection_entrants(runner(synth), "synth", min_steps=4, prediction_sets=False, seeds=(0, 1))
+    post = detection_entrants(runner(synth), "synth", entrants=POST_ENTRANTS, min_steps=4, prediction_sets=False, seeds=(0, 1))
     assert board["full"].auc[1.0] == pytest.approx(roc_auc(post["full"].y, post["full"].scores))
 
 
@@ -408,7 +408,7 @@ def test_live_time_to_detection_on_worked_prediction_sets(synth):
     """Hand-worked: the oracle scores 1 only at a failed run's last step, so every proper prefix
     (25/50/75% of >= 4 steps never reaches the last step) scores all runs 0 (AUC 0.5) and the
     whole run separates them (AUC 1.0): it first reaches 0.70 at 100%. The flat 0.5 set never does."""
-    board = live_trajectories(runner(synth), "synth", seeds=(0, 1), prediction_sets=True)
+    board = live_trajectories(runner(synth), "synth", LIVE_ENTRANTS, seeds=(0, 1), prediction_sets=True)
     oracle, flat = board["synth:oracle"], board["random (prediction set)"]
     assert oracle.auc == {0.25: 0.5, 0.5: 0.5, 0.75: 0.5, 1.0: 1.0}
     assert oracle.t2d == 1.0
@@ -432,7 +432,7 @@ def tau_store(tmp_path_factory) -> Path:
 
 
 def test_tau_bench_post_detection(tau_store):
-    entrants = detection_entrants(runner(tau_store), "taubench")
+    entrants = detection_entrants(runner(tau_store), "taubench", entrants=POST_ENTRANTS)
     assert tuple(entrants)[: len(POST_NAMES)] == POST_NAMES
     aucs = {name: roc_auc(e.y, e.scores) for name, e in entrants.items()}
     assert len(entrants["random"].y) == 100
@@ -443,7 +443,7 @@ def test_tau_bench_post_detection(tau_store):
 
 
 def test_tau_bench_live(tau_store):
-    board = live_trajectories(runner(tau_store), "taubench")
+    board = live_trajectories(runner(tau_store), "taubench", LIVE_ENTRANTS)
     for name, traj in board.items():
         assert all(v is not None and np.isfinite(v) for v in traj.auc.values()), (name, traj)
     assert 0.35 <= board["random"].auc[0.25] <= 0.65
@@ -472,7 +472,7 @@ def test_boards_sample_a_fixed_set_of_runs_above_the_cap(synth, monkeypatch):
     assert list(sampled.run_ids) == expected
     assert list(prefix_features(runner(synth), "synth", max_runs=100).run_ids) == sorted(runs)  # under the cap: all
 
-    entrants = detection_entrants(runner(synth), "synth", max_runs=40)
+    entrants = detection_entrants(runner(synth), "synth", entrants=POST_ENTRANTS, max_runs=40)
     assert all(set(e.run_ids) <= set(expected) for e in entrants.values())
     assert sorted(entrants["synth:oracle"].run_ids) == expected  # the set scores every run; kept to the sample
 

@@ -237,7 +237,9 @@ def test_every_detector_scores_planted_anomalies_higher():
 def test_board_entrants_are_declared_in_board_order_on_registry_detectors():
     """The run-level boards' entrants, in the published order (specs/catchbench.md), each scored
     by a detector of this registry; the random floor and the size baseline carry their roles."""
-    from auditatlas.analyses.run_detection import LIVE_ENTRANTS, POST_ENTRANTS
+    from auditatlas.analyses.board_detection import LIVE_BOARD, POST_BOARD
+
+    POST_ENTRANTS, LIVE_ENTRANTS = POST_BOARD.entrants, LIVE_BOARD.entrants
 
     assert [e.name for e in POST_ENTRANTS] == [
         "random", "size (flat)", "pyod-flatten (ECOD)", "auditable (size+deps)", "full"]

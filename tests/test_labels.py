@@ -128,12 +128,12 @@ def test_caption_says_which_labels_and_how_many_steps_were_reviewed(reviewed):
 def test_a_new_verdict_is_read_by_the_next_query(reviewed, tmp_path):
     import shutil
 
-    from auditatlas import reviews
+    from auditatlas import verdicts
 
     root = tmp_path / "copy"
     shutil.copytree(reviewed, root, ignore=shutil.ignore_patterns("derived"))
     assert _rates(root, "reviewed")["A"] == (5, 1, 0, 0.8)
-    reviews.append_verdicts(root, [reviews.verdict("t", "t:b", 0, "anomaly", "rev2")])
+    verdicts.append_verdicts(root, [verdicts.verdict("t", "t:b", 0, "anomaly", "rev2")])
     assert _rates(root, "reviewed")["A"] == (5, 2, 0, 0.6)
     assert _rates(root, "released")["A"] == (5, 2, 0, 0.6)  # b0 released 0, a1 released 1: same counts
 
@@ -243,11 +243,11 @@ def test_without_any_verdict_reviewed_is_released_and_agreed_holds_no_label(tmp_
 
 
 def test_an_orphaned_verdict_changes_no_label(tmp_path):
-    from auditatlas import reviews
+    from auditatlas import verdicts
 
     root = ls.build(tmp_path / "store")
-    reviews.append_verdicts(root, [reviews.verdict("t", "t:a", 9, "anomaly", "rev"),  # t:a has 4 steps
-                                   reviews.verdict("t", "t:gone", 0, "anomaly", "rev")])
+    verdicts.append_verdicts(root, [verdicts.verdict("t", "t:a", 9, "anomaly", "rev"),  # t:a has 4 steps
+                                   verdicts.verdict("t", "t:gone", 0, "anomaly", "rev")])
     assert _rates(root, "reviewed") == _rates(root, "released")
     assert labels_in_use.caption_for(queries.runner(root), _shared("reviewed")) == \
         "Labels: reviewed (0 steps reviewed, 0 changed)."

@@ -15,13 +15,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from auditatlas.analyses.board_pre import BOARD, board_entrants
 from auditatlas.analyses.over_privilege import (
-    ENTRANTS,
     JUDGE_NAME,
     SOURCES,
     PreCapability,
     PreConfig,
-    board_entrants,
     configs_from_frames,
     entrant_from_flags,
     flag_all,
@@ -145,7 +144,7 @@ def golden_board_order() -> list[str]:
 @pytest.fixture(scope="module")
 def rule_flags(release) -> dict[str, dict[str, set[str] | None]]:
     """Each rule run once over the release (the scanners cost ~0.5 ms a config)."""
-    by_name = {e.name: e for e in ENTRANTS}
+    by_name = {e.name: e for e in BOARD.entrants}
     return {name: {c.config_id: by_name[name].scorer(c) for c in release} for name in RULES}
 
 
@@ -177,7 +176,8 @@ def test_release_counts(release):
 
 @needs_release
 def test_registry_is_in_published_board_order(golden_board_order, judge_needed, release):
-    names = [e.name for e in board_entrants({JUDGE_NAME: flags_from_needed(release, judge_needed)})]
+    judge = entrant_from_flags(JUDGE_NAME, flags_from_needed(release, judge_needed), kind="judge")
+    names = [e.name for e in board_entrants([judge])]
     assert names == golden_board_order
 
 

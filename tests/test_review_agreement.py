@@ -11,7 +11,7 @@ import pytest
 
 import agreement_store
 import queries
-from auditatlas import reviews
+from auditatlas import verdicts
 from auditatlas.analyses import review_agreement as ra
 from auditatlas.analyses import review_queue
 from cli_support import run_cli
@@ -32,7 +32,7 @@ def root(built, tmp_path) -> Path:
 def reviewed(built, tmp_path_factory) -> Path:
     """The store with agreement_store's verdicts (read-only)."""
     root = Path(shutil.copytree(built, tmp_path_factory.mktemp("reviewed") / "store"))
-    reviews.append_verdicts(root, agreement_store.rows())
+    verdicts.append_verdicts(root, agreement_store.rows())
     return root
 
 
@@ -119,9 +119,9 @@ def _random_plan(letters: str) -> list[tuple]:
 
 def test_error_rate_counts_random_order_verdicts_only(root):
     released = "AANNANNANN"  # k:a's released labels: every random-order verdict agrees
-    reviews.append_verdicts(root, agreement_store.rows(_random_plan(released), queue="random", revise=False, seed=0))
+    verdicts.append_verdicts(root, agreement_store.rows(_random_plan(released), queue="random", revise=False, seed=0))
     # Doubt-order verdicts that all disagree, later: not a uniform sample, so they do not count.
-    reviews.append_verdicts(root, agreement_store.rows([("fay", 15, "k:a", range(10), "NNAANAANAA")], revise=False))
+    verdicts.append_verdicts(root, agreement_store.rows([("fay", 15, "k:a", range(10), "NNAANAANAA")], revise=False))
     (rate,) = _agreement(root).error_rates
     assert (rate.seed, rate.scope, rate.decided, rate.disagreements, rate.unsure, rate.rate) == (
         0, "all label processes", 10, 0, 0, 0)
@@ -130,7 +130,7 @@ def test_error_rate_counts_random_order_verdicts_only(root):
 
 def test_error_rate_five_of_ten_with_an_unsure_left_out(root):
     # k:a released A A N N A N N A N N; eve disagrees on steps 0-4 and agrees on 5-9.
-    reviews.append_verdicts(root, agreement_store.rows(_random_plan("NNAANNNANN"), queue="random", revise=False, seed=0)
+    verdicts.append_verdicts(root, agreement_store.rows(_random_plan("NNAANNNANN"), queue="random", revise=False, seed=0)
                             + agreement_store.rows([("eve", 14, "k:b", [1], "U")], queue="random", revise=False, seed=0))
     rates = {r.scope: r for r in _agreement(root).error_rates}
     assert sorted(rates) == ["all label processes", "annotator", "verifier"]
@@ -151,7 +151,7 @@ def test_error_rate_is_estimated_per_seed_and_a_step_counts_once(root):
     seed 1, fay at 15:00-15:04 on steps 2-6: N A A N N -> step 3 disagrees -> 1 of 5.
     Pooled (latest per step over both): 0 A, 1 A, 2 N, 3 A, 4 A, 5 N, 6 N -> 1 of 7 (step 3):
     neither seed's figure."""
-    reviews.append_verdicts(
+    verdicts.append_verdicts(
         root, agreement_store.rows([("eve", 14, "k:a", range(4), "NAAN")], queue="random", revise=False, seed=0)
         + agreement_store.rows([("fay", 15, "k:a", range(2, 7), "NAANN")], queue="random", revise=False, seed=1)
         + agreement_store.rows([("eve", 16, "k:a", [0], "A")], queue="random", revise=False, seed=0))
@@ -167,7 +167,7 @@ def test_error_rate_is_estimated_per_seed_and_a_step_counts_once(root):
 
 
 def test_a_random_order_verdict_without_a_seed_is_in_no_sample(root):
-    reviews.append_verdicts(root, agreement_store.rows(_random_plan("NNAANNNANN"), queue="random", revise=False))
+    verdicts.append_verdicts(root, agreement_store.rows(_random_plan("NNAANNNANN"), queue="random", revise=False))
     result = _agreement(root)
     assert result.error_rates == []
     assert "10 random-order verdict(s) carry no seed, so they belong to no sample and are left out of the error rate." \
@@ -175,7 +175,7 @@ def test_a_random_order_verdict_without_a_seed_is_in_no_sample(root):
 
 
 def test_orphaned_verdicts_are_counted_and_left_out(root):
-    reviews.append_verdicts(root, [reviews.verdict("k", "k:gone", 3, "anomaly", "ann", queue="random")])
+    verdicts.append_verdicts(root, [verdicts.verdict("k", "k:gone", 3, "anomaly", "ann", queue="random")])
     result = _agreement(root)
     assert result.error_rates == [] and result.release == []
     assert any(n.startswith("1 verdict(s) in the store are on steps it no longer holds") for n in result.notes)

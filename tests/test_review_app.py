@@ -58,11 +58,11 @@ def test_the_random_order_says_it_alone_estimates_an_error_rate(root, monkeypatc
 def test_the_agreement_section_shows_kappa_and_says_what_is_missing(tmp_path, monkeypatch):
     """Below the queue (here: the judges order, empty on this store, saying why in one sentence)."""
     import agreement_store
-    from auditatlas import reviews
+    from auditatlas import verdicts
 
     monkeypatch.setattr("components.shell.ensure_app_navigation", lambda: None)
     store = agreement_store.build(tmp_path / "agreement")
-    reviews.append_verdicts(store, agreement_store.rows())
+    verdicts.append_verdicts(store, agreement_store.rows())
     at = open_page(store, monkeypatch, "pages/review.py", queue="judges")
     texts = _plain(page_texts(at))
     assert "The store holds no Who&When corpus" in texts

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import queries
 import review_store
-from auditatlas import reviews, store
+from auditatlas import store, verdicts
 
 EARLIER = 3
 
@@ -23,8 +23,8 @@ EARLIER = 3
 def _reviewer(root: str, ids, paused) -> None:
     """Three whole writes, then a fourth that stops half way through writing the manifest."""
     for i in range(EARLIER):
-        row = reviews.verdict("r", "r:a", i, "anomaly", "ann")
-        reviews.append_verdicts(root, [row])
+        row = verdicts.verdict("r", "r:a", i, "anomaly", "ann")
+        verdicts.append_verdicts(root, [row])
         ids.put(row["verdict_id"])
 
     def half_then_stop(at: Path, manifest: dict) -> None:
@@ -40,7 +40,7 @@ def _reviewer(root: str, ids, paused) -> None:
         time.sleep(60)  # the kill comes here
 
     store._write_manifest = half_then_stop
-    reviews.append_verdicts(root, [reviews.verdict("r", "r:a", 3, "normal", "ann")])
+    verdicts.append_verdicts(root, [verdicts.verdict("r", "r:a", 3, "normal", "ann")])
 
 
 def test_kill_9_mid_write_keeps_every_earlier_verdict(tmp_path):
@@ -68,7 +68,7 @@ def test_kill_9_mid_write_keeps_every_earlier_verdict(tmp_path):
 
     # The kernel released the dead writer's lock: the next write takes it, clears the leftovers
     # and keeps everything.
-    reviews.append_verdicts(root, [reviews.verdict("r", "r:a", 3, "unsure", "bob")])
+    verdicts.append_verdicts(root, [verdicts.verdict("r", "r:a", 3, "unsure", "bob")])
     history = queries.run("review_history", root=root)
     assert len(history) == EARLIER + 1 and set(earlier) <= set(history["verdict_id"])
     assert not any(p.name.startswith(".manifest-") for p in root.iterdir())

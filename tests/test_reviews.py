@@ -17,7 +17,7 @@ import pytest
 
 import queries
 import review_store
-from auditatlas import reviews, store
+from auditatlas import store, verdicts
 from auditatlas.analyses import review_queue
 from cli_support import run_cli
 
@@ -35,7 +35,7 @@ def root(built, tmp_path) -> Path:
 
 
 def _verdict(value: str, reviewer: str = "ann", step: int = 1, at: str | None = None, **kw) -> dict:
-    return reviews.verdict("r", "r:a", step, value, reviewer, reviewed_at=at, **kw)
+    return verdicts.verdict("r", "r:a", step, value, reviewer, reviewed_at=at, **kw)
 
 
 def _history(root: Path):
@@ -50,9 +50,9 @@ def _latest(root: Path):
 
 
 def test_latest_verdict_counts_and_history_is_kept(root):
-    reviews.append_verdicts(root, [_verdict("anomaly", "ann", at="2026-01-01T10:00:00+00:00")])
-    reviews.append_verdicts(root, [_verdict("normal", "bob", at="2026-01-01T11:00:00+00:00", note="looked again")])
-    reviews.append_verdicts(root, [_verdict("unsure", "ann", step=2, at="2026-01-01T09:00:00+00:00")])
+    verdicts.append_verdicts(root, [_verdict("anomaly", "ann", at="2026-01-01T10:00:00+00:00")])
+    verdicts.append_verdicts(root, [_verdict("normal", "bob", at="2026-01-01T11:00:00+00:00", note="looked again")])
+    verdicts.append_verdicts(root, [_verdict("unsure", "ann", step=2, at="2026-01-01T09:00:00+00:00")])
     history = _history(root)
     assert list(history["verdict"]) == ["unsure", "anomaly", "normal"]  # oldest first
     latest = _latest(root)
@@ -66,15 +66,15 @@ def test_latest_verdict_counts_and_history_is_kept(root):
 
 def test_an_older_verdict_given_later_does_not_win(root):
     """Latest means latest reviewed_at, not last written (an imported history may come late)."""
-    reviews.append_verdicts(root, [_verdict("anomaly", at="2026-01-02T00:00:00Z")])
-    reviews.append_verdicts(root, [_verdict("normal", at="2026-01-01T00:00:00Z")])
+    verdicts.append_verdicts(root, [_verdict("anomaly", at="2026-01-02T00:00:00Z")])
+    verdicts.append_verdicts(root, [_verdict("normal", at="2026-01-01T00:00:00Z")])
     assert _latest(root).loc[("r:a", 1), "verdict"] == "anomaly"
 
 
 def test_parts_are_appended_then_merged_with_every_row_kept(root):
     for i in range(5):
-        reviews.append_verdicts(root, [_verdict("anomaly", step=i % 4)], compact_at=3)
-    entry = store.read_manifest(root)["sources"][reviews.REVIEWS_SOURCE]
+        verdicts.append_verdicts(root, [_verdict("anomaly", step=i % 4)], compact_at=3)
+    entry = store.read_manifest(root)["sources"][verdicts.REVIEWS_SOURCE]
     parts = sorted((root / entry["dir"] / "verdicts").glob("part-*.parquet"))
     # writes 1-3 add a part each; write 4 finds 3 and merges them (plus its own): 2; write 5: 3
     assert len(parts) == 3
@@ -83,22 +83,22 @@ def test_parts_are_appended_then_merged_with_every_row_kept(root):
 
 def test_a_verdict_id_held_already_is_not_added_again(root):
     row = _verdict("anomaly")
-    reviews.append_verdicts(root, [row])
-    entry = reviews.append_verdicts(root, [row, _verdict("normal", step=0)])
+    verdicts.append_verdicts(root, [row])
+    entry = verdicts.append_verdicts(root, [row, _verdict("normal", step=0)])
     assert entry["added"] == 1 and len(_history(root)) == 2
     twice = _verdict("unsure", step=2)
-    assert reviews.append_verdicts(root, [twice, twice])["added"] == 1 and len(_history(root)) == 3
+    assert verdicts.append_verdicts(root, [twice, twice])["added"] == 1 and len(_history(root)) == 3
 
 
 def test_a_bad_verdict_writes_nothing(root):
     before = (root / store.MANIFEST).read_bytes()
-    with pytest.raises(reviews.BadVerdict, match="verdict 2: verdict 'maybe' is not one of anomaly, normal, unsure"):
-        reviews.append_verdicts(root, [_verdict("anomaly"), _verdict("maybe")])
+    with pytest.raises(verdicts.BadVerdict, match="verdict 2: verdict 'maybe' is not one of anomaly, normal, unsure"):
+        verdicts.append_verdicts(root, [_verdict("anomaly"), _verdict("maybe")])
     assert (root / store.MANIFEST).read_bytes() == before
 
 
 def test_a_write_failing_midway_leaves_the_store_unchanged(root, monkeypatch):
-    reviews.append_verdicts(root, [_verdict("anomaly")])
+    verdicts.append_verdicts(root, [_verdict("anomaly")])
     before = (root / store.MANIFEST).read_bytes()
 
     def broken(*args, **kwargs):
@@ -106,7 +106,7 @@ def test_a_write_failing_midway_leaves_the_store_unchanged(root, monkeypatch):
 
     monkeypatch.setattr(store, "_write_manifest", broken)  # the last step of a write: the commit
     with pytest.raises(OSError):
-        reviews.append_verdicts(root, [_verdict("normal")])
+        verdicts.append_verdicts(root, [_verdict("normal")])
     monkeypatch.undo()
     assert (root / store.MANIFEST).read_bytes() == before
     assert list(_history(root)["verdict"]) == ["anomaly"]
@@ -117,7 +117,7 @@ def test_a_write_failing_midway_leaves_the_store_unchanged(root, monkeypatch):
 def _reviewer(root: str, name: str, count: int, start) -> None:
     start.wait()
     for i in range(count):
-        reviews.append_verdicts(root, [reviews.verdict("r", "r:b", i % 4, "anomaly", name)])
+        verdicts.append_verdicts(root, [verdicts.verdict("r", "r:b", i % 4, "anomaly", name)])
 
 
 def test_two_reviewers_writing_at_once_lose_nothing(root):
@@ -137,7 +137,7 @@ def test_two_reviewers_writing_at_once_lose_nothing(root):
 
 
 def test_a_verdict_on_a_step_a_reingest_dropped_is_kept_as_orphaned(root):
-    reviews.append_verdicts(root, [_verdict("anomaly", step=3)])
+    verdicts.append_verdicts(root, [_verdict("anomaly", step=3)])
     runs = [{"run_id": "r:a", "corpus": "r", "backbone": "X", "outcome": "failure", "n_steps": 3}]
     steps = [{"run_id": "r:a", "corpus": "r", "step_idx": i, "label": 0} for i in range(3)]
     store.write_source(root, "traces", {"runs": runs, "steps": steps})
@@ -157,9 +157,9 @@ def test_a_store_written_before_the_verdicts_table_reads_as_holding_none(root):
 
 
 def test_export_then_ingest_round_trip(root, built, tmp_path):
-    reviews.append_verdicts(root, [_verdict("anomaly", note='says "x", then\na line', failure_mode="wrong tool",
+    verdicts.append_verdicts(root, [_verdict("anomaly", note='says "x", then\na line', failure_mode="wrong tool",
                                             at="2026-01-01T10:00:00Z", queue="doubt")])
-    reviews.append_verdicts(root, [_verdict("normal", "bob", step=0, at="2026-01-01T11:00:00Z", queue="random",
+    verdicts.append_verdicts(root, [_verdict("normal", "bob", step=0, at="2026-01-01T11:00:00Z", queue="random",
                                             seed=7)])
     other = Path(shutil.copytree(built, tmp_path / "other"))
     for name in ("verdicts.csv", "verdicts.parquet"):
@@ -265,8 +265,8 @@ def test_a_verdict_does_not_change_the_derived_tables_key(root):
         return derived.cache_key(views.manifest_bytes(store.read_manifest(root)), template.text)
 
     before = key()
-    reviews.append_verdicts(root, [_verdict("anomaly")])
-    reviews.append_verdicts(root, [_verdict("normal")])  # the first reviews folder is now retired
+    verdicts.append_verdicts(root, [_verdict("anomaly")])
+    verdicts.append_verdicts(root, [_verdict("normal")])  # the first reviews folder is now retired
     assert key() == before
     store.remove_source(root, "sets")
     assert key() != before

@@ -19,7 +19,7 @@ from streamlit.testing.v1 import AppTest
 import queries
 import review_store
 from app_support import page_texts
-from auditatlas import store, tours
+from auditatlas import store, store_appends, tours
 from auditatlas.export import export_view
 from cli_support import run_cli
 from components.safe import md
@@ -103,7 +103,7 @@ def test_a_tour_that_cannot_be_saved_says_why_and_writes_nothing(root):
 
 
 def test_many_saves_are_merged_into_one_part_and_keep_every_version(root, monkeypatch):
-    monkeypatch.setattr(tours, "COMPACT_AT", 3)
+    monkeypatch.setattr(store_appends, "COMPACT_AT", 3)
     for i in range(5):
         tours.save(root, tours.Tour("t").add("/boards", f"version {i}"))
     folder = root / store.read_manifest(root)["sources"]["tours"]["dir"] / "tours"

@@ -181,3 +181,20 @@ def test_every_page_module_is_declared_and_every_declaration_has_its_module():
     declared = {p.script for p in PAGES}
     on_disk = {f"pages/{f.name}" for f in (REPO / "pages").glob("*.py")}
     assert declared == on_disk
+
+
+@pytest.mark.parametrize("shown, root", [
+    ("http://localhost:8501/search?q=timeout&page=2", "http://localhost:8501"),
+    ("http://localhost:8501/explorer?run=a", "http://localhost:8501"),
+    ("http://localhost:8501/", "http://localhost:8501"),
+    ("http://localhost:8501", "http://localhost:8501"),
+    ("https://host.example:9/atlas/patterns?run=r&step=1", "https://host.example:9/atlas"),
+    ("https://host.example:9/atlas/", "https://host.example:9/atlas"),
+])
+def test_a_link_into_the_explorer_starts_at_the_app_root_whatever_page_writes_it(shown, root):
+    """A search hit's link once went to /search/explorer (a blank page): the page's own path is
+    never part of another page's link."""
+    from components.explorer_links import page_base
+
+    assert page_base(shown) == root + "/explorer"
+    assert page_base(None) == "/explorer"

@@ -1,9 +1,10 @@
 """POST detection and LIVE boards: can a run's failure be told from its trace (or a prefix)?
 
-Entrants and scoring live in ``auditatlas.analyses.run_detection`` (its ordered entrant lists,
-feature groups, 5x5 CV, ECOD, and run-level aggregates of step prediction sets); this module
-turns them into boards: ROC-AUC rows, the random floor, the item count, and paired DeLong
-contrasts in declared contrast families, whose members are chosen by role and kind.
+Each board declares its entrants in board order (``POST_BOARD.entrants``, ``LIVE_BOARD.entrants``
+below); scoring lives in ``auditatlas.analyses.run_detection`` (feature groups, 5x5 CV, ECOD,
+and run-level aggregates of step prediction sets). This module turns them into boards: ROC-AUC
+rows, the random floor, the item count, and paired DeLong contrasts in declared contrast
+families, whose members are chosen by role and kind.
 """
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ from . import Query
 from . import board_intervals as ci
 from . import run_detection as detection
 from .board_seeds import seed_group, seed_of
-from .board_types import Board, BoardResult, BoardRow, ContrastFamily, Task, contrasts_for
+from .board_types import LEADER, Board, BoardResult, BoardRow, ContrastFamily, Task, contrasts_for
 from .entrant import Entrant
+from .run_detection import RunScorer
 
 PREFIXES = detection.LIVE_FRACTIONS
 LIVE_MIN_STEPS = 4  # the published LIVE population: runs of at least 4 steps
@@ -40,25 +42,25 @@ def _sample_notes(query: Query, corpus: str, slice_: dict | None, min_steps: int
 
 
 def _delong(fam: ContrastFamily, a: BoardRow, b: BoardRow) -> Contrast:
-    y = a.items["y"]
-    if not np.array_equal(a.items["run_ids"], b.items["run_ids"]):
-        # Different populations cannot be paired; say so instead of testing.
+    """Paired DeLong on the runs both rows score (a re-scored set scores its test runs only;
+    both rows' items are in run id order). Not a test where those runs hold one outcome."""
+    ids_a, ids_b = a.items["run_ids"], b.items["run_ids"]
+    if np.array_equal(ids_a, ids_b):
+        y, sa, sb, how = a.items["y"], a.items["score"], b.items["score"], "paired DeLong"
+    else:
+        _, ia, ib = np.intersect1d(ids_a, ids_b, assume_unique=True, return_indices=True)
+        y, sa, sb = a.items["y"][ia], a.items["score"][ia], b.items["score"][ib]
+        how = f"paired DeLong on the {len(ia):,} runs both score"
+    try:
+        res = delong_paired(y, sa, sb)
+    except UndefinedMetric as exc:
         return Contrast(fam.name, a.entrant, b.entrant, np.nan, np.nan, np.nan, np.nan, np.nan, np.nan,
-                        "not paired: different runs")
-    res = delong_paired(y, a.items["score"], b.items["score"])
+                        f"not paired: {exc}")
     return Contrast(fam.name, a.entrant, b.entrant, res.auc_a, res.auc_b, res.diff, res.ci95[0], res.ci95[1], res.p,
-                    "paired DeLong")
+                    how)
 
 
 TESTS = {"delong": _delong}
-
-
-def _declared(board: str) -> dict[str, Entrant]:
-    return {e.name: e for e in detection.BOARD_ENTRANTS[board]}
-
-
-def _floor(board: str) -> str:
-    return next(e.name for e in detection.BOARD_ENTRANTS[board] if e.role == "floor")
 
 
 def _row(entrant: Entrant, scores: detection.RunScores, metrics: dict) -> BoardRow:
@@ -67,9 +69,9 @@ def _row(entrant: Entrant, scores: detection.RunScores, metrics: dict) -> BoardR
     return BoardRow(entrant.name, metrics, items, n_items=len(scores.y), role=entrant.role, kind=entrant.kind)
 
 
-def _entrant(declared: dict[str, Entrant], name: str) -> Entrant:
-    """The declared entrant called ``name``; any other name is a stored prediction set."""
-    return declared.get(name) or detection.set_entrant(name)
+def _entrant(board: Board, name: str) -> Entrant:
+    """The board's declared entrant called ``name``; any other name is a stored prediction set."""
+    return board.entrant(name) or detection.set_entrant(name)
 
 
 def _auc_interval(scores: detection.RunScores) -> dict[str, list[float]]:
@@ -91,6 +93,9 @@ POST_CONTRAST_FAMILIES = (
                    short="vs random"),
     ContrastFamily("structure beyond size", "roc_auc", "delong", against="baseline", members=("entrant",),
                    kinds=("structure",), short="beyond size"),
+    # Who wins: every contender against the best ROC-AUC among them.
+    ContrastFamily("ROC-AUC vs the leader", "roc_auc", "delong", against=LEADER, members=("baseline", "entrant", "extra"),
+                   short="vs leader"),
 )
 
 
@@ -109,9 +114,9 @@ def _seeds(query: Query, corpus: str, rows: list[BoardRow]) -> None:
 
 
 def compute_post(query: Query, corpus: str, slice_: dict | None = None) -> BoardResult:
-    entrants = detection.detection_entrants(query, corpus, slice_, 1.0, 1, board="post", max_runs=BOARD_MAX_RUNS)
-    declared = _declared("post")
-    rows = [_row(_entrant(declared, name), e, {"roc_auc": _cell_auc(e)}) for name, e in entrants.items()]
+    entrants = detection.detection_entrants(query, corpus, slice_, 1.0, 1, entrants=POST_BOARD.entrants,
+                                            max_runs=BOARD_MAX_RUNS)
+    rows = [_row(_entrant(POST_BOARD, name), e, {"roc_auc": _cell_auc(e)}) for name, e in entrants.items()]
     for row, e in zip(rows, entrants.values()):
         row.intervals = _auc_interval(e)
     _seeds(query, corpus, rows)
@@ -119,9 +124,10 @@ def compute_post(query: Query, corpus: str, slice_: dict | None = None) -> Board
     notes = [f"{len(first.y)} runs ({int(first.y.sum())} failed); supervised entrants: 5-fold stratified CV averaged over 5 seeds."]
     notes += _sample_notes(query, corpus, slice_, 1, len(first.y))
     contrasts = contrasts_for(rows, POST_CONTRAST_FAMILIES, TESTS)
-    return BoardResult("post-detection", "POST detection (run-level ROC-AUC)", "POST", corpus, ("roc_auc",), _floor("post"),
+    return BoardResult("post-detection", "POST detection (run-level ROC-AUC)", "POST", corpus, ("roc_auc",), POST_BOARD.floor,
                        len(first.y), "runs with an outcome", rows, contrasts, notes,
                        primary_metric="roc_auc", primary_contrast_family=POST_CONTRAST_FAMILIES[0].name,
+                       leader_family=POST_CONTRAST_FAMILIES[-1].name,
                        family_labels={f.name: f.label for f in POST_CONTRAST_FAMILIES},
                        interval_methods={"roc_auc": ci.DELONG})
 
@@ -134,22 +140,23 @@ LIVE_METRICS = tuple(_prefix_key(f) for f in PREFIXES) + ("t2d",)
 LIVE_CONTRAST_FAMILIES = (
     ContrastFamily("earliest prefix (25%) vs size (flat)", "auc@25", "delong", against="baseline",
                    members=("entrant", "extra"), short="25% vs size"),
+    ContrastFamily("25% vs the leader", "auc@25", "delong", against=LEADER, members=("baseline", "entrant", "extra"),
+                   short="vs leader"),
 )
 
 
 def compute_live(query: Query, corpus: str, slice_: dict | None = None) -> BoardResult:
-    per_prefix = {f: detection.detection_entrants(query, corpus, slice_, f, LIVE_MIN_STEPS, board="live",
+    per_prefix = {f: detection.detection_entrants(query, corpus, slice_, f, LIVE_MIN_STEPS, entrants=LIVE_BOARD.entrants,
                                                   prediction_sets=False, max_runs=BOARD_MAX_RUNS)
                   for f in PREFIXES}
     names = list(per_prefix[PREFIXES[0]])
-    declared = _declared("live")
     rows = []
     for name in names:
         aucs = {f: (_cell_auc(per_prefix[f][name]) if name in per_prefix[f] else None) for f in PREFIXES}
         t2d = detection.time_to_detection(aucs)
         metrics = {_prefix_key(f): aucs[f] for f in PREFIXES}
         metrics["t2d"] = None if t2d is None else float(round(t2d * 100))
-        row = _row(_entrant(declared, name), per_prefix[PREFIXES[0]][name], metrics)
+        row = _row(_entrant(LIVE_BOARD, name), per_prefix[PREFIXES[0]][name], metrics)
         # Each prefix's ROC-AUC rests on that prefix's scores (t2d is a threshold crossing: no interval).
         for f in PREFIXES:
             got = _auc_interval(per_prefix[f][name]) if name in per_prefix[f] else {}
@@ -158,16 +165,17 @@ def compute_live(query: Query, corpus: str, slice_: dict | None = None) -> Board
         rows.append(row)
     # Contrasts at the earliest prefix: the early-warning question.
     contrasts = contrasts_for(rows, LIVE_CONTRAST_FAMILIES, TESTS)
-    first = per_prefix[PREFIXES[0]][_floor("live")]
+    first = per_prefix[PREFIXES[0]][LIVE_BOARD.floor]
     notes = [f"{len(first.y)} runs of at least {LIVE_MIN_STEPS} steps ({int(first.y.sum())} failed); prefixes "
              f"{', '.join(f'{f:.0%}' for f in PREFIXES)} of each run's steps; t2d = earliest prefix with ROC-AUC >= 0.70 "
              "(blank: never).",
              "A prefix is a fraction of the finished run (the published protocol), so its length still reveals the "
              "final length: size entrants can score early for that reason alone."]
     notes += _sample_notes(query, corpus, slice_, LIVE_MIN_STEPS, len(first.y))
-    return BoardResult("live", "LIVE streaming early warning (ROC-AUC by prefix)", "LIVE", corpus, LIVE_METRICS, _floor("live"),
+    return BoardResult("live", "LIVE streaming early warning (ROC-AUC by prefix)", "LIVE", corpus, LIVE_METRICS, LIVE_BOARD.floor,
                        len(first.y), "runs", rows, contrasts, notes,
                        primary_metric="auc@25", primary_contrast_family=LIVE_CONTRAST_FAMILIES[0].name,
+                       leader_family=LIVE_CONTRAST_FAMILIES[-1].name,
                        family_labels={f.name: f.label for f in LIVE_CONTRAST_FAMILIES},
                        interval_methods={**{_prefix_key(f): ci.DELONG for f in PREFIXES},
                                          "t2d": "none (the first prefix crossing 0.70, not an estimate with an interval)"})
@@ -180,7 +188,28 @@ def corpora(query: Query) -> list[str]:
     return query("detection_corpora")["corpus"].tolist()
 
 
-POST_BOARD = Board("post-detection", "POST detection", Task("POST", "run", None), ("roc_auc",), _floor("post"),
-                   "runs with an outcome", compute_post, corpora, needs=BOTH_OUTCOMES)
-LIVE_BOARD = Board("live", "LIVE streaming", Task("LIVE", "run", None), LIVE_METRICS, _floor("live"), "runs", compute_live,
-                   corpora, needs=BOTH_OUTCOMES)
+# The entrants, in the published boards' order; each names its role, kind and the registry
+# detector and run features that score it. Adding an entrant is one line in its board's tuple.
+RANDOM = Entrant("random", "floor", "random", RunScorer("random", "size"))
+SIZE = Entrant("size (flat)", "baseline", "size", RunScorer("logreg", "size"))
+# Supervised entrants that read the dependency structure: "structure beyond size" contrasts them.
+SIZE_DEPS = Entrant("auditable (size+deps)", "entrant", "structure", RunScorer("logreg", "size+deps"))
+FULL = Entrant("full", "entrant", "structure", RunScorer("logreg", "full"))
+
+POST_BOARD = Board("post-detection", "POST detection", Task("POST", "run", None), ("roc_auc",), "runs with an outcome",
+                   compute_post, corpora, needs=BOTH_OUTCOMES, entrants=(
+                       RANDOM,
+                       SIZE,
+                       Entrant("pyod-flatten (ECOD)", "entrant", "outlier detector", RunScorer("ecod", "size")),
+                       SIZE_DEPS,
+                       FULL,
+                   ))
+LIVE_BOARD = Board("live", "LIVE streaming", Task("LIVE", "run", None), LIVE_METRICS, "runs", compute_live, corpora,
+                   needs=BOTH_OUTCOMES, entrants=(
+                       RANDOM,
+                       SIZE,
+                       SIZE_DEPS,
+                       FULL,
+                       Entrant("pyod (ECOD)", "entrant", "outlier detector", RunScorer("ecod", "size")),
+                       Entrant("dep-span (online)", "entrant", "online score", RunScorer("dep-span", ("mean_span",))),
+                   ))

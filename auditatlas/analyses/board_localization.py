@@ -21,14 +21,10 @@ from ..stats import Contrast, mcnemar_exact, paired_mean_bootstrap, wilcoxon_pai
 from . import Query
 from . import board_intervals as ci
 from .board_seeds import Coverage, seed_group, seed_of
-from .board_types import Board, BoardResult, BoardRow, ContrastFamily, Task, contrasts_for
+from .board_types import LEADER, Board, BoardResult, BoardRow, ContrastFamily, Task, contrasts_for
 from .entrant import Entrant
 
 METRICS = ("top1", "top3", "mrr")
-# The entrants this board computes itself, in board order; stored step-level sets follow them.
-RANDOM = Entrant("random", "floor", "random")
-POSITION = Entrant("position", "baseline", "position")
-RANDOM_EXPECTATION = Entrant("random (analytic expectation)", "extra", "expectation")
 RANDOM_SEEDS = range(5)
 # Protocols whose judge returns one step, not a ranking: only a hit on that step counts, so
 # Top-1 = Top-3 = MRR = hit rate (specs/catchbench.md); a miss or an abstention ranks nowhere.
@@ -60,27 +56,33 @@ def random_ranks(n_steps: np.ndarray, truth: np.ndarray, seed: int) -> np.ndarra
     return ranks
 
 
-def random_entrant(n_steps: np.ndarray, truth: np.ndarray) -> BoardRow:
+# A computed entrant's scorer: the runs' lengths and truth steps -> its metrics, per-run values
+# (None: no per-run values, so no contrast) and its note.
+def random_scores(n_steps: np.ndarray, truth: np.ndarray) -> tuple[dict, dict | None, str]:
     per_seed = [random_ranks(n_steps, truth, s) for s in RANDOM_SEEDS]
     metrics = {m: float(np.mean([_metrics_from_ranks(r)[m] for r in per_seed])) for m in METRICS}
     items = {k: np.mean([_items_from_ranks(r)[k] for r in per_seed], axis=0) for k in ("hit1", "hit3", "rr")}
-    return BoardRow(RANDOM.name, metrics, items, n_items=len(truth), role=RANDOM.role, kind=RANDOM.kind,
-                    note="published procedure: pooled RandomState(seed).rand draws, seeds 0-4, averaged")
+    return metrics, items, "published procedure: pooled RandomState(seed).rand draws, seeds 0-4, averaged"
 
 
-def random_expectation(n_steps: np.ndarray) -> BoardRow:
+def expectation_scores(n_steps: np.ndarray, truth: np.ndarray) -> tuple[dict, dict | None, str]:
     """The analytic expectation of a uniform random ranking (an extra row, not the floor)."""
     n = n_steps.astype(float)
     harmonic = np.array([np.sum(1.0 / np.arange(1, k + 1)) for k in n_steps])
     metrics = {"top1": float(np.mean(1 / n)), "top3": float(np.mean(np.minimum(3, n) / n)), "mrr": float(np.mean(harmonic / n))}
-    return BoardRow(RANDOM_EXPECTATION.name, metrics, {}, n_items=len(n), role=RANDOM_EXPECTATION.role,
-                    kind=RANDOM_EXPECTATION.kind)
+    return metrics, None, ""
 
 
-def position_entrant(truth: np.ndarray) -> BoardRow:
+def position_scores(n_steps: np.ndarray, truth: np.ndarray) -> tuple[dict, dict | None, str]:
     ranks = truth.astype(float) + 1
-    return BoardRow(POSITION.name, _metrics_from_ranks(ranks), _items_from_ranks(ranks), n_items=len(truth),
-                    role=POSITION.role, kind=POSITION.kind, note="earliest step first")
+    return _metrics_from_ranks(ranks), _items_from_ranks(ranks), "earliest step first"
+
+
+def computed_row(entrant: Entrant, n_steps: np.ndarray, truth: np.ndarray) -> BoardRow:
+    """A declared entrant's row, scored by its scorer on every failed run."""
+    metrics, items, note = entrant.scorer(n_steps, truth)
+    return BoardRow(entrant.name, metrics, items or {}, n_items=len(truth), role=entrant.role, kind=entrant.kind,
+                    note=note)
 
 
 def entrant_name(row: dict) -> str:
@@ -191,6 +193,9 @@ CONTRAST_FAMILIES = (
     ContrastFamily("Top-1 vs position", "top1", "mcnemar", against="baseline", members=("entrant", "extra"), short="Top-1"),
     ContrastFamily("Top-3 vs position", "top3", "mcnemar", against="baseline", members=("entrant", "extra"), short="Top-3"),
     ContrastFamily("MRR vs position", "mrr", "wilcoxon", against="baseline", members=("entrant", "extra"), short="MRR"),
+    # Who wins: every contender against the best Top-1 among them.
+    ContrastFamily("Top-1 vs the leader", "top1", "mcnemar", against=LEADER, members=("baseline", "entrant", "extra"),
+                   short="vs leader"),
 )
 TESTS = {"mcnemar": _mcnemar, "wilcoxon": _wilcoxon}
 
@@ -214,19 +219,21 @@ def compute(query: Query, corpus: str, slice_: dict | None = None) -> BoardResul
         raise AtlasError(f"POST localization on '{corpus}': no failed run with a labeled anomalous step in this slice.")
     n_steps = items["n_steps"].to_numpy(dtype=int)
     truth = items["truth_idx"].to_numpy(dtype=int)
-    rows = [random_entrant(n_steps, truth), position_entrant(truth)]
+    # The declared entrants, the stored step-level sets, then the declared extra rows.
+    rows = [computed_row(e, n_steps, truth) for e in BOARD.entrants if e.role != "extra"]
     set_rows, coverage = prediction_set_entrants(query, corpus, items["run_id"].tolist(), truth)
     rows += set_rows
-    rows.append(random_expectation(n_steps))
+    rows += [computed_row(e, n_steps, truth) for e in BOARD.entrants if e.role == "extra"]
     # A judge's abstentions, stated where the board's notes are read (the row keeps its own).
     notes = [f"{row.entrant}: {row.note}" for row in set_rows if row.note.startswith("abstained")]
     for row in rows:
         row.intervals = row_intervals(row)
     contrasts = contrasts_for(rows, CONTRAST_FAMILIES, TESTS)
     return BoardResult("post-localization", "POST localization (Top-1 / Top-3 / MRR)", "POST", corpus, METRICS,
-                       RANDOM.name, len(items), "failed runs", rows, contrasts, notes=notes, coverage=coverage,
+                       BOARD.floor, len(items), "failed runs", rows, contrasts, notes=notes, coverage=coverage,
                        family_labels={f.name: f.label for f in CONTRAST_FAMILIES},
                        primary_metric="top1", primary_contrast_family=CONTRAST_FAMILIES[0].name,
+                       leader_family=CONTRAST_FAMILIES[-1].name,
                        interval_methods=INTERVAL_METHODS)
 
 
@@ -235,5 +242,11 @@ def corpora(query: Query) -> list[str]:
     return frame["corpus"].tolist()
 
 
-BOARD = Board("post-localization", "POST localization", Task("POST", "step", None), METRICS, RANDOM.name,
-              "failed runs", compute, corpora, needs="a failed run with a labeled anomalous step")
+# The entrants this board computes itself, in board order; the stored step-level sets (the
+# released judges, re-scored detectors) come after the non-extra ones.
+BOARD = Board("post-localization", "POST localization", Task("POST", "step", None), METRICS, "failed runs", compute,
+              corpora, needs="a failed run with a labeled anomalous step", entrants=(
+                  Entrant("random", "floor", "random", random_scores),
+                  Entrant("position", "baseline", "position", position_scores),
+                  Entrant("random (analytic expectation)", "extra", "expectation", expectation_scores),
+              ))

@@ -25,7 +25,7 @@ import pandas as pd
 
 from ..stats import SD_DDOF, VERDICTS, Spread, spread  # noqa: F401 - the seeds' spread, where the boards find it
 from .board_intervals import span as interval_span
-from .board_types import BoardResult, BoardRow, band_order, row_bands
+from .board_types import BoardResult, BoardRow, band_order, row_bands, top_group
 
 SD_WORDS = "sample standard deviation (ddof=1) over seeds"
 
@@ -215,3 +215,32 @@ def coverage_line(coverage: Sequence[Coverage], item_kind: str) -> str:
                          "and {} left out".format("are" if left > 1 else "is"))
     rest = "; each rests on its own runs" if any(c.scored > 0 for c in coverage) else ""
     return "; ".join(parts) + rest + "."
+
+
+def top_share(result: BoardResult, entry: Entry) -> str:
+    """Whether a board line is in the top group (``board_types.top_group``): 'yes', 'leader', or
+    for a seed group in how many of its seeds ('1/2'); '' when it is not, or the board has none."""
+    group = top_group(result)
+    if group is None:
+        return ""
+    if entry.is_group:
+        n = sum(m in group.members for m in entry.members)
+        return f"{n}/{len(entry.members)}" if n else ""
+    if entry.entrant == group.leader:
+        return "leader"
+    return "yes" if entry.entrant in group.members else ""
+
+
+def top_group_names(result: BoardResult, group: bool = True) -> list[str]:
+    """The top group's lines as the board shows them (a seed group once, with its share of seeds)."""
+    found = top_group(result)
+    if found is None:
+        return []
+    out = []
+    for e in entries(result, group=group):
+        share = top_share(result, e)
+        if share:
+            out.append(e.entrant + (f" ({share} seeds)" if e.is_group else ""))
+    leader_line = next((e.entrant for e in entries(result, group=group)
+                        if found.leader == e.entrant or found.leader in e.members), None)
+    return sorted(out, key=lambda n: not (leader_line and n.startswith(leader_line)))

@@ -1,10 +1,9 @@
 """One board entrant: what a board row is before it is scored.
 
-Every board declares its entrants in one ordered list of ``Entrant`` (the published board's
-order): ``over_privilege.ENTRANTS`` for PRE, ``run_detection.POST_ENTRANTS`` and
-``LIVE_ENTRANTS`` for the run-level boards; localization's random and position entrants are
-computed in ``board_localization``. Stored prediction sets join as entrants of their own at
-run time. A contrast family picks its members by ``role`` and ``kind``, never by name, so adding
+Every board declares its entrants in one ordered tuple of ``Entrant`` (the published board's
+order), ``Board.entrants`` in its own declaration (``board_pre.BOARD``,
+``board_detection.POST_BOARD`` and ``LIVE_BOARD``, ``board_localization.BOARD``). Stored
+prediction sets join as entrants of their own at run time. A contrast family picks its members by ``role`` and ``kind``, never by name, so adding
 an entrant to a list is all it takes to contrast it.
 """
 from __future__ import annotations

@@ -307,26 +307,17 @@ def _rule(scanner: AuditableRule) -> Entrant:
     return Entrant(scanner.name, "entrant", "rule", scanner)
 
 
-# Published board order (flag_all ... oracle); the held-out judge comes from stored
-# predictions and is appended by ``board_entrants``. Adding an entrant touches only this list.
-ENTRANTS: list[Entrant] = [
-    flag_all,
-    flag_none,
-    _rule(flag_risky_perms),
-    _rule(owasp_excess_permissions),
-    _rule(owasp_excess_functionality),
-    _rule(owasp_privilege_escalation),
-    _rule(unrequested_high_impact),
-    _rule(sensitive_access),
-    _rule(owasp_asi_combined),
-    oracle_privilege_diff,
-]
-
-
-def board_entrants(judges: Mapping[str, Mapping[str, Iterable[str]]] | None = None) -> list[Entrant]:
-    """``ENTRANTS`` followed by one replay entrant per stored judge's prediction set (name -> flags)."""
-    extra = [entrant_from_flags(name, flags, kind="judge") for name, flags in (judges or {}).items()]
-    return [*ENTRANTS, *extra]
+# The seven rule scanners as entrants, in the published board's order (the PRE board declares
+# its entrants, these among them: ``board_pre.BOARD``).
+RULES: tuple[Entrant, ...] = tuple(_rule(scanner) for scanner in (
+    flag_risky_perms,
+    owasp_excess_permissions,
+    owasp_excess_functionality,
+    owasp_privilege_escalation,
+    unrequested_high_impact,
+    sensitive_access,
+    owasp_asi_combined,
+))
 
 
 # --------------------------------------------------------------------------- metrics
@@ -379,9 +370,3 @@ def score_pre_by_source(configs: Sequence[PreConfig], entrant: Entrant) -> dict[
         by_source.setdefault(config.config_source, []).append(config)
     order = [s for s in SOURCES if s in by_source] + sorted(set(by_source) - set(SOURCES))
     return {source: score_pre(by_source[source], entrant) for source in order}
-
-
-def score_board(configs: Sequence[PreConfig],
-                entrants: Sequence[Entrant] | None = None) -> list[dict[str, Any]]:
-    """One pooled row per entrant, in the given (default: published) order."""
-    return [score_pre(configs, e) for e in (ENTRANTS if entrants is None else entrants)]

@@ -44,7 +44,7 @@ from . import Query
 
 CONFIDENCE = 0.95
 RANDOM_ORDER = "random"
-VERDICT_LABEL = {"anomaly": 1, "normal": 0}  # unsure: no label (auditatlas.reviews.VERDICT_LABEL)
+VERDICT_LABEL = {"anomaly": 1, "normal": 0}  # unsure: no label (auditatlas.verdicts.VERDICT_LABEL)
 CLASS_WORDS = {1: "anomaly", 0: "normal"}
 NO_PROCESS = "(no label source)"
 STEP = ["run_id", "step_idx"]

@@ -4,9 +4,10 @@ POST detection scores each finished run and reads ROC-AUC against the run outcom
 positive). LIVE asks the same at trace prefixes of 25/50/75/100% of the steps; "time to
 detection" (t2d) is the earliest prefix whose ROC-AUC reaches 0.70 (specs/catchbench.md).
 
-Entrants, named as on the published board, are declared once, in board order, in
-``POST_ENTRANTS`` and ``LIVE_ENTRANTS`` below: each names its role and kind and the registry
-detector (``auditatlas.detectors.registry``) and run features that score it:
+Entrants, named as on the published board, are declared once, in board order, by each board
+(``board_detection.POST_BOARD.entrants`` and ``LIVE_BOARD.entrants``): each names its role and
+kind and the ``RunScorer`` below, a registry detector (``auditatlas.detectors.registry``) and
+the run features that score it:
 
 - ``random`` (registry ``random``): one uniform score per run, ``numpy.random.RandomState(0)``,
   drawn once per population, so it is the same at every prefix (as on the published LIVE board).
@@ -64,32 +65,6 @@ class RunScorer:
 
     detector: str
     features: str | tuple[str, ...]
-
-
-SIZE, SIZE_DEPS, FULL = "size (flat)", "auditable (size+deps)", "full"
-_RANDOM = Entrant("random", "floor", "random", RunScorer("random", "size"))
-_SIZE = Entrant(SIZE, "baseline", "size", RunScorer("logreg", "size"))
-# Supervised entrants that read the dependency structure: "structure beyond size" contrasts them.
-_SIZE_DEPS = Entrant(SIZE_DEPS, "entrant", "structure", RunScorer("logreg", "size+deps"))
-_FULL = Entrant(FULL, "entrant", "structure", RunScorer("logreg", "full"))
-
-# The boards' entrants, in the published board order. Adding one is one line here.
-POST_ENTRANTS: tuple[Entrant, ...] = (
-    _RANDOM,
-    _SIZE,
-    Entrant("pyod-flatten (ECOD)", "entrant", "outlier detector", RunScorer("ecod", "size")),
-    _SIZE_DEPS,
-    _FULL,
-)
-LIVE_ENTRANTS: tuple[Entrant, ...] = (
-    _RANDOM,
-    _SIZE,
-    _SIZE_DEPS,
-    _FULL,
-    Entrant("pyod (ECOD)", "entrant", "outlier detector", RunScorer("ecod", "size")),
-    Entrant("dep-span (online)", "entrant", "online score", RunScorer("dep-span", ("mean_span",))),
-)
-BOARD_ENTRANTS: dict[str, tuple[Entrant, ...]] = {"post": POST_ENTRANTS, "live": LIVE_ENTRANTS}
 
 
 def set_entrant(name: str) -> Entrant:
@@ -220,24 +195,21 @@ def _where(corpus: str, fraction: float) -> str:
 
 def feature_entrants(
     features: RunFeatures,
-    board: str = "post",
+    entrants: Sequence[Entrant],
     seeds: Iterable[int] = CV_SEEDS,
     folds: int = CV_FOLDS,
     where: str = "this slice",
 ) -> dict[str, RunScores]:
-    """The feature-based entrants of one board ("post" or "live") on precomputed features.
-
-    One per entrant of ``BOARD_ENTRANTS[board]``, in board order: supervised detectors are
-    scored out-of-fold (``cv_scores``), the others fitted on the population itself.
+    """The feature-based ``entrants`` of a board (each with its ``RunScorer``) on precomputed
+    features, in board order: supervised detectors are scored out-of-fold (``cv_scores``), the
+    others fitted on the population itself.
     """
-    if board not in BOARD_ENTRANTS:
-        raise ValueError(f"board must be 'post' or 'live', got {board!r}.")
     y = features.y
     _require_cv(y, folds, where)
     seeds = tuple(seeds)
     ids = features.run_ids
     out: dict[str, RunScores] = {}
-    for entrant in BOARD_ENTRANTS[board]:
+    for entrant in entrants:
         scorer: RunScorer = entrant.scorer
         detector = detector_registry.get(scorer.detector)
         X = (features.matrix(scorer.features) if isinstance(scorer.features, str)
@@ -288,27 +260,26 @@ def detection_entrants(
     fraction: float = 1.0,
     min_steps: int = 1,
     *,
-    board: str = "post",
+    entrants: Sequence[Entrant],
     prediction_sets: bool = True,
     seeds: Iterable[int] = CV_SEEDS,
     max_runs: int | None = None,
 ) -> dict[str, RunScores]:
-    """Per-run scores of every entrant of the detection board on one corpus and slice.
-
-    ``board="post"`` names the ECOD entrant "pyod-flatten (ECOD)"; ``board="live"`` names it
-    "pyod (ECOD)" and adds "dep-span (online)". Raises UndefinedMetric when the population
+    """Per-run scores of a detection board's declared ``entrants`` (and, with
+    ``prediction_sets``, the corpus's stored sets) on one corpus and slice. Raises
+    UndefinedMetric when the population
     holds a single outcome or fewer than 5 runs of one outcome. ``max_runs``: see
     ``features.prefix_features`` (a fixed sample above that many runs).
     """
     features = prefix_features(query, corpus, slice, fraction, min_steps, max_runs)
-    entrants = feature_entrants(features, board, seeds, where=_where(corpus, fraction))
+    scored = feature_entrants(features, entrants, seeds, where=_where(corpus, fraction))
     if prediction_sets:
         sets = prediction_set_entrants(
             query, corpus, features, slice, min_steps, include_run_level=fraction >= 1.0
         )
         # A set_id equal to a board name must not replace (or vanish behind) that entrant.
-        entrants.update({(k if k not in entrants else f"{k} (prediction set)"): v for k, v in sets.items()})
-    return entrants
+        scored.update({(k if k not in scored else f"{k} (prediction set)"): v for k, v in sets.items()})
+    return scored
 
 
 def time_to_detection(auc: Mapping[float, float | None], threshold: float = T2D_THRESHOLD) -> float | None:
@@ -323,6 +294,7 @@ def time_to_detection(auc: Mapping[float, float | None], threshold: float = T2D_
 def live_trajectories(
     query: Query,
     corpus: str,
+    entrants: Sequence[Entrant],
     fractions: Sequence[float] = LIVE_FRACTIONS,
     min_steps: int = 4,
     slice: Mapping[str, Any] | None = None,
@@ -331,7 +303,8 @@ def live_trajectories(
     threshold: float = T2D_THRESHOLD,
     seeds: Iterable[int] = CV_SEEDS,
 ) -> dict[str, LiveTrajectory]:
-    """ROC-AUC of every LIVE entrant at each prefix, and its time to detection.
+    """ROC-AUC of every LIVE entrant (``entrants``, the board's declared ones) at each prefix, and
+    its time to detection.
 
     The population (runs with >= ``min_steps`` steps and a known outcome) is the same at every
     prefix, so the columns compare the same runs. Raises UndefinedMetric when the population
@@ -342,11 +315,11 @@ def live_trajectories(
     per_fraction: dict[float, dict[str, RunScores]] = {}
     for fraction in fractions:
         per_fraction[fraction] = detection_entrants(
-            query, corpus, slice, fraction, min_steps, board="live", prediction_sets=prediction_sets, seeds=seeds
+            query, corpus, slice, fraction, min_steps, entrants=entrants, prediction_sets=prediction_sets, seeds=seeds
         )
     names: list[str] = []
-    for entrants in per_fraction.values():
-        names.extend(n for n in entrants if n not in names)
+    for scored in per_fraction.values():
+        names.extend(n for n in scored if n not in names)
     first = per_fraction[fractions[0]]["random"]
     n_runs, n_failures = len(first.y), int(first.y.sum())
 

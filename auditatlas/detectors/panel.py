@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UndefinedMetric
+from ..store_parts import table_parts
 from . import registry
 from .engine import RescoreResult, score
 from .features import DEFAULT_FEATURE_SET, Progress
@@ -45,7 +46,7 @@ def check_staged_corpus(staging: Path) -> None:
     import pyarrow.dataset as ds
 
     def table(name: str, columns: list[str]):
-        data = ds.dataset(sorted(str(p) for p in (staging / name).glob("part-*.parquet")), format="parquet")
+        data = ds.dataset([str(p) for p in table_parts(staging, name)], format="parquet")
         return data.to_table(columns=columns, filter=ds.field("corpus") == STANDARD_PANEL_CORPUS)
 
     runs = table("runs", ["run_id", "corpus", "task_id", "room_id", "difficulty"]).to_pandas()

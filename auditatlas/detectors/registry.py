@@ -19,7 +19,7 @@ steps with their labels. Unlabeled steps (label null) are scored but never used 
 
 Adding a detector is one ``Detector(...)`` line in ``DETECTORS``. The run-level boards name
 the detectors their entrants use in their own ordered entrant lists
-(``auditatlas.analyses.run_detection.POST_ENTRANTS`` and ``LIVE_ENTRANTS``).
+(``Board.entrants`` of ``auditatlas.analyses.board_detection.POST_BOARD`` and ``LIVE_BOARD``).
 
 PyOD and scikit-learn are imported inside the factories (the estimators themselves live in
 ``estimators.py``): importing the registry stays cheap, and every page imports it through the

@@ -1,8 +1,8 @@
 """Any covered view of the app as one self-contained offline HTML file.
 
 ``export_view(query, root, link)`` reads the app's own link with the page's declared view state
-(``link.parse_link``), computes what the page shows through ``query`` (the same analyses and
-figure builders, ``auditatlas.figures``), and returns one HTML document: the title, the slice
+(``link.parse_link``), computes what the page shows through ``query`` with the page's own view
+function (``PageState.view``: the blocks the app draws too), and returns one HTML document: the title, the slice
 and the page's choices, every table (sortable, its CSV embedded), every chart (plotly.js
 inlined once), the trace graph (vis-network inlined once, the Explorer's own page), the
 published values beside the recomputed ones, the "simulated" marks, the store version, the
@@ -18,6 +18,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 
 from ..analyses.labels_in_use import caption_for as label_caption
@@ -26,14 +27,12 @@ from ..view_state.state_fields import describe_slice
 from ..views.app_link import ExportError, Link, Query, check_slice, parse_link
 from .document import Document
 
-# Page path -> the module of ``auditatlas.export.views`` whose ``build`` writes its view into a
-# document. By name, imported when a view is exported: every page draws the export button
-# (which asks ``not_covered``), and the builders import what their pages compute (the
-# detector engine, scikit-learn, networkx: about two seconds of a server's first page).
+# Pages whose view function is not declared yet: page path -> the module of
+# ``auditatlas.export.views`` whose ``build`` writes the view into a document. By name, imported
+# when a view is exported (the builders import what their pages compute).
 BUILDERS: dict[str, str] = {
-    "/": "overview", "/boards": "boards", "/explorer": "explorer", "/detectors": "detectors",
-    "/propagation": "propagation", "/search": "search", "/patterns": "patterns", "/rescore": "rescore",
-    "/review": "review", "/tour": "tour",
+    "/explorer": "explorer",
+    "/tour": "tour",
 }
 
 
@@ -44,7 +43,7 @@ def builder(path: str) -> Callable[..., None]:
 
 # Builders that also read the store folder itself (the search index, the step vectors beside
 # the tables, the boards kept per version; a tour, whose stops may be any): given its root.
-READS_FOLDER: frozenset[str] = frozenset({"/boards", "/search", "/patterns", "/tour"})
+READS_FOLDER: frozenset[str] = frozenset({"/tour"})
 
 
 @dataclass(frozen=True)
@@ -68,12 +67,19 @@ def store_version(root: str | Path) -> str:
     return f"manifest {digest}, format {manifest.get('format')}; sources: {sources or 'none'}"
 
 
+def covered(page) -> bool:
+    """Whether the export writes ``page`` (its declared view function, or a builder not yet converted)."""
+    return bool(page.view) or page.path in BUILDERS
+
+
 def not_covered(link: Link) -> str | None:
     """Why the export cannot write this view (one sentence), or None when it can."""
     page = link.page
-    if page.path not in BUILDERS:
+    if not covered(page):
+        from ..views.pages import PAGES
+
         return (f"The {page.title} page ({page.path}) is not covered by export yet; "
-                f"exportable pages: {', '.join(BUILDERS)}.")
+                f"exportable pages: {', '.join(p.path for p in PAGES if covered(p))}.")
     if page.path == "/search" and not str(link.values["q"]).strip():
         return "The link searches for nothing (it has no q=...); export the Search page with a query."
     if page.path == "/tour" and not str(link.values["name"]).strip():
@@ -109,11 +115,16 @@ def write_view(doc: Document, query: Query, root: str | Path, link: Link) -> Non
     reason = not_covered(link)
     if reason:
         raise ExportError(reason)
-    build = builder(link.page.path)
     check_slice(link, query)
     for problem in link.problems:
         doc.warning(problem)
     simulated_mark(doc, query, link)
+    if link.page.view:
+        from queries.kept import remember  # the export reads what the store keeps per version, as the app
+
+        doc.draw(link.page.view_function()(query, link, Path(root), partial(remember, root)))
+        return
+    build = builder(link.page.path)
     build(doc, query, link, root=Path(root)) if link.page.path in READS_FOLDER else build(doc, query, link)
 
 
@@ -137,5 +148,5 @@ def simulated_mark(doc: Document, query: Query, link: Link) -> None:
                  "simulated")
 
 
-__all__ = ["BUILDERS", "Export", "ExportError", "not_covered", "export_view", "parse_link", "store_version",
+__all__ = ["BUILDERS", "Export", "covered", "ExportError", "not_covered", "export_view", "parse_link", "store_version",
            "write_view"]

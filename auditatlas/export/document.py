@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +19,7 @@ import pandas as pd
 
 from ..figures.tables import csv_safe, file_name
 from ..figures.trace_graph import script_json
+from ..views import blocks as b
 from . import assets
 
 esc = html.escape
@@ -28,6 +30,24 @@ def json_text(text: str) -> str:
     occur in JSON only inside strings, where their escapes mean the same."""
     return (text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+
+
+# Our words' marks (``views.blocks.Text``), turned into HTML after the words are escaped and
+# before the values are put in: a value's own asterisks stay asterisks.
+_MARKS = ((re.compile(r"\*\*(.+?)\*\*"), r"<strong>\1</strong>"), (re.compile(r"`(.+?)`"), r"<code>\1</code>"),
+          (re.compile(r"(?<![*\w])\*(?!\s)(.+?)(?<!\s)\*(?![*\w])"), r"<em>\1</em>"),
+          (re.compile(r"\[([^\]]+)\]\((/[^)\s]*)\)"), r'<a href="\2">\1</a>'))
+
+
+def words_html(given: b.Words) -> str:
+    """``Words`` as HTML: our words with their marks, every value escaped."""
+    text = b.as_text(given)
+    words = esc(text.words, quote=False)
+    for pattern, repl in _MARKS:
+        words = pattern.sub(repl, words)
+    if not text.values:
+        return words
+    return words.format(*(esc(v) if isinstance(v, str) else v for v in text.values))
 
 
 def cell_text(value: Any) -> str:
@@ -53,20 +73,61 @@ class Document:
     # shows them itself, above the stop's frame; written in the frame too, each read twice).
     inline_warnings: bool = True
 
-    def heading(self, text: str, level: int = 2, anchor: str | None = None) -> None:
+    def heading(self, text: b.Words, level: int = 2, anchor: str | None = None) -> None:
         """A heading; ``anchor`` (our own id, never the store's text) lets a link jump to it."""
         ident = f' id="{esc(anchor)}"' if anchor else ""
-        self.parts.append(f"<h{level}{ident}>{esc(text)}</h{level}>")
+        self.parts.append(f"<h{level}{ident}>{words_html(text)}</h{level}>")
 
     def text(self, sentence: str, kind: str = "") -> None:
         """A sentence (ours or the store's), as text; ``kind``: "", note, warning, info, simulated."""
+        self.words(b.Text.plain(sentence, kind))
+
+    def words(self, text: b.Text) -> None:
+        """A ``views.blocks.Text``: our words (with their marks) and the values, as text."""
+        if text.kind in ("warning", "error"):
+            self.warnings.append(text.sentence)
+            if not self.inline_warnings:
+                return
+        kind = {"error": "warning", "success": "info"}.get(text.kind, text.kind)
         cls = f' class="{kind}"' if kind else ""
-        self.parts.append(f"<p{cls}>{esc(sentence)}</p>")
+        self.parts.append(f"<p{cls}>{words_html(text)}</p>")
 
     def warning(self, sentence: str) -> None:
-        self.warnings.append(sentence)
-        if self.inline_warnings:
-            self.text(sentence, "warning")
+        self.words(b.Text.plain(sentence, "warning"))
+
+    def draw(self, blocks: b.Blocks) -> None:
+        """A page's view (``views.blocks``), in order."""
+        for block in blocks:
+            if isinstance(block, b.Heading):
+                self.heading(block.text, min(max(block.level, 2), 6), block.anchor)
+            elif isinstance(block, b.Text):
+                self.words(block)
+            elif isinstance(block, b.Table):
+                self.table(block.frame, block.name, block.caption, block.download, block.styles)
+            elif isinstance(block, b.Metrics):
+                items = "".join(f"<dt>{words_html(m.label)}</dt><dd>{esc(m.value)}</dd>" for m in block.items)
+                self.parts.append(f'<dl class="facts">{items}</dl>')
+            elif isinstance(block, b.Figure):
+                self.figure(block.figure)
+            elif isinstance(block, b.Graph):
+                self.graph(block.page)
+            elif isinstance(block, b.Pre):
+                self.pre(block.label, block.body)
+            elif isinstance(block, b.Facts):
+                self.facts(block.pairs)
+            elif isinstance(block, b.Jumps):
+                self.jumps(block.targets)
+            elif isinstance(block, b.Link):
+                self.parts.append(f'<p class="link"><a href="{esc(block.url)}">{words_html(block.text)}</a></p>')
+            elif isinstance(block, b.Fold):
+                self.parts.append(f"<details open><summary>{words_html(block.label)}</summary>")
+                self.draw(block.blocks)
+                self.parts.append("</details>")
+            elif isinstance(block, b.Row):
+                for blocks in block.columns:
+                    self.draw(blocks)
+            else:
+                raise TypeError(f"not a view block: {block!r}")
 
     def facts(self, pairs: Sequence[tuple[str, str]]) -> None:
         """Name-value pairs (a tour stop's link, slice and choices) in the file's facts box."""
@@ -78,10 +139,11 @@ class Document:
         links = " · ".join(f'<a href="#{esc(anchor)}">{esc(text)}</a>' for anchor, text in targets)
         self.parts.append(f'<p class="jumps">{links}</p>')
 
-    def pre(self, label: str, body: str) -> None:
-        self.parts.append(f'<div class="pre"><div class="label">{esc(label)}</div><pre>{esc(body)}</pre></div>')
+    def pre(self, label: b.Words, body: str) -> None:
+        head = f'<div class="label">{words_html(label)}</div>' if label else ""
+        self.parts.append(f'<div class="pre">{head}<pre>{esc(body)}</pre></div>')
 
-    def table(self, frame: pd.DataFrame, name: str, caption: str | None = None,
+    def table(self, frame: pd.DataFrame, name: str, caption: b.Words | None = None,
               download: pd.DataFrame | None = None, styles: pd.DataFrame | None = None) -> None:
         """``frame`` as an HTML table (sortable by a click on a header), its CSV as a download.
 
@@ -99,7 +161,7 @@ class Document:
                 attr = f' style="{esc(style)}"' if style else ""
                 cells.append(f"<td{attr}>{esc(cell_text(value))}</td>")
             rows.append("<tr>" + "".join(cells) + "</tr>")
-        cap = f'<p class="note">{esc(caption)}</p>' if caption else ""
+        cap = f'<p class="note">{words_html(caption)}</p>' if caption else ""
         href = "data:text/csv;charset=utf-8," + quote(csv, safe="")
         self.parts.append(
             f'{cap}<div class="table-box"><table class="sortable" data-table="{esc(name)}"><thead><tr>{head}</tr></thead>'

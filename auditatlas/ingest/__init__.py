@@ -88,7 +88,7 @@ ADAPTERS: dict[str, Adapter] = {
         Option("method", str, "the method name (default: from the file or folder)"),
         Option("seed", int, "the seed (default: from a seed_<n> folder)"),
     )),
-    "reviews": Adapter("auditatlas.ingest.reviews", appends=True),  # verdicts, added to the reviews source
+    "reviews": Adapter("auditatlas.ingest.verdict_files", appends=True),  # verdicts, added to the reviews source
 }
 
 

@@ -278,6 +278,10 @@ class PageState:
     fields: tuple[Field, ...] = ()
     check: Check | None = None
     notes: str = ""
+    # The page's content, ``module:function`` (``auditatlas.views.X_view:page``): a function of
+    # (query, link, store root) returning view blocks, which the export draws. By name, imported
+    # when a view is exported: the views import what their pages compute.
+    view: str = ""
     _by_name: dict[str, Field] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -293,6 +297,13 @@ class PageState:
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(self._by_name)
+
+    def view_function(self) -> Callable[..., Any]:
+        """The function ``view`` names."""
+        import importlib
+
+        module, _, name = self.view.partition(":")
+        return getattr(importlib.import_module(module), name)
 
     @property
     def script(self) -> str:
@@ -347,6 +358,13 @@ def url(page: PageState, slice_: Mapping[str, Iterable[Any]] | None = None,
         values: Mapping[str, Any] | None = None, base: str | None = None) -> str:
     """The link to ``page`` showing ``values`` inside ``slice_`` (see ``PageState.url``)."""
     return page.url(slice_, values, base)
+
+
+def slice_not_held(unknown: Mapping[str, Sequence[str]]) -> str:
+    """One sentence naming each slice value a link asked for that the store does not hold."""
+    parts = [f"{column} {', '.join(values)} {'is' if len(values) == 1 else 'are'} not in this store"
+             for column, values in unknown.items()]
+    return "; ".join(parts) + ". Left out of the slice, so this view shows more than the link asked for."
 
 
 def not_held(what: str, asked: Any, instead: str) -> str:

@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..errors import AtlasError
 from ..view_state import PageState
-from ..view_state.state_fields import shared_of
+from ..view_state.state_fields import shared_of, slice_not_held
 from .pages import OVERVIEW, PAGES
 
 Query = Callable[..., pd.DataFrame]
@@ -78,8 +78,7 @@ def check_slice(link: Link, query: Query) -> None:
             missing[column] = lost
             link.slice[column] = [v for v in asked if v in held]
     if missing:
-        parts = [f"{c} {', '.join(v)} {'is' if len(v) == 1 else 'are'} not in this store" for c, v in missing.items()]
-        link.problems.append("; ".join(parts) + ". Left out of the slice, so this view shows more than the link asked for.")
+        link.problems.append(slice_not_held(missing))
 
 
 __all__ = ["ExportError", "Link", "OVERVIEW", "check_slice", "page_of", "parse_link"]

@@ -38,6 +38,7 @@ def _boards() -> PageState:
     return PageState(
         path="/boards", title="Boards",
         what="PRE / LIVE / POST boards recomputed from the store, published vs recomputed",
+        view="auditatlas.views.boards_view:page",
         fields=(Field("tab", "choice", default=pillars[0], choices=pillars, help="the open pillar"),
                 Field("per_seed", "bool", default=False,
                       help="1: every seed of a re-scored detector on its own row (default: one row per detector, "
@@ -51,13 +52,14 @@ def _boards() -> PageState:
 OVERVIEW = PageState(
     path="/", title="Overview",
     what="what is loaded; action success (Table 3), anomaly rate by capability (Figure 3), silent failures (Table 4)",
+    view="auditatlas.views.overview_view:page",
 )
 
 BOARDS = _boards()
 
 PROPAGATION_TABS = ("Heatmap", "Chains", "Recall by role", "Silent vs loud", "Failure modes")
 PROPAGATION = PageState(
-    path="/propagation", title="Propagation",
+    path="/propagation", title="Propagation", view="auditatlas.views.propagation_view:page",
     what="propagation heatmaps per backbone, chains behind a cell, chain browser, recall by chain role, "
          "failure modes, silent vs loud",
     fields=(
@@ -84,7 +86,7 @@ PROPAGATION = PageState(
 DETECTOR_TABS = ("AUROC grid", "Overall", "Cost", "Prediction sets")
 METRIC_CHOICES = tuple(dv.METRIC_LABELS[m] for m in dv.METRICS)
 DETECTORS = PageState(
-    path="/detectors", title="Detectors",
+    path="/detectors", title="Detectors", view="auditatlas.views.detectors_view:page",
     what="per-action AUROC grid per backbone, a cell's false positives and negatives, overall comparison vs "
          "random, cost",
     fields=(
@@ -108,7 +110,7 @@ DETECTORS = PageState(
 
 DEFAULT_RESCORE_DETECTORS = ["random", "iforest", "logreg"]
 RESCORE = PageState(
-    path="/rescore", title="Re-score",
+    path="/rescore", title="Re-score", view="auditatlas.views.rescore_view:page",
     what="re-score detectors on the slice (progress, cancel), cross-backbone ROC-AUC matrices",
     fields=(
         Field("rescore_detectors", "list", default=DEFAULT_RESCORE_DETECTORS, choices=tuple(engine_detectors()),
@@ -124,7 +126,7 @@ RESCORE = PageState(
 )
 
 REVIEW = PageState(
-    path="/review", title="Review",
+    path="/review", title="Review", view="auditatlas.views.review_view:page",
     what="a queue of the slice's steps ordered by label doubt, a random sample, detector flags or the judges "
          "against the human; a verdict (anomaly / normal / unsure) on each, stored as a label process of its own; "
          "agreement (kappa between reviewers and against the release, the released labels' error rate)",
@@ -138,7 +140,7 @@ REVIEW = PageState(
 )
 
 SEARCH = PageState(
-    path="/search", title="Search",
+    path="/search", title="Search", view="auditatlas.views.search_view:page",
     what="ranked full-text search over every step of the slice (BM25, phrases, AND/OR/NOT, agent: and action:), "
          "highlighted snippets, each hit opening its step in the Explorer",
     fields=(
@@ -150,7 +152,7 @@ SEARCH = PageState(
 )
 
 PATTERNS = PageState(
-    path="/patterns", title="Patterns",
+    path="/patterns", title="Patterns", view="auditatlas.views.patterns_view:page",
     what="steps like this one (the k most similar steps of the slice, with their labels and scores) and failure "
          "clusters of the slice's anomalous steps",
     fields=(

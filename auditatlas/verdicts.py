@@ -28,6 +28,7 @@ import pyarrow as pa
 from .errors import AtlasError
 from .schema import TABLES
 from .store import REVIEWS_SOURCE
+from .store_appends import appending, read_part
 
 
 class BadVerdict(AtlasError):
@@ -37,7 +38,6 @@ class BadVerdict(AtlasError):
 VERDICTS: tuple[str, ...] = ("anomaly", "normal", "unsure")
 # The label each verdict gives a step (unsure leaves it undecided).
 VERDICT_LABEL: dict[str, int | None] = {"anomaly": 1, "normal": 0, "unsure": None}
-COMPACT_AT = 64  # parts held before a write merges them into one
 REQUIRED = ("corpus", "run_id", "step_idx", "verdict", "reviewer")
 TEXT_LIMIT = 10_000  # characters of a note or failure mode kept (a verdict is not a document)
 
@@ -113,25 +113,18 @@ def table(rows: Iterable[Mapping[str, Any]]) -> pa.Table:
 
 
 def append_verdicts(root: str | Path, rows: Sequence[Mapping[str, Any]], *, wait: bool = True,
-                    notify: Callable[[str], None] | None = None, compact_at: int = COMPACT_AT) -> dict:
+                    notify: Callable[[str], None] | None = None, compact_at: int | None = None) -> dict:
     """Add ``rows`` (see :func:`verdict`) to the store's verdicts, atomically; returns the
     reviews source's manifest entry. Rows whose ``verdict_id`` is held already are skipped (an
     export ingested twice adds nothing). Raises BadVerdict (nothing written) on a bad row."""
-    from .store import SourceWriter
-
     bad = problems(rows)
     if bad:
         raise BadVerdict(" ".join(bad))
     # One stored form of the time, so the latest verdict is the one that sorts last; every row an id.
     rows = [{**r, "reviewed_at": normalise_time(str(r["reviewed_at"])) if not _blank(r.get("reviewed_at")) else now_utc(),
              "verdict_id": r.get("verdict_id") or uuid.uuid4().hex} for r in rows]
-    with SourceWriter(root, REVIEWS_SOURCE, wait=wait, notify=notify) as writer:
-        held = _held_parts(writer)
-        if len(held) >= compact_at:
-            writer.append({"verdicts": pa.concat_tables(_read(p) for p in held)})
-        else:
-            writer.carry(skip=tuple(t for t in TABLES if t != "verdicts"))
-        known = {i for p in held for i in _read(p, ["verdict_id"]).column("verdict_id").to_pylist()}
+    with appending(root, REVIEWS_SOURCE, "verdicts", wait=wait, notify=notify, compact_at=compact_at) as (writer, held):
+        known = {i for p in held for i in read_part(p, "verdicts", ["verdict_id"]).column("verdict_id").to_pylist()}
         new = []
         for row in rows:  # an id given twice in one write is one verdict too
             if row["verdict_id"] not in known:
@@ -141,18 +134,3 @@ def append_verdicts(root: str | Path, rows: Sequence[Mapping[str, Any]], *, wait
             writer.append({"verdicts": table(new)})
         return writer.commit({"format": "reviews", "origin": "verdicts", "added": len(new)})
 
-
-def _held_parts(writer) -> list[Path]:
-    from .store import read_manifest
-
-    entry = read_manifest(writer.root)["sources"].get(REVIEWS_SOURCE)
-    if entry is None:
-        return []
-    return sorted((writer.root / str(entry["dir"]) / "verdicts").glob("part-*.parquet"))
-
-
-def _read(part: Path, columns: list[str] | None = None) -> pa.Table:
-    import pyarrow.parquet as pq
-
-    data = pq.read_table(part, columns=columns)
-    return data if columns else data.cast(TABLES["verdicts"])

@@ -5,7 +5,7 @@ The columns are those ``auditatlas reviews export`` writes (``data/README.md``, 
 ``corpus`` (default: the step's), ``reviewed_at`` (ISO 8601; no zone means UTC; default: now),
 ``failure_mode``, ``note``, ``queue``, ``seed`` and ``verdict_id`` (default: a new one) may be
 given. Unlike the other formats the file does not replace a source: its verdicts are added to
-the reviews source (``auditatlas.reviews``), and ids already held are skipped, so an export
+the reviews source (``auditatlas.verdicts``), and ids already held are skipped, so an export
 ingested twice adds nothing.
 
 A file with any bad row, or a row naming a step the store does not hold, changes nothing: one
@@ -21,7 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from .. import reviews
+from .. import verdicts
 from ..errors import IngestFailed, InputError, first_line
 from . import Batch, Context
 
@@ -42,11 +42,11 @@ def read(path: Path, context: Context) -> Batch:
     adds them (the registry line says ``appends``)."""
     rows = _rows(path)
     if not rows:
-        return Batch(source=reviews.REVIEWS_SOURCE, tables={"verdicts": reviews.table([])},
+        return Batch(source=verdicts.REVIEWS_SOURCE, tables={"verdicts": verdicts.table([])},
                      notes=["the file holds no verdicts; nothing was written."])
     # The corpus may be left out (it is the step's): checked once the steps are looked up.
-    needed = [k for k in reviews.REQUIRED if k != "corpus"]
-    bad = reviews.problems(rows, [f"line {i + 2}" for i in range(len(rows))], needed)
+    needed = [k for k in verdicts.REQUIRED if k != "corpus"]
+    bad = verdicts.problems(rows, [f"line {i + 2}" for i in range(len(rows))], needed)
     if bad:
         raise IngestFailed([InputError(path, None, b) for b in bad])
     unknown = _fill_from_steps(rows, context)
@@ -55,10 +55,10 @@ def read(path: Path, context: Context) -> Batch:
         raise IngestFailed([InputError(path, None, f"{len(unknown)} row(s) name a step the store does not hold: "
                                                    f"{shown}.")])
     for row in rows:
-        row["reviewed_at"] = reviews.normalise_time(row["reviewed_at"]) if row.get("reviewed_at") else reviews.now_utc()
+        row["reviewed_at"] = verdicts.normalise_time(row["reviewed_at"]) if row.get("reviewed_at") else verdicts.now_utc()
         row["queue"] = row.get("queue") or f"file {path.name}"
         row["verdict_id"] = row.get("verdict_id") or uuid.uuid4().hex
-    return Batch(source=reviews.REVIEWS_SOURCE, tables={"verdicts": reviews.table(rows)})
+    return Batch(source=verdicts.REVIEWS_SOURCE, tables={"verdicts": verdicts.table(rows)})
 
 
 def append(batch: Batch, store: Path, *, wait: bool = True, notify: Callable[[str], None] | None = None) -> dict:
@@ -66,7 +66,7 @@ def append(batch: Batch, store: Path, *, wait: bool = True, notify: Callable[[st
     rows = batch.tables["verdicts"].to_pylist()
     if not rows:
         return {"rows": {}}
-    entry = reviews.append_verdicts(store, rows, wait=wait, notify=notify)
+    entry = verdicts.append_verdicts(store, rows, wait=wait, notify=notify)
     added = int(entry.get("added", 0))
     if added < len(rows):
         batch.notes.append(f"{len(rows) - added} verdict(s) of the file were held already and were skipped.")
