@@ -60,6 +60,18 @@ def label_line(step: Mapping[str, Any], run: Mapping[str, Any]) -> None:
                 f"{md(run.get('label_process') or '—')}")
 
 
+TEXT_HEIGHT = 190  # px of each text box beside the verdict: both fit the first screen, the rest scrolls
+
+
+def texts(step: Mapping[str, Any]) -> None:
+    """The step's input and output, as text, each in a box that scrolls (the whole step below)."""
+    for label, column in (("Input", "text_in"), ("Output", "text_out")):
+        value = step.get(column)
+        st.caption(label)
+        st.code("" if value is None or (isinstance(value, float) and pd.isna(value)) else str(value), language=None,
+                wrap_lines=True, height=TEXT_HEIGHT)
+
+
 def context(before: pd.DataFrame, step_idx: int) -> None:
     """The steps of the run before this one, briefly (their first characters of output)."""
     if before.empty:

@@ -12,7 +12,7 @@ from components.shell import ensure_app_navigation
 
 ensure_app_navigation()
 
-from auditatlas import verdicts
+from auditatlas import run_labels, verdicts
 from auditatlas.analyses import review_queue
 from auditatlas.errors import AtlasError
 from auditatlas.views import explorer_url
@@ -42,7 +42,6 @@ def _from_widget(key: str, name: str, **also) -> None:
 
 st.title(REVIEW.title)
 export_button.draw(REVIEW)
-view_blocks.draw(view.intro(slice_))
 
 orders = list(review_queue.ORDERS)
 left, middle, right = st.columns([2, 1, 2])
@@ -55,7 +54,10 @@ if order.seeded:
                         on_change=_from_widget, args=("review_seed", "seed"), kwargs={"position": 0})
 right.text_input("Reviewer", value=values["reviewer"], key="review_reviewer", placeholder="your name",
                  on_change=_from_widget, args=("review_reviewer", "reviewer"))
-st.info(md(order.explains))
+# What the page and the order are, folded: the step and the verdict come first.
+with st.expander(f"About this page and the {order.title.lower()} order"):
+    view_blocks.draw(view.intro(slice_))
+    st.markdown(md(order.explains))
 
 
 def _next_step_now() -> None:
@@ -101,25 +103,32 @@ def queue_view() -> None:
     run_rows = cached.query_unreviewed("explorer_run", {"run": run_id})
     step, run = step_rows.iloc[0].to_dict(), run_rows.iloc[0].to_dict()
 
-    st.subheader(f"Step {position + 1:,} of {len(queue):,}")
-    st.markdown(f"Run **{md(run_id)}**, step **{step_idx}**")
-    review_item.signal(item, order.name)
-    nav = st.columns([1, 1, 2])
-    nav[0].button("Previous", disabled=position == 0, on_click=_go, kwargs={"position": position - 1}, key="review_prev",
-                  shortcut="Left")
-    nav[1].button("Skip", on_click=_go, kwargs={"position": position + 1}, key="review_skip", shortcut="Right")
-    nav[2].link_button("Open in the Explorer", explorer_url(run_id, step_idx, slice=slice_))
-    review_item.label_line(step, run)
-    review_item.history(cached.query("step_verdicts", {"run": run_id, "step": step_idx}))
-
-    with st.form("review_verdict", clear_on_submit=True, border=True):
-        st.markdown("**Your verdict**")
-        failure_mode = st.text_input("Failure mode (optional)", key="review_failure_mode")
-        note = st.text_area("Note (optional)", key="review_note", height=68)
-        st.caption("Keys (outside a text field): A anomaly, N normal, U unsure; ← previous, → skip.")
-        buttons = st.columns(3)
-        given = [v for v, column in zip(verdicts.VERDICTS, buttons)
-                 if column.form_submit_button(v.capitalize(), key=f"review_{v}", width="stretch", shortcut=KEYS[v])]
+    # The step to judge and the verdict side by side, on the first screen: read, then decide.
+    reading, deciding = st.columns([3, 2], gap="medium")
+    with reading:
+        st.subheader(f"Step {position + 1:,} of {len(queue):,}")
+        st.markdown(f"Run **{md(run_labels.run_label(run_id, run.get('difficulty')))}**, step **{step_idx}** · "
+                    f"{md(step.get('action') or '—')} · agent {md(step.get('agent') or '—')}")
+        st.caption(f"run id {md(run_id)}")
+        review_item.label_line(step, run)
+        review_item.texts(step)
+    with deciding:
+        with st.form("review_verdict", clear_on_submit=True, border=True):
+            st.markdown("**Your verdict**")
+            buttons = st.columns(3)
+            given = [v for v, column in zip(verdicts.VERDICTS, buttons)
+                     if column.form_submit_button(f"{v.capitalize()} ({KEYS[v]})", key=f"review_{v}", width="stretch",
+                                                  shortcut=KEYS[v])]
+            failure_mode = st.text_input("Failure mode (optional)", key="review_failure_mode")
+            note = st.text_area("Note (optional)", key="review_note", height=68)
+            st.caption("Keys (outside a text field): A anomaly, N normal, U unsure; ← previous, → skip.")
+        nav = st.columns([1, 1, 2])
+        nav[0].button("Previous (←)", disabled=position == 0, on_click=_go, kwargs={"position": position - 1},
+                      key="review_prev", shortcut="Left")
+        nav[1].button("Skip (→)", on_click=_go, kwargs={"position": position + 1}, key="review_skip", shortcut="Right")
+        nav[2].link_button("Open in the Explorer", explorer_url(run_id, step_idx, slice=slice_))
+        review_item.signal(item, order.name)
+        review_item.history(cached.query("step_verdicts", {"run": run_id, "step": step_idx}))
     if given:
         # The field's own value: the freshest, even when its change has not reached the URL yet.
         reviewer = str(st.session_state.get("review_reviewer", values["reviewer"]) or "").strip()

@@ -30,7 +30,7 @@ def test_a_verdict_is_stored_and_the_next_step_opens(root, monkeypatch):
     at = open_page(root, monkeypatch, "pages/review.py", queue="doubt", reviewer="ann <b>x</b>")
     texts = _plain(page_texts(at))
     # The doubt order's first step (review_store.DOUBT_ORDER), and how the order is defined.
-    assert "Step 1 of 5" in texts and "Run r:b, step 3" in texts
+    assert "Step 1 of 5" in texts and "Run b, step 3" in texts and "run id r:b" in texts
     assert "4 of the 4 label-free prediction set(s) scoring this step contradict its label" in texts
     assert "top decile" in texts and "Released label: anomaly" in texts
     at.text_input(key="review_failure_mode").input("wrong <i>tool</i>")
@@ -41,7 +41,7 @@ def test_a_verdict_is_stored_and_the_next_step_opens(root, monkeypatch):
     assert history[["run_id", "step_idx", "verdict", "reviewer", "failure_mode", "note", "queue"]].values.tolist() == [
         ["r:b", 3, "normal", "ann <b>x</b>", "wrong <i>tool</i>", "*not* a failure", "doubt"]]
     texts = _plain(page_texts(at))
-    assert "Step 2 of 5" in texts and "Run r:a, step 1" in texts  # the next step, at once
+    assert "Step 2 of 5" in texts and "Run a, step 1" in texts  # the next step, at once
     assert at.query_params["position"] == "1"
 
 
@@ -84,7 +84,7 @@ def test_the_judges_order_says_how_many_judges_went_against_the_human(tmp_path, 
     at = open_page(store, monkeypatch, "pages/review.py", queue="judges")
     texts = _plain(page_texts(at))
     # agreement_store.build_whowhen_like: ww:1 first, 3 of 3 judges against step 2, 2 of them on step 3.
-    assert "Step 1 of 2" in texts and "Run ww:1, step 2" in texts
+    assert "Step 1 of 2" in texts and "Run 1, step 2" in texts and "run id ww:1" in texts
     assert ("3 of the 3 LLM judge(s) with a pick on this run picked another step than this one, the human decisive "
             "step; 2 of them picked step 3 (1 abstained).") in texts
 

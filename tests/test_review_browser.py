@@ -44,11 +44,11 @@ def _open(browser, url: str, reviewer: str, outside: list[str]):
 
 
 def _shown(page) -> tuple[str, int]:
-    """The run and step the page has open ("Run k:a, step 3")."""
+    """The run and step the page has open ("Run a, step 3": the run's short label, of run k:a)."""
     text = page.inner_text("body").replace("\u2060", "")
-    found = re.search(r"Run (k:[abc]), step (\d+)", text)
+    found = re.search(r"Run ([abc]), step (\d+)", text)
     assert found, text[:500]
-    return found.group(1), int(found.group(2))
+    return f"k:{found.group(1)}", int(found.group(2))
 
 
 def _press(page, key: str, given: list[tuple[str, int, str]]) -> None:
@@ -92,3 +92,20 @@ def test_ten_verdicts_by_keyboard_and_a_second_session_lose_nothing(server, stor
     # Ten different steps: the queue moved on after each key.
     assert len({(r, s) for r, s, _ in given["kim"]}) == 10
     assert len(history) == len(FIRST) + len(SECOND) and history["verdict_id"].is_unique
+
+
+def test_the_step_and_the_verdict_buttons_share_the_first_screen(server, browser):
+    """A reviewer reads the step and decides without scrolling: at 1400x1000 the step's input and
+    output and the three verdict buttons (their keys on them) are within the first 1000 px."""
+    outside: list[str] = []
+    page = new_page(browser, outside, width=1400, height=1000)
+    page.goto(f"{server}/review?queue=random&seed=0&reviewer=kim")
+    wait_idle(page, "Step 1 of 14")
+    for name in ("Anomaly (A)", "Normal (N)", "Unsure (U)"):
+        box = page.get_by_role("button", name=name).bounding_box()
+        assert box is not None and box["y"] + box["height"] <= 1000, (name, box)
+    for label in ("Input", "Output"):
+        box = page.get_by_text(label, exact=True).first.bounding_box()
+        assert box is not None and box["y"] < 1000, (label, box)
+    assert page.get_by_text("About this page", exact=False).first.bounding_box()["y"] < 400  # folded, above
+    assert exceptions_on(page) == [] and not outside
