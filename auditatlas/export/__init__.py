@@ -31,7 +31,6 @@ from .document import Document
 # ``auditatlas.export.views`` whose ``build`` writes the view into a document. By name, imported
 # when a view is exported (the builders import what their pages compute).
 BUILDERS: dict[str, str] = {
-    "/explorer": "explorer",
     "/tour": "tour",
 }
 
