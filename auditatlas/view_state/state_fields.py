@@ -365,6 +365,10 @@ def url(page: PageState, slice_: Mapping[str, Iterable[Any]] | None = None,
     return page.url(slice_, values, base)
 
 
+# What a view of a slice without runs says (the Overview, Propagation).
+EMPTY_SLICE = "This slice holds no runs. Widen the filters in the sidebar."
+
+
 def slice_not_held(unknown: Mapping[str, Sequence[str]]) -> str:
     """One sentence naming each slice value a link asked for that the store does not hold."""
     parts = [f"{column} {', '.join(values)} {'is' if len(values) == 1 else 'are'} not in this store"
