@@ -44,6 +44,7 @@ NO_FILTER = {"run_q": "", "run_pattern": "%%", "f_corpus": [], "f_backbone": [],
 
 
 def intro() -> list[b.Block]:
+    """The page's opening (the app's: it speaks of the URL the reader has, not of a file)."""
     return [b.note("Pick a run to see its dependency graph: steps in trace order, one lane per scope (or per agent), "
                    "ground truth on every step and, for a chosen prediction set, which steps it flags. The URL keeps "
                    "the whole view: copy it to share exactly this.")]
@@ -334,15 +335,14 @@ def page(query: Query, link, root: Path, remember: Remember | None = None) -> li
     """The link's run (its facts, graph, steps, open step and judges), or the run list when it
     names none."""
     values, slice_ = link.values, link.slice
-    out = intro()
     if not values["run"]:
-        return out + run_list(query, slice_)
+        return run_list(query, slice_)
     found = query("explorer_run", {"run": values["run"], "labels": labels_of(slice_)})
     if found.empty:
         raise ExportError(no_run(values["run"]))
     run = found.iloc[0].to_dict()
     run_id = str(run["run_id"])
-    out += run_head(run, slice_)
+    out = run_head(run, slice_)
     asked = (link.params.get("step") or [None])[-1]
     selected, problems = open_step(int(run["n_steps"]), values["step"], asked)
     out += problems
