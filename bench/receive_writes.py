@@ -61,7 +61,7 @@ def run(args: argparse.Namespace, store: Path) -> list[dict]:
     receiver = Receiver(store, "bench", Settings(idle_s=0.0, max_spans=2 * args.per_write), say=lambda line: None)
     writes, held = [], 0
     for i, raw in enumerate(requests(args.spans, args.per_write, args.per_trace)):
-        accepted = receiver.accept(decode_body(raw, "protobuf", f"write {i}"))
+        accepted = receiver.accept(decode_body(raw, "protobuf", f"write {i}"), raw, "protobuf")
         t0 = time.perf_counter()
         written = receiver.flush(force=True)
         seconds = time.perf_counter() - t0

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 from auditatlas.view_state.state_fields import values_of
 from auditatlas.views import DEFAULT_TOP_K, EXPLORER, explorer_url
+from auditatlas.views.pages import PAGES
 
 PAGE_PATH = EXPLORER.path
 # ViewState attribute -> the explorer's URL name, where the two differ.
@@ -75,17 +76,26 @@ def link(slice_: Mapping[str, list] | None, state: ViewState, base: str = PAGE_P
     return explorer_url(run, step, set_id, slice=slice_, base=base, **values)
 
 
-def page_base(current_url: str | None) -> str:
-    """``scheme://host/explorer`` from the URL the browser shows, or the bare path when unknown."""
+def app_root(current_url: str | None) -> str:
+    """``scheme://host[/base path]`` of the app, from the URL the browser shows on any page: the
+    page's own path is taken off (a page's link is its root's, never the current page's)."""
     if not current_url:
-        return PAGE_PATH
+        return ""
     parts = urlsplit(current_url)
     if not parts.scheme or not parts.netloc:
-        return PAGE_PATH
+        return ""
     path = parts.path.rstrip("/")
-    if not path.endswith("explorer"):
-        path = path + PAGE_PATH
+    for own in sorted((page.path for page in PAGES if page.path != "/"), key=len, reverse=True):
+        if path == own or path.endswith(own):
+            path = path[: len(path) - len(own)]
+            break
     return f"{parts.scheme}://{parts.netloc}{path}"
+
+
+def page_base(current_url: str | None) -> str:
+    """``scheme://host[/base path]/explorer`` from the URL the browser shows on any page, or the
+    bare path when unknown."""
+    return app_root(current_url) + PAGE_PATH
 
 
 def url_values(state: ViewState) -> dict[str, Any]:

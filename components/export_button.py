@@ -37,11 +37,13 @@ def _file(link: str, root: str, stamp: int) -> bytes:
 
 
 def draw(page: PageState) -> None:
-    """The button, or one sentence saying why this view does not export (a search for nothing, no tour named)."""
+    """The button; greyed, with the reason in its tooltip, where this view cannot export (a
+    search without a query, a tour not saved): a page opened bare shows no sentence that reads
+    as an error."""
     link = current_link(page)
     reason = not_shown(parse_link(link))
     if reason:
-        st.caption(reason)
+        st.button("Export this view", disabled=True, help=reason, key=f"export-{page.path}")
         return
     root, stamp = str(cached.store_root()), cached.store_stamp()
     st.download_button("Export this view", data=lambda: _file(link, root, stamp),

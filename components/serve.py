@@ -45,7 +45,13 @@ LIBRARIES = ("streamlit.web.cli", "pandas", "pyarrow", "pyarrow.parquet", "duckd
 
 def import_pages_modules() -> None:
     """Import what the pages need; never raises (an import that fails here fails again on the
-    page, which says so)."""
+    page, which says so). Streamlit says "No runtime found" once per cached function a module
+    declares before the server runs: true and harmless here (the caches are the same memory
+    caches either way), so a normal start prints no warning."""
+    importlib.import_module("streamlit.runtime.caching.cache_data_api")  # its logger, as Streamlit sets it up
+    cache_log = logging.getLogger("streamlit.runtime.caching.cache_data_api")
+    level = cache_log.level
+    cache_log.setLevel(logging.ERROR)
     try:
         for name in LIBRARIES:
             importlib.import_module(name)
@@ -54,6 +60,8 @@ def import_pages_modules() -> None:
                 importlib.import_module(f"components.{path.stem}")
     except Exception as exc:  # noqa: BLE001 - the server must start whatever the warm-up meets
         _log.warning("warm-up import stopped early (%s); the first visitor does the rest", exc)
+    finally:
+        cache_log.setLevel(level)
 
 
 def open_store() -> None:
@@ -121,8 +129,8 @@ def _warm_if_stale() -> subprocess.Popen | None:
     key = version_key(root)
     if key is None or (home(root) / key).is_dir():
         return None
-    _log.warning("nothing is kept for this store version with this code (an upgrade?): running "
-                 "`auditatlas warm` in the background, so pages do not compute it on first open")
+    print("  Building the boards, label doubt and step vectors of this store version in the background "
+          "(`auditatlas warm`), so no page computes them on first open.", flush=True)
     return subprocess.Popen([sys.executable, "-m", "auditatlas.cli", "--store", str(root), "warm"], cwd=REPO,
                             preexec_fn=lambda: os.nice(10), stdin=subprocess.DEVNULL)
 

@@ -79,13 +79,25 @@ def test_seeds_become_one_entrant_and_other_rows_stay_as_scored():
 
     per_seed = entries(board, group=False)
     assert len(per_seed) == 7 and all(not e.is_group for e in per_seed)
-    assert {e.entrant: e.metrics["top1"] for e in per_seed}["rescore-ab12-copod-s3"] == 0.46
+    # Every seed on its own line is named by its detector and seed, its set id kept beside it.
+    seed3 = next(e for e in per_seed if e.row == "rescore-ab12-copod-s3")
+    assert seed3.entrant == "copod · structural · seed 3" and seed3.metrics["top1"] == 0.46
 
 
-def test_a_single_seed_is_not_grouped():
+def test_a_single_seed_is_not_grouped_but_named_by_its_detector():
+    """A re-scored set with one seed read 'rescore-74b05d3f-logreg-s0' on the board."""
     row = BoardRow("rescore-ab12-copod-s0", {"top1": 0.4}, n_items=10, seed_group=seed_group(_meta(0)), seed=0)
     (line,) = entries(_board([row]))
-    assert line.entrant == "rescore-ab12-copod-s0" and not line.is_group
+    assert (line.entrant, line.row, line.is_group) == ("copod · structural · seed 0", "rescore-ab12-copod-s0", False)
+
+
+def test_a_set_fit_on_part_of_its_corpus_says_so_in_its_name():
+    meta = {**_meta(0), "slice": '{"backbone": ["GPT-4.1"], "corpus": ["maadbench-sim"], "labels": "released"}'}
+    assert seed_group(meta).startswith("copod · structural · fit on backbone=GPT-4.1 [")
+    reviewed = {**_meta(0), "slice": '{"corpus": ["k"], "difficulty": ["easy", "hard"], "labels": "reviewed"}'}
+    assert seed_group(reviewed).startswith("copod · structural · fit on difficulty=easy,hard labels=reviewed [")
+    whole = {**_meta(0), "slice": '{"corpus": ["maadbench-sim"]}'}
+    assert seed_group(whole).startswith("copod · structural [")
 
 
 def test_coverage_is_one_line_per_board():

@@ -2,6 +2,7 @@
 and specs/catchbench.md, never computed by the code under test)."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from auditatlas.analyses.board_published import missing_blocks, reconcile
@@ -201,3 +202,62 @@ def test_contrast_families_pick_rows_by_role_and_kind_not_by_name():
                     ("beyond size", "graph model", "length only")]
     with pytest.raises(ValueError, match="role must be one of"):
         Entrant("x", role="champion")
+
+
+def test_the_leader_family_contrasts_every_member_with_the_best_row_and_names_the_top_group():
+    """Who wins: the member row with the best value of the family's metric is the leader; the top
+    group is the leader and every row whose Holm-adjusted contrast against it does not separate;
+    a row the test could not pair is named apart, in neither."""
+    import numpy as np
+
+    from auditatlas.analyses.board_types import LEADER, BoardResult, BoardRow, ContrastFamily, contrasts_for, top_group
+    from auditatlas.stats import Contrast
+
+    items = {"x": np.arange(3.0)}
+    rows = [BoardRow("coin", {"m": 0.50}, items, role="floor"),
+            BoardRow("a", {"m": 0.70}, items), BoardRow("b", {"m": 0.90}, items),
+            BoardRow("c", {"m": 0.88}, items), BoardRow("d", {"m": 0.60}, items),
+            BoardRow("e", {"m": 0.89}, items, role="extra"),
+            BoardRow("no items", {"m": 0.99}, {}, role="extra")]  # not pairable: never the leader
+    family = ContrastFamily("vs the leader", "m", "t", against=LEADER, members=("entrant", "extra"))
+    p_values = {"a": 0.001, "c": 0.30, "d": 0.0001, "e": float("nan")}
+
+    def test(fam, a, b):
+        return Contrast(fam.name, a.entrant, b.entrant, a.metrics["m"], b.metrics["m"],
+                        a.metrics["m"] - b.metrics["m"], 0.0, 0.0, p_values[a.entrant], "t")
+
+    contrasts = contrasts_for(rows, [family], {"t": test})
+    assert {c.b_name for c in contrasts} == {"b"}
+    assert [c.a_name for c in contrasts] == ["a", "c", "d", "e"]  # the floor is not a member
+    result = BoardResult("x", "X", "POST", "k", ("m",), "coin", 3, "runs", rows, contrasts,
+                         primary_metric="m", leader_family="vs the leader")
+    found = top_group(result)
+    assert (found.leader, found.members, found.untested) == ("b", ("b", "c"), ("e",))
+
+
+def test_post_detection_pairs_a_rescored_set_with_the_floor_on_the_runs_both_score():
+    """A re-scored set scores its test runs only; it was listed 'not tested' against random (and
+    below it, whatever its ROC-AUC). Now it is tested on the runs both score, and the board names
+    its top group."""
+    from auditatlas.analyses.board_types import top_group
+    from stores import shared_store
+
+    result = run_board("post-detection", runner(shared_store("app")), "maadbench-sim")
+    by_name = {r.entrant: r for r in result.rows}
+    sets = [r for r in result.rows if r.seed_group is not None]
+    assert sets, "the shared app store holds a re-scored panel"
+    vs_floor = {c.a_name: c for c in result.contrasts if c.family == result.primary_contrast_family}
+    for row in sets:
+        c = vs_floor[row.entrant]
+        assert np.isfinite(c.p), (row.entrant, c.test)
+        assert "runs both score" in c.test
+        n_common = int(c.test.split("the ")[1].split(" runs")[0].replace(",", ""))
+        assert 0 < n_common == row.n_items < by_name[result.floor].n_items
+    best = max(sets, key=lambda r: r.metrics["roc_auc"])
+    assert best.metrics["roc_auc"] > 0.75 and vs_floor[best.entrant].verdict == "separates"
+    found = top_group(result)
+    assert found is not None and found.leader in by_name
+    assert by_name[found.leader].metrics["roc_auc"] == max(
+        r.metrics["roc_auc"] for r in result.rows if r.role != "floor" and r.metrics["roc_auc"] is not None)
+    data = board_json(result)
+    assert data["top_group"]["leader"] == found.leader and found.leader in data["top_group"]["members"]

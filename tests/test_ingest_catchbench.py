@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from auditatlas.errors import IngestFailed
-from auditatlas.ingest import Context, catchbench, ingest
+from auditatlas.ingest import Context, catchbench, golden_board, ingest
 from auditatlas.store import read_manifest, write_source
 from queries import connect
 
@@ -271,7 +271,7 @@ LIVE streaming early-warning (ROC-AUC by prefix; t2d = earliest prefix with AUC>
 
 
 def test_parse_board_places_unnamed_tables_by_their_values_not_their_order():
-    rows, notes = catchbench.parse_board(BOARD_TEXT)
+    rows, notes = golden_board.parse_board(BOARD_TEXT)
     got = {(r["board"], r["corpus"], r["entrant"], r["metric"]): r["value"] for r in rows}
     # The first early-warning table's prefix means (0.4, 0.8875) fit beta, the second's alpha.
     assert got[("live", "beta", "rising", "auc@25")] == 0.8

@@ -377,5 +377,5 @@ def test_board_table_and_csv_carry_the_interval_and_a_seed_group_its_span():
     caption = board_figs.interval_caption(_result(rows), grouped=True)
     assert "Clopper-Pearson over runs" in caption and "not an interval of the mean" in caption
     per_seed, _ = board_figs.shown_rows(_result(rows), per_seed=True)
-    assert per_seed.set_index("entrant").loc["det-s1", "top1 95%"] == "[0.340, 0.660]"
+    assert per_seed.set_index("entrant").loc["det · seed 1", "top1 95%"] == "[0.340, 0.660]"  # named by detector and seed
     assert board_seeds.entries(_result(rows))[0].intervals  # every line carries its interval

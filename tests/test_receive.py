@@ -330,7 +330,7 @@ def _wait_line(proc: subprocess.Popen, start: str) -> str:
             return line
 
 
-def test_the_command_writes_on_sigterm_and_kill_9_keeps_every_written_trace(tmp_path):
+def test_the_command_writes_on_sigterm_and_kill_9_keeps_every_acknowledged_trace(tmp_path):
     store = tmp_path / "store"
     ingest("otlp", write_json(tmp_path / "earlier.json", genai_trace()), store, corpus="live")
     proc, url = _start(store, "--idle", "0.3")
@@ -354,9 +354,12 @@ def test_the_command_writes_on_sigterm_and_kill_9_keeps_every_written_trace(tmp_
     finally:
         proc.kill()
     assert proc.returncode == 0, err
-    assert "wrote 1 traces (6 spans) to corpus live" in out and "stopped; 1 write(s)" in out
+    # The trace answered 200 before the kill was journaled: the start wrote it, if the kill had not.
+    replayed = "live:" + "5" * 32 not in run_ids
+    assert ("replayed 6 span(s) of 1 journaled request(s)" in out) == replayed
+    assert "wrote 1 traces (6 spans) to corpus live" in out and f"stopped; {1 + replayed} write(s)" in out
     assert "live:" + "6" * 32 in {r["run_id"] for r in rows(store, "runs", "live")}
-    assert set(run_ids) <= {r["run_id"] for r in rows(store, "runs", "live")}
+    assert set(run_ids) | {"live:" + "5" * 32} <= {r["run_id"] for r in rows(store, "runs", "live")}
 
 
 def test_the_command_says_one_sentence_for_a_port_in_use(tmp_path, capsys):

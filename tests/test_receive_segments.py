@@ -46,7 +46,8 @@ def _receiver(root: Path, lines: list[str]) -> Receiver:
 
 def _write(receiver: Receiver, spans: list):
     """One request's spans accepted, then written: what the writer thread does once they are due."""
-    accepted = receiver.accept(decode_body(json.dumps(json_doc(spans)).encode(), "json", "test request"))
+    body = json.dumps(json_doc(spans)).encode()
+    accepted = receiver.accept(decode_body(body, "json", "test request"), body, "json")
     assert accepted.kept == len(spans) and not accepted.rejected
     return receiver.flush(force=True)
 
@@ -194,7 +195,8 @@ KILLED = textwrap.dedent("""
         os.kill(os.getpid(), signal.SIGKILL)
     store_segments.finalize = killed_mid_merge
     receiver = Receiver(Path(sys.argv[1]), "live", Settings(idle_s=0.0), say=lambda line: None)
-    receiver.accept(decode_body(json.dumps(json_doc(genai_trace(sys.argv[2]))).encode(), "json", "r"))
+    body = json.dumps(json_doc(genai_trace(sys.argv[2]))).encode()
+    receiver.accept(decode_body(body, "json", "r"), body, "json")
     receiver.flush(force=True)
 """)
 
@@ -205,6 +207,7 @@ def test_a_write_killed_mid_merge_leaves_the_store_as_it_was(tmp_path, small_par
     ids = _trace_ids(5, seed=5)
     for trace_id in ids[:4]:
         _write(receiver, genai_trace(trace_id))
+    receiver.close()  # its journal too: one receiver per corpus at a time
     manifest = (root / store.MANIFEST).read_bytes()
     before = {t: rows(root, t, "live") for t in ("runs", "steps", "edges")}
     env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}

@@ -198,3 +198,20 @@ def test_every_declared_page_has_a_view_function_and_none_can_be_declared_withou
         PageState(path="/x", title="X", what="nothing")  # the missing view is the point
     with pytest.raises(ValueError, match="is not 'module:function'"):
         PageState(path="/x", title="X", what="nothing", view="")
+
+
+@pytest.mark.parametrize("shown, root", [
+    ("http://localhost:8501/search?q=timeout&page=2", "http://localhost:8501"),
+    ("http://localhost:8501/explorer?run=a", "http://localhost:8501"),
+    ("http://localhost:8501/", "http://localhost:8501"),
+    ("http://localhost:8501", "http://localhost:8501"),
+    ("https://host.example:9/atlas/patterns?run=r&step=1", "https://host.example:9/atlas"),
+    ("https://host.example:9/atlas/", "https://host.example:9/atlas"),
+])
+def test_a_link_into_the_explorer_starts_at_the_app_root_whatever_page_writes_it(shown, root):
+    """A search hit's link once went to /search/explorer (a blank page): the page's own path is
+    never part of another page's link."""
+    from components.explorer_links import page_base
+
+    assert page_base(shown) == root + "/explorer"
+    assert page_base(None) == "/explorer"

@@ -16,7 +16,7 @@ from . import Query
 from . import board_intervals as ci
 from . import run_detection as detection
 from .board_seeds import seed_group, seed_of
-from .board_types import Board, BoardResult, BoardRow, ContrastFamily, Task, contrasts_for
+from .board_types import LEADER, Board, BoardResult, BoardRow, ContrastFamily, Task, contrasts_for
 from .entrant import Entrant
 from .run_detection import RunScorer
 
@@ -42,14 +42,22 @@ def _sample_notes(query: Query, corpus: str, slice_: dict | None, min_steps: int
 
 
 def _delong(fam: ContrastFamily, a: BoardRow, b: BoardRow) -> Contrast:
-    y = a.items["y"]
-    if not np.array_equal(a.items["run_ids"], b.items["run_ids"]):
-        # Different populations cannot be paired; say so instead of testing.
+    """Paired DeLong on the runs both rows score (a re-scored set scores its test runs only;
+    both rows' items are in run id order). Not a test where those runs hold one outcome."""
+    ids_a, ids_b = a.items["run_ids"], b.items["run_ids"]
+    if np.array_equal(ids_a, ids_b):
+        y, sa, sb, how = a.items["y"], a.items["score"], b.items["score"], "paired DeLong"
+    else:
+        _, ia, ib = np.intersect1d(ids_a, ids_b, assume_unique=True, return_indices=True)
+        y, sa, sb = a.items["y"][ia], a.items["score"][ia], b.items["score"][ib]
+        how = f"paired DeLong on the {len(ia):,} runs both score"
+    try:
+        res = delong_paired(y, sa, sb)
+    except UndefinedMetric as exc:
         return Contrast(fam.name, a.entrant, b.entrant, np.nan, np.nan, np.nan, np.nan, np.nan, np.nan,
-                        "not paired: different runs")
-    res = delong_paired(y, a.items["score"], b.items["score"])
+                        f"not paired: {exc}")
     return Contrast(fam.name, a.entrant, b.entrant, res.auc_a, res.auc_b, res.diff, res.ci95[0], res.ci95[1], res.p,
-                    "paired DeLong")
+                    how)
 
 
 TESTS = {"delong": _delong}
@@ -85,6 +93,9 @@ POST_CONTRAST_FAMILIES = (
                    short="vs random"),
     ContrastFamily("structure beyond size", "roc_auc", "delong", against="baseline", members=("entrant",),
                    kinds=("structure",), short="beyond size"),
+    # Who wins: every contender against the best ROC-AUC among them.
+    ContrastFamily("ROC-AUC vs the leader", "roc_auc", "delong", against=LEADER, members=("baseline", "entrant", "extra"),
+                   short="vs leader"),
 )
 
 
@@ -116,6 +127,7 @@ def compute_post(query: Query, corpus: str, slice_: dict | None = None) -> Board
     return BoardResult("post-detection", "POST detection (run-level ROC-AUC)", "POST", corpus, ("roc_auc",), POST_BOARD.floor,
                        len(first.y), "runs with an outcome", rows, contrasts, notes,
                        primary_metric="roc_auc", primary_contrast_family=POST_CONTRAST_FAMILIES[0].name,
+                       leader_family=POST_CONTRAST_FAMILIES[-1].name,
                        family_labels={f.name: f.label for f in POST_CONTRAST_FAMILIES},
                        interval_methods={"roc_auc": ci.DELONG})
 
@@ -128,6 +140,8 @@ LIVE_METRICS = tuple(_prefix_key(f) for f in PREFIXES) + ("t2d",)
 LIVE_CONTRAST_FAMILIES = (
     ContrastFamily("earliest prefix (25%) vs size (flat)", "auc@25", "delong", against="baseline",
                    members=("entrant", "extra"), short="25% vs size"),
+    ContrastFamily("25% vs the leader", "auc@25", "delong", against=LEADER, members=("baseline", "entrant", "extra"),
+                   short="vs leader"),
 )
 
 
@@ -161,6 +175,7 @@ def compute_live(query: Query, corpus: str, slice_: dict | None = None) -> Board
     return BoardResult("live", "LIVE streaming early warning (ROC-AUC by prefix)", "LIVE", corpus, LIVE_METRICS, LIVE_BOARD.floor,
                        len(first.y), "runs", rows, contrasts, notes,
                        primary_metric="auc@25", primary_contrast_family=LIVE_CONTRAST_FAMILIES[0].name,
+                       leader_family=LIVE_CONTRAST_FAMILIES[-1].name,
                        family_labels={f.name: f.label for f in LIVE_CONTRAST_FAMILIES},
                        interval_methods={**{_prefix_key(f): ci.DELONG for f in PREFIXES},
                                          "t2d": "none (the first prefix crossing 0.70, not an estimate with an interval)"})

@@ -21,7 +21,7 @@ from ..stats import Contrast, mcnemar_exact, paired_mean_bootstrap, wilcoxon_pai
 from . import Query
 from . import board_intervals as ci
 from .board_seeds import Coverage, seed_group, seed_of
-from .board_types import Board, BoardResult, BoardRow, ContrastFamily, Task, contrasts_for
+from .board_types import LEADER, Board, BoardResult, BoardRow, ContrastFamily, Task, contrasts_for
 from .entrant import Entrant
 
 METRICS = ("top1", "top3", "mrr")
@@ -86,10 +86,13 @@ def computed_row(entrant: Entrant, n_steps: np.ndarray, truth: np.ndarray) -> Bo
 
 
 def entrant_name(row: dict) -> str:
-    """Board spelling of a prediction set: 'llm-judge all-at-once (gpt-5.5)' for judges."""
+    """Board spelling of a prediction set: 'llm-judge all-at-once (gpt-5.5)' for judges; a set
+    whose provenance names its ``variant`` (a judge run here: its template, with or without the
+    truth) adds it, so two judges of one model and protocol are two rows."""
     if row.get("method") == "llm_judge" and row.get("protocol") and row.get("model"):
         name = f"llm-judge {row['protocol'].replace('_', '-')} ({row['model']})"
-        return name + (" [addendum]" if _is_addendum(row) else "")
+        variant = _params(row).get("variant")
+        return name + (" [addendum]" if _is_addendum(row) else "") + (f" [{variant}]" if variant else "")
     return str(row["set_id"])
 
 
@@ -99,12 +102,29 @@ def set_entrant(row: dict) -> Entrant:
     return Entrant(entrant_name(row), "extra" if _is_addendum(row) else "entrant", kind)
 
 
-def _is_addendum(row: dict) -> bool:
+def _params(row: dict) -> dict:
     try:
         params = json.loads(row.get("params") or "{}")
     except (TypeError, json.JSONDecodeError):
         params = {}
-    return "addendum" in str(row.get("set_id", "")) or params.get("board") == "addendum"
+    return params if isinstance(params, dict) else {}
+
+
+def _is_addendum(row: dict) -> bool:
+    return "addendum" in str(row.get("set_id", "")) or _params(row).get("board") == "addendum"
+
+
+def abstention_note(meta: dict, run_ids: list[str]) -> tuple[str, int]:
+    """'abstained on k of n runs (x%)' for a set whose provenance lists the runs it abstained on
+    (``params.abstained_runs``: an unreadable, empty or refused reply, auditatlas/judges), over
+    the board's items; those runs are neither hits nor misses, so the row's metrics are over the
+    runs it answered, and the note says how many it did not."""
+    abstained = _params(meta).get("abstained_runs")
+    if not isinstance(abstained, list):
+        return "", 0
+    items = set(run_ids)
+    k = sum(1 for r in abstained if r in items)
+    return f"abstained on {k} of {len(items)} runs ({k / max(len(items), 1):.1%}): not scored", k
 
 
 def prediction_set_entrants(query: Query, corpus: str, run_ids: list[str],
@@ -122,7 +142,9 @@ def prediction_set_entrants(query: Query, corpus: str, run_ids: list[str],
         got = by_set.get(meta["set_id"])
         rescored = seed_group(meta) is not None or meta.get("origin") == "rescore"
         if got is None or got.empty:
-            coverage.append(Coverage(f"prediction set '{meta['set_id']}'", 0, len(run_ids), rescored))
+            label = f"prediction set '{meta['set_id']}'"
+            note, k = abstention_note(meta, run_ids)
+            coverage.append(Coverage(f"{label} ({note})" if k else label, 0, len(run_ids), rescored))
             continue
         full = np.full(len(run_ids), np.nan)
         got_ranks = got["rank"].to_numpy(dtype=float)
@@ -134,8 +156,9 @@ def prediction_set_entrants(query: Query, corpus: str, run_ids: list[str],
         r = full[covered]
         entrant = set_entrant(meta)
         items = {k: np.where(covered, v, np.nan) for k, v in _items_from_ranks(np.nan_to_num(full, nan=1e9)).items()}
+        note, _ = abstention_note(meta, run_ids)
         rows.append(BoardRow(entrant.name, _metrics_from_ranks(r), items, n_items=int(covered.sum()),
-                             coverage=float(covered.mean()), role=entrant.role, kind=entrant.kind,
+                             coverage=float(covered.mean()), role=entrant.role, kind=entrant.kind, note=note,
                              seed_group=seed_group(meta), seed=seed_of(meta)))
         if not covered.all():
             coverage.append(Coverage(entrant_name(meta), int(covered.sum()), len(run_ids), rescored))
@@ -170,6 +193,9 @@ CONTRAST_FAMILIES = (
     ContrastFamily("Top-1 vs position", "top1", "mcnemar", against="baseline", members=("entrant", "extra"), short="Top-1"),
     ContrastFamily("Top-3 vs position", "top3", "mcnemar", against="baseline", members=("entrant", "extra"), short="Top-3"),
     ContrastFamily("MRR vs position", "mrr", "wilcoxon", against="baseline", members=("entrant", "extra"), short="MRR"),
+    # Who wins: every contender against the best Top-1 among them.
+    ContrastFamily("Top-1 vs the leader", "top1", "mcnemar", against=LEADER, members=("baseline", "entrant", "extra"),
+                   short="vs leader"),
 )
 TESTS = {"mcnemar": _mcnemar, "wilcoxon": _wilcoxon}
 
@@ -198,13 +224,16 @@ def compute(query: Query, corpus: str, slice_: dict | None = None) -> BoardResul
     set_rows, coverage = prediction_set_entrants(query, corpus, items["run_id"].tolist(), truth)
     rows += set_rows
     rows += [computed_row(e, n_steps, truth) for e in BOARD.entrants if e.role == "extra"]
+    # A judge's abstentions, stated where the board's notes are read (the row keeps its own).
+    notes = [f"{row.entrant}: {row.note}" for row in set_rows if row.note.startswith("abstained")]
     for row in rows:
         row.intervals = row_intervals(row)
     contrasts = contrasts_for(rows, CONTRAST_FAMILIES, TESTS)
     return BoardResult("post-localization", "POST localization (Top-1 / Top-3 / MRR)", "POST", corpus, METRICS,
-                       BOARD.floor, len(items), "failed runs", rows, contrasts, coverage=coverage,
+                       BOARD.floor, len(items), "failed runs", rows, contrasts, notes=notes, coverage=coverage,
                        family_labels={f.name: f.label for f in CONTRAST_FAMILIES},
                        primary_metric="top1", primary_contrast_family=CONTRAST_FAMILIES[0].name,
+                       leader_family=CONTRAST_FAMILIES[-1].name,
                        interval_methods=INTERVAL_METHODS)
 
 

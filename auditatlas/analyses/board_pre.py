@@ -18,7 +18,7 @@ from ..stats import Contrast, paired_bootstrap
 from . import Query
 from . import board_intervals as ci
 from . import over_privilege as pre
-from .board_types import Board, BoardResult, BoardRow, ContrastFamily, Task, contrasts_for
+from .board_types import LEADER, Board, BoardResult, BoardRow, ContrastFamily, Task, contrasts_for
 from .entrant import Entrant
 
 METRICS = ("precision", "recall", "f1", "coverage")
@@ -144,8 +144,12 @@ def _bounds(column: str, interval: list[float] | None) -> dict:
 
 # Every entrant (rules, stored judges) against the floor; the baselines (flag_none, the
 # oracle) are identity checks, not contenders.
+# The second family asks who wins: each entrant against the best F1 among them (the floors and
+# the label-reading oracle are references, not contenders).
 CONTRAST_FAMILIES = (ContrastFamily("F1 vs flag_all floor", "f1", "cluster_bootstrap", against="floor",
-                                    members=("entrant",), short="F1 vs floor"),)
+                                    members=("entrant",), short="F1 vs floor"),
+                     ContrastFamily("F1 vs the leader", "f1", "cluster_bootstrap", against=LEADER,
+                                    members=("entrant", "extra"), short="vs leader"))
 TESTS = {"cluster_bootstrap": _cluster_bootstrap}
 
 
@@ -183,6 +187,7 @@ def compute(query: Query, corpus: str, slice_: dict | None = None) -> BoardResul
     return BoardResult("pre", "PRE over-privilege", "PRE", corpus, METRICS, BOARD.floor, len(configs),
                        "configurations", rows, contrasts, notes, {BY_SOURCE: by_source},
                        primary_metric="f1", primary_contrast_family=CONTRAST_FAMILIES[0].name,
+                       leader_family=CONTRAST_FAMILIES[1].name,
                        family_labels={f.name: f.label for f in CONTRAST_FAMILIES},
                        interval_methods=INTERVAL_METHODS, extra_captions={BY_SOURCE: BY_SOURCE_CAPTION})
 

@@ -36,6 +36,7 @@ from .board_types import (  # noqa: F401 - the boards' types, where callers have
     bands,
     contrasts_for,
     row_bands,
+    top_group,
 )
 
 
@@ -101,9 +102,18 @@ def board_json(result: BoardResult) -> dict[str, Any]:
                             for m, s in e.spreads.items()},
                          "intervals": _intervals(e.intervals)} for e in groups],
         "interval_methods": dict(result.interval_methods),
+        "top_group": _top_json(result),
         "extra_tables": {name: [{k: _num(v) for k, v in row.items()} for row in rows]
                          for name, rows in result.extra_tables.items()},
     }
+
+
+def _top_json(result: BoardResult) -> dict[str, Any] | None:
+    found = top_group(result)
+    if found is None:
+        return None
+    return {"metric": found.metric, "leader": found.leader, "members": list(found.members),
+            "untested": list(found.untested), "test": found.test}
 
 
 def _intervals(intervals: dict[str, list[float]]) -> dict[str, list[float | None]]:

@@ -25,7 +25,7 @@ import pandas as pd
 
 from ..stats import SD_DDOF, VERDICTS, Spread, spread  # noqa: F401 - the seeds' spread, where the boards find it
 from .board_intervals import span as interval_span
-from .board_types import BoardResult, BoardRow, band_order, row_bands
+from .board_types import BoardResult, BoardRow, band_order, row_bands, top_group
 
 SD_WORDS = "sample standard deviation (ddof=1) over seeds"
 
@@ -43,7 +43,28 @@ def seed_group(meta: Mapping[str, Any]) -> str | None:
         return None
     parts = [meta.get(k) for k in ("method", "feature_set", "protocol", "model")]
     detector = " · ".join(str(p) for p in parts if not _missing(p))
+    fit = fit_slice(meta.get("slice"))
+    if fit:
+        detector += f" · fit on {fit}"
     return f"{detector}{BATCH_OPEN}{meta.get('source_file') or 'rescore'}]"
+
+
+def fit_slice(slice_json: Any) -> str:
+    """What a re-scored set was fit on beyond its corpus, in words ('backbone=GPT-4.1'); '' for
+    the whole corpus under the released labels."""
+    import json
+
+    try:
+        slice_ = json.loads(slice_json) if isinstance(slice_json, str) and slice_json else {}
+    except ValueError:
+        return ""
+    if not isinstance(slice_, dict):
+        return ""
+    parts = [f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}" for k, v in sorted(slice_.items())
+             if k not in ("corpus", "labels") and v not in (None, "", [])]
+    if slice_.get("labels") not in (None, "", "released"):
+        parts.append(f"labels={slice_['labels']}")
+    return " ".join(parts)
 
 
 BATCH_OPEN = " ["  # a seed group is "detector [batch]"
@@ -83,6 +104,7 @@ class Entry:
     # metric -> [low, high]: a row's own 95% interval; a group's span of its seeds' intervals
     # (board_intervals: the lowest low to the highest high, not an interval of the mean).
     intervals: dict[str, list[float]] = field(default_factory=dict)
+    row: str = ""  # a single row's own entrant name, where the line shows a readable one instead
 
     @property
     def is_group(self) -> bool:
@@ -116,9 +138,13 @@ def entries(result: BoardResult, group: bool = True) -> list[Entry]:
                 name = g if batches[_detector(g)] > 1 else _detector(g)
                 out.append(_group_entry(name, grouped[g], result.metrics, bands, verdicts))
             continue
-        out.append(Entry(row.entrant, row.role, row.kind, bands[row.entrant], dict(row.metrics),
+        # A re-scored set on a line of its own (one seed, or every seed shown) is named by its
+        # detector, features, fit slice and seed, as a group is, not by its set id.
+        name = row.entrant if g is None else f"{_detector(g)} · seed {row.seed}"
+        out.append(Entry(name, row.role, row.kind, bands[row.entrant], dict(row.metrics),
                          seeds=() if row.seed is None else (int(row.seed),), items=f"{row.n_items:,}",
-                         contrasts=dict(verdicts.get(row.entrant, {})), intervals=dict(row.intervals)))
+                         contrasts=dict(verdicts.get(row.entrant, {})), intervals=dict(row.intervals),
+                         row=row.entrant))
     metric = result.primary_metric or (result.metrics[0] if result.metrics else None)
     out.sort(key=lambda e: band_order(e.band, e.metrics.get(metric) if metric else None, e.entrant))
     return out
@@ -215,3 +241,33 @@ def coverage_line(coverage: Sequence[Coverage], item_kind: str) -> str:
                          "and {} left out".format("are" if left > 1 else "is"))
     rest = "; each rests on its own runs" if any(c.scored > 0 for c in coverage) else ""
     return "; ".join(parts) + rest + "."
+
+
+def top_share(result: BoardResult, entry: Entry) -> str:
+    """Whether a board line is in the top group (``board_types.top_group``): 'yes', 'leader', or
+    for a seed group in how many of its seeds ('1/2'); '' when it is not, or the board has none."""
+    group = top_group(result)
+    if group is None:
+        return ""
+    if entry.is_group:
+        n = sum(m in group.members for m in entry.members)
+        return f"{n}/{len(entry.members)}" if n else ""
+    name = entry.row or entry.entrant
+    if name == group.leader:
+        return "leader"
+    return "yes" if name in group.members else ""
+
+
+def top_group_names(result: BoardResult, group: bool = True) -> list[str]:
+    """The top group's lines as the board shows them (a seed group once, with its share of seeds)."""
+    found = top_group(result)
+    if found is None:
+        return []
+    out = []
+    for e in entries(result, group=group):
+        share = top_share(result, e)
+        if share:
+            out.append(e.entrant + (f" ({share} seeds)" if e.is_group else ""))
+    leader_line = next((e.entrant for e in entries(result, group=group)
+                        if found.leader in (e.entrant, e.row) or found.leader in e.members), None)
+    return sorted(out, key=lambda n: not (leader_line and n.startswith(leader_line)))

@@ -5,6 +5,7 @@ boards all import them, and none imports another.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +17,9 @@ from . import Query
 from .entrant import Entrant
 
 PILLARS = ("PRE", "LIVE", "POST")
+# A contrast family's ``against`` that names no role: the member row with the best value of the
+# family's metric, so the family asks which entrants the leader beats (the board's top group).
+LEADER = "leader"
 
 
 @dataclass(frozen=True)
@@ -94,6 +98,7 @@ class BoardResult:
     extra_captions: dict[str, str] = field(default_factory=dict)
     primary_metric: str | None = None  # the metric rows are ordered by
     primary_contrast_family: str | None = None  # the contrast family that decides that order
+    leader_family: str | None = None  # the family contrasting every member with the leader (``top_group``)
     family_labels: dict[str, str] = field(default_factory=dict)  # family name -> its short label
     # Entrants scoring only part of the board's items: one ``board_seeds.Coverage`` each. The
     # board says them in one line (``board_seeds.coverage_line``), the list on demand.
@@ -143,7 +148,10 @@ def contrasts_for(rows: Sequence[BoardRow], families: Sequence[ContrastFamily],
     """
     out: list[Contrast] = []
     for fam in families:
-        base = next((r for r in rows if r.role == fam.against), None)
+        if fam.against == LEADER:
+            base = _leader(rows, fam)
+        else:
+            base = next((r for r in rows if r.role == fam.against), None)
         if base is None:
             continue
         for row in rows:
@@ -197,3 +205,42 @@ def bands(result: BoardResult) -> list[dict[str, Any]]:
     rows = sorted(result.rows, key=lambda r: band_order(placed[r.entrant], r.metrics.get(metric) if metric else None,
                                                         r.entrant))
     return [{"entrant": r.entrant, "band": placed[r.entrant]} for r in rows]
+
+
+def _leader(rows: Sequence[BoardRow], fam: ContrastFamily) -> BoardRow | None:
+    """The member row (with per-item values) whose value of the family's metric is highest."""
+    scored = [r for r in rows if r.items and fam.admits(r) and _is_number(r.metrics.get(fam.metric))]
+    return max(scored, key=lambda r: r.metrics[fam.metric], default=None)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float, np.floating)) and value == value
+
+
+@dataclass(frozen=True)
+class TopGroup:
+    """Who wins a board: the leader (best value of the family's metric) and every entrant no
+    Holm-adjusted paired contrast separates from it; ``untested``: members the test could not
+    pair with the leader (they are in neither list)."""
+
+    metric: str
+    leader: str
+    members: tuple[str, ...]  # the leader first, then the rest in board order
+    untested: tuple[str, ...]
+    test: str
+
+
+def top_group(result: BoardResult) -> TopGroup | None:
+    """The board's top group from its leader family's contrasts; None without one."""
+    family = [c for c in result.contrasts if c.family == result.leader_family]
+    if not family:
+        return None
+    leader = family[0].b_name
+    members, untested = [leader], []
+    for c in family:
+        if c.p is None or not math.isfinite(c.p):
+            untested.append(c.a_name)
+        elif c.verdict != "separates":
+            members.append(c.a_name)
+    # The leader family contrasts on the board's primary metric (each board declares it so).
+    return TopGroup(result.primary_metric or "", leader, tuple(members), tuple(untested), family[0].test)

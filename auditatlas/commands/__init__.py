@@ -14,7 +14,7 @@ import sys
 
 # In the order ``auditatlas --help`` lists them.
 MODULES: tuple[str, ...] = ("store_commands", "board_commands", "review_commands", "detector_commands",
-                            "pattern_commands", "search_commands", "tour_commands")
+                            "judge_commands", "pattern_commands", "search_commands", "tour_commands")
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:

@@ -109,6 +109,12 @@ def _add_receive_arguments(receive: argparse.ArgumentParser) -> None:
     receive.add_argument("--max-body-mb", type=positive_int, default=default.max_body // (1024 * 1024), metavar="MB",
                          help="largest request body, before and after decompression (413 past it; default "
                               f"{default.max_body // (1024 * 1024)})")
+    receive.add_argument("--max-decoding-mb", type=positive_int, default=default.max_decoding // (1024 * 1024),
+                         metavar="MB", help="request bytes read and decoded at once, at least --max-body-mb (decoding "
+                                            "takes about 40 times them; past it 503 + Retry-After; default "
+                                            f"{default.max_decoding // (1024 * 1024)})")
+    # The benchmark's reference only (bench/receive.py): answers before the spans are on disk.
+    receive.add_argument("--no-journal", action="store_true", help=argparse.SUPPRESS)
 
 
 def _ingest_options(args: argparse.Namespace) -> dict:
@@ -126,7 +132,8 @@ def _receive(args: argparse.Namespace, root: Path) -> int:
     def say(line: str) -> None:
         print(line, flush=True)
 
-    settings = Settings(idle_s=args.idle, max_spans=args.max_spans, max_body=args.max_body_mb * 1024 * 1024)
+    settings = Settings(idle_s=args.idle, max_spans=args.max_spans, max_body=args.max_body_mb * 1024 * 1024,
+                        max_decoding=args.max_decoding_mb * 1024 * 1024, journal=not args.no_journal)
     receiver = Receiver(root, args.corpus, settings, say=say)  # a corpus it may not write: one sentence
     sock = bind(args.host, args.port)
     host, port = sock.getsockname()[:2]
@@ -135,10 +142,14 @@ def _receive(args: argparse.Namespace, root: Path) -> int:
         f"(a trace is written after {args.idle:g} s idle; Ctrl-C or SIGTERM writes what is held, then stops)")
     run(receiver, sock)
     if receiver.held.unwritten:
+        kept = (f"they stay in the journal {receiver.journal.path} and are written at the next start"
+                if receiver.journal is not None else "they are lost")
         print(f"error: stopped with {receiver.held.unwritten} span(s) that could not be written (see above); "
-              "they are lost.", file=sys.stderr)
+              f"{kept}.", file=sys.stderr)
         return 1
-    say(f"stopped; {receiver.writes} write(s) to corpus '{args.corpus}'")
+    journal = receiver.journal
+    fsyncs = f"; {journal.committed} request(s) journaled in {journal.commits} commit(s)" if journal is not None else ""
+    say(f"stopped; {receiver.writes} write(s) to corpus '{args.corpus}'{fsyncs}")
     return 0
 
 

@@ -17,28 +17,34 @@ ROLE_LABEL = {"floor": "floor", "baseline": "baseline", "entrant": "entrant", "e
 STATUS_COLOR = {"match": "#d8f3dc", "differs": "#ffd6d6"}
 
 
-def rows_frame(result, per_seed: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
+def rows_frame(result, per_seed: bool = False, cells=()) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The board's lines in band order (``board_seeds.entries``), as shown and as downloaded.
 
     A re-scored detector's seeds are one line (mean ± sd (min–max) over seeds, as text) unless
-    ``per_seed``; the download keeps numbers: the mean, sd, min and max of each metric.
+    ``per_seed``; the download keeps numbers: the mean, sd, min and max of each metric. ``top``
+    says which lines are in the board's top group (a seed group: how many of its seeds are);
+    ``cells``, the published values the board checks, go beside the values they check.
     """
-    from auditatlas.analyses.board_seeds import contrasts_text, entries
+    from auditatlas.analyses.board_seeds import contrasts_text, entries, top_share
 
     lines = entries(result, group=not per_seed)
+    published = {(c.entrant, c.metric): c.published for c in cells}
     grouped = any(e.is_group for e in lines)
     # Metrics with an interval method (t2d has none: a threshold crossing is not an estimate).
     methods = {m for m, how in result.interval_methods.items() if not how.startswith("none")}
     families = list(result.family_labels)
     shown, download = [], []
     for e in lines:
-        rec = {"entrant": e.entrant, "band": e.band, "contrasts": contrasts_text(e, families)}
-        csv = {"entrant": e.entrant, "seeds": _seeds(e.seeds), "band": e.band}
+        top = top_share(result, e)
+        rec = {"entrant": e.entrant, "top group": top, "band": e.band, "contrasts": contrasts_text(e, families)}
+        csv = {"entrant": e.entrant, "top group": top, "seeds": _seeds(e.seeds), "band": e.band}
         for m in result.metrics:
             spread = e.spreads.get(m)
             value = e.metrics.get(m)
             interval = e.intervals.get(m)
             rec[m] = (spread.text(with_range=False) if spread else fmt(value, blank="")) if grouped else value
+            if (e.entrant, m) in published or any(k[1] == m for k in published):
+                rec[f"{m} published"] = csv[f"{m} published"] = published.get((e.entrant, m))
             if m in methods:
                 rec[f"{m} 95%"] = interval_fmt(interval)
             csv[m] = spread.mean if spread else value
@@ -56,7 +62,7 @@ def rows_frame(result, per_seed: bool = False) -> tuple[pd.DataFrame, pd.DataFra
         rec["items"] = csv["items"] = e.items
         rec["role"] = csv["role"] = ROLE_LABEL.get(e.role, e.role)
         csv["contrasts"] = rec["contrasts"]
-        csv["seed rows"] = "; ".join(e.members)
+        csv["seed rows"] = "; ".join(e.members) or (e.row if e.row != e.entrant else "")
         shown.append(rec)
         download.append(csv)
     return pd.DataFrame(shown), pd.DataFrame(download)
@@ -130,10 +136,10 @@ def published_frame(cells) -> pd.DataFrame:
     return frame.assign(_o=order).sort_values(["_o", "entrant", "metric"]).drop(columns="_o")
 
 
-def shown_rows(result, per_seed: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
+def shown_rows(result, per_seed: bool = False, cells=()) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``rows_frame`` as the page and the export show it: time-to-detect as text, numbers to
     three places (the download keeps them whole)."""
-    frame, download = rows_frame(result, per_seed)
+    frame, download = rows_frame(result, per_seed, cells)
     if "t2d" in frame:
         frame["t2d"] = frame["t2d"].map(t2d)
     numeric = frame.select_dtypes("number").columns

@@ -282,132 +282,19 @@ def legend_html(g: nx.MultiDiGraph, color_by: str, has_detector: bool) -> str:
     return '<div class="legend">' + "".join(rows) + "</div>"
 
 
-_PAGE = """<!doctype html>
-<html><head><meta charset="utf-8">
-<style>{vis_css}</style>
-<script>{vis_js}</script>
-<style>
-html, body {{ margin: 0; padding: 0; font-family: sans-serif; font-size: 12px; color: #24292f; }}
-#trace-graph {{ width: 100%; height: {min_frame}px; border: 1px solid #d0d7de; border-radius: 4px; background: #fff; box-sizing: border-box; }}
-.legend div {{ margin: 3px 0; line-height: 20px; }}
-.hint {{ color: #57606a; margin: 2px 0 4px; }}
-.legend em {{ font-style: normal; color: #57606a; margin-right: 6px; }}
-.sw {{ display: inline-block; margin-right: 12px; white-space: nowrap; }}
-.sw i {{ display: inline-block; width: 12px; height: 12px; margin-right: 4px; vertical-align: -2px; border: 1px solid #8c959f; box-sizing: border-box; }}
-.sw b {{ display: inline-block; width: 18px; height: 3px; margin-right: 4px; vertical-align: 3px; }}
-.sw b.ln {{ height: 0; background: none; }}
-</style></head>
-<body>
-<div id="trace-graph"></div>
-<div class="hint" id="graph-hint">Drag to pan, scroll to zoom, hover a step for its details.</div>
-{legend}
-<script>
-(function () {{
-  var DX = {dx}, DY = {dy}, EDGE = {edge}, BAND_GAP = {band_gap}, PACKED = {packed}, BOX = {box_columns}, LANE_WORD = {lane_word};
-  var READ = {read_scale}, MAX = {max_scale}, PAD = {frame_pad}, MIN_H = {min_frame}, MAX_H = {max_frame};
-  // x = column * DX, y = lane * DY (auditatlas.graph.layout, lanes packed); EDGE: room for half
-  // a label left and right of the outer columns.
-  var base = {nodes};
-  var el = document.getElementById("trace-graph");
-  var hint = document.getElementById("graph-hint");
-  var selected = {selected};
+# The page's HTML, CSS and script: a resource file beside this module, its ``@@name@@`` places
+# filled by ``render_html`` (one pass: a value is never read for places).
+_PLACE = re.compile(r"@@(\w+)@@")
 
-  // Rows that fit the frame's width at zoom 1: a lane longer than the frame continues on the
-  // next row. Lanes that take turns (PACKED) read like lines of text: each lane flows into rows
-  // after the previous lane's, a scope box (BOX columns wide) never split. Overlapping lanes
-  // wrap together, band by band, so steps that happened at the same point stay one above the
-  // other.
-  function arrange(width) {{
-    var perRow = Math.max(1, Math.floor((width - 2 * EDGE) / DX) + 1);
-    var placed = PACKED ? flow(perRow) : bands(perRow);
-    var span = 0;
-    placed.nodes.forEach(function (n) {{ span = Math.max(span, n.y); }});
-    return {{nodes: placed.nodes, rows: placed.rows, wrapped: placed.wrapped, lanes: placed.lanes,
-             height: Math.min(MAX_H, Math.max(MIN_H, Math.ceil(span + PAD)))}};
-  }}
 
-  function laneOf(n) {{ return Math.round(n.y / DY); }}
+@lru_cache(maxsize=1)
+def _page_template() -> str:
+    return (Path(__file__).with_name("trace_graph_page.html")).read_text(encoding="utf-8")
 
-  function flow(perRow) {{
-    var order = base.slice().sort(function (a, b) {{ return laneOf(a) - laneOf(b) || a.x - b.x; }});
-    var row = -1, lane = null, used = 0, wrapped = false, lanes = 0, out = [];
-    order.forEach(function (n) {{
-      var w = n.shape === "box" ? BOX : 1;
-      if (laneOf(n) !== lane) {{ lane = laneOf(n); row += 1; used = 0; lanes += 1; }}
-      else if (used > 0 && used + w > perRow) {{ row += 1; used = 0; wrapped = true; }}
-      out.push(Object.assign({{}}, n, {{x: (used + (w - 1) / 2) * DX, y: row * DY}}));
-      used += w;
-    }});
-    return {{nodes: out, rows: row + 1, wrapped: wrapped, lanes: lanes}};
-  }}
 
-  function bands(perRow) {{
-    var rows = [], rowOf = {{}}, wrapped = false, lanes = {{}};
-    var keyed = base.map(function (n) {{
-      var col = n.x / DX, band = Math.floor(col / perRow + 1e-9), key = [band, laneOf(n)];
-      if (!(key in rowOf)) {{ rowOf[key] = true; rows.push(key); }}
-      wrapped = wrapped || band > 0;
-      lanes[laneOf(n)] = true;
-      return {{node: n, col: col - band * perRow, band: band, key: key}};
-    }});
-    rows.sort(function (a, b) {{ return a[0] - b[0] || a[1] - b[1]; }});
-    rows.forEach(function (key, i) {{ rowOf[key] = i; }});
-    var out = keyed.map(function (k) {{
-      return Object.assign({{}}, k.node, {{x: k.col * DX, y: rowOf[k.key] * DY + k.band * BAND_GAP}});
-    }});
-    return {{nodes: out, rows: rows.length, wrapped: wrapped, lanes: Object.keys(lanes).length}};
-  }}
+def _fill(template: str, **values: Any) -> str:
+    return _PLACE.sub(lambda m: str(values[m.group(1)]), template)
 
-  var layout = arrange(el.clientWidth);
-  el.style.height = layout.height + "px";
-  var nodes = new vis.DataSet(layout.nodes);
-  var edges = new vis.DataSet({edges});
-  var network = new vis.Network(el, {{nodes: nodes, edges: edges}}, {options});
-
-  function describe(cut) {{
-    var parts = [];
-    var boxes = base.some(function (n) {{ return n.shape === "box"; }});
-    if (PACKED && layout.lanes > 1) {{
-      parts.push("One row per " + LANE_WORD + ", in trace order" + (boxes ? " (collapsed scopes side by side)." : "."));
-    }}
-    if (layout.wrapped) parts.push("A row that reaches the right edge continues on the next one.");
-    if (cut) parts.push("More rows than the frame holds at a readable size: drag up to see the rest.");
-    parts.push("Drag to pan, scroll to zoom, hover a step for its details.");
-    hint.textContent = parts.join(" ");
-  }}
-
-  // Fitted on open: every step in view, labels at READ..MAX zoom; a run taller than the frame
-  // can grow opens at READ on its first rows, or on the row of the open step.
-  function show() {{
-    network.fit({{animation: false, maxZoomLevel: MAX}});
-    var open = selected !== null && nodes.get(selected);
-    if (open) network.selectNodes([selected]);
-    var cut = network.getScale() < READ;
-    if (cut) {{
-      var y = open ? network.getPositions([selected])[selected].y : el.clientHeight / (2 * READ) - EDGE;
-      network.moveTo({{position: {{x: el.clientWidth / (2 * READ) - EDGE, y: y}}, scale: READ, animation: false}});
-    }}
-    describe(cut);
-  }}
-  network.once("afterDrawing", show);
-
-  // A wider or narrower window re-wraps the rows (the frame's iframe follows its height).
-  var lastWidth = el.clientWidth;
-  window.addEventListener("resize", function () {{
-    if (el.clientWidth === lastWidth) return;
-    lastWidth = el.clientWidth;
-    layout = arrange(lastWidth);
-    nodes.update(layout.nodes.map(function (n) {{ return {{id: n.id, x: n.x, y: n.y}}; }}));
-    el.style.height = layout.height + "px";
-    network.setSize("100%", "100%");
-    network.redraw();
-    show();
-  }});
-  window.traceNetwork = network;
-}})();
-</script>
-</body></html>
-"""
 
 
 def render_html(g: nx.MultiDiGraph, color_by: str = "agent", selected: int | None = None,
@@ -425,7 +312,8 @@ def render_html(g: nx.MultiDiGraph, color_by: str = "agent", selected: int | Non
     nodes, edges, _heading, _height, _width, options = net.get_network_data()
     vis_js, vis_css = vis_assets()
     selected_id = str(selected) if selected is not None and selected in g else None
-    return _PAGE.format(
+    return _fill(
+        _page_template(),
         vis_css=vis_css, vis_js=vis_js if vis_script is None else vis_script, legend=legend_html(g, color_by, has_detector),
         dx=dx, dy=DY, edge=dx / 2 + LABEL_GAP_PX, band_gap=BAND_GAP, box_columns=tg.SCOPE_COLUMNS, packed=script_json(tg.lanes_take_turns(g)),
         lane_word=script_json(g.graph.get("lanes", "scope")),

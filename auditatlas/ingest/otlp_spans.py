@@ -8,7 +8,8 @@ What is read:
 - OTLP protobuf: one serialized ``ExportTraceServiceRequest`` per ``.pb`` / ``.binpb`` file,
   parsed with ``opentelemetry-proto`` and turned into the OTLP/JSON form by protobuf's own JSON
   printer (base64 ids, enum names, int64 as strings), so both encodings meet one normalizer;
-- either one gzip-compressed (``.gz`` suffix, or the gzip magic bytes).
+- either one gzip-compressed (``.gz`` suffix, or the gzip magic bytes), inflated in a stream and
+  refused past ``kit.compressed.MAX_INFLATED_BYTES``.
 
 The normalizing of one span (hex or base64 ids, integer or named span kinds and status codes,
 int64 as strings or numbers, every ``AnyValue`` form, camelCase or snake_case keys, the legacy
@@ -36,12 +37,12 @@ from agentpile.formats import otlp as ap_otlp
 
 from ..errors import InputError
 from .kit import check_value, first_line, loads
+from .kit.compressed import TooLarge, read_maybe_gzip
 from .kit.jsonfiles import has_surrogate_escape
 
 JSON_SUFFIXES = (".json", ".jsonl", ".ndjson")
 PROTO_SUFFIXES = (".pb", ".binpb")
 SUFFIXES = JSON_SUFFIXES + PROTO_SUFFIXES
-GZIP_MAGIC = b"\x1f\x8b"
 # One attribute value larger than this is refused: a step's text is shown whole on the Explorer,
 # and a value this size is a payload the instrumentation should have cut (the SDKs' own
 # OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT does exactly that).
@@ -111,7 +112,7 @@ def looks_like_otlp(path: Path) -> bool:
     if _base_suffix(file.name) in PROTO_SUFFIXES:
         return True
     try:
-        raw = _raw_bytes(file)[:65536].decode("utf-8", errors="ignore")
+        raw = read_maybe_gzip(file, head=65536).decode("utf-8", errors="ignore")
     except (OSError, EOFError, zlib.error, gzip.BadGzipFile):
         return False
     return '"resourceSpans"' in raw or '"resource_spans"' in raw
@@ -187,6 +188,10 @@ def decode_body(raw: bytes, encoding: str, name: str) -> Decoded:
     decompressed) read as :func:`read_spans` reads a file; ``name`` stands where a file's name
     would (e.g. "request 7 from 127.0.0.1:50312")."""
     refused: list[InputError] = []
+    if not (raw if encoding == "protobuf" else raw.strip()):
+        # An empty protobuf body is a valid empty request (every field is optional), so an empty
+        # JSON body is answered alike: nothing to keep, nothing wrong.
+        return Decoded([], [], [])
     if encoding == "protobuf":
         docs = _protobuf_document(raw, name, refused, named_as="sent as application/x-protobuf; send it as "
                                                                 "application/json")
@@ -195,6 +200,8 @@ def decode_body(raw: bytes, encoding: str, name: str) -> Decoded:
     spans: list[Span] = []
     rejected: list[InputError] = []
     for doc, where in docs if not refused else []:
+        if doc == {}:
+            continue  # an ExportTraceServiceRequest with no field set (``{}``, or protobuf of no resourceSpans)
         if not _is_export(doc):
             refused.append(_not_export(name, where))
             continue
@@ -206,10 +213,7 @@ def decode_body(raw: bytes, encoding: str, name: str) -> Decoded:
 
 
 def _raw_bytes(file: Path) -> bytes:
-    raw = file.read_bytes()
-    if raw[:2] == GZIP_MAGIC:
-        return gzip.decompress(raw)
-    return raw
+    return read_maybe_gzip(file)
 
 
 def _documents(file: Path, rel: str, problems: list[InputError]) -> list[tuple[Any, str]]:
@@ -221,6 +225,9 @@ def _documents(file: Path, rel: str, problems: list[InputError]) -> list[tuple[A
         return []
     except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
         problems.append(InputError(rel, None, f"is not a complete gzip file ({first_line(exc)})."))
+        return []
+    except TooLarge as exc:
+        problems.append(InputError(rel, None, f"{exc}."))
         return []
     if not raw.strip():
         problems.append(InputError(rel, None, "is empty: an export with no spans."))
@@ -364,6 +371,10 @@ def _span(span_id: str | None, entry: dict, rel: str, where: str, order: int, pr
     if parent is not None and not _HEX_SPAN.match(parent):
         problems.append(InputError(rel, None, f"{at}{named} of trace {trace_id} has parent id {parent[:40]!r}, not 8 "
                                               "bytes in hex or base64."))
+        return None
+    if parent == span_id:
+        problems.append(InputError(rel, None, f"{at}{named} of trace {trace_id} names itself as its parent; a span's "
+                                              "parent is another span of its trace."))
         return None
     attrs = entry.get("attributes") or {}
     big = _oversized(attrs)

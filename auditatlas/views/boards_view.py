@@ -16,7 +16,8 @@ import pandas as pd
 from ..analyses.board_kept import Remember
 from ..analyses.board_published import missing_blocks
 from ..analyses.board_registry import PILLARS, registry, slice_lacks
-from ..analyses.board_seeds import SD_WORDS, coverage_line
+from ..analyses.board_seeds import SD_WORDS, coverage_line, top_group_names
+from ..analyses.board_types import top_group
 from ..analyses.labels_in_use import board_note
 from ..errors import AtlasError
 from ..figures.boards import (
@@ -43,9 +44,15 @@ STATE = {"PRE": "before a run: the declared configuration", "LIVE": "on a growin
 
 
 def intro() -> list[b.Block]:
-    return [b.note("Every number is regenerated from predictions in the store. Entrants are ordered only where a "
-                   "paired test (Holm-adjusted within its declared family) separates them from the floor or "
-                   "baseline; the rest share an unresolved band.")]
+    """How to read a board, folded away: each board leads with its answer (its top group)."""
+    return [b.Fold("How the boards are read", (
+        b.note("Every number is regenerated from predictions in the store. Entrants are ordered only where a "
+               "paired test (Holm-adjusted within its declared family) separates them from the floor or "
+               "baseline; the rest share an unresolved band."),
+        b.note("Each board's top group is its leader (the best value of its primary metric) and every entrant no "
+               "Holm-adjusted paired contrast against the leader separates: no other entrant beats them "
+               "significantly. The published values stand beside the recomputed ones they check."),
+    ))]
 
 
 def tabs() -> list[tuple[str, list[str]]]:
@@ -114,14 +121,14 @@ def _row_columns(result) -> tuple[b.Column, ...]:
 
 
 def result_blocks(result, cells, key: str, per_seed: bool = False) -> list[b.Block]:
-    """One recomputed board: floor, items, rows in bands, contrasts, published vs recomputed."""
-    out: list[b.Block] = [b.say("**{}** on {}: rests on **{:,} {}**. Floor: **{}**.", result.title, result.corpus,
-                                result.n_items, result.item_kind, result.floor)]
-    floor = next((r for r in result.rows if r.entrant == result.floor), None)
-    if floor:
-        out.append(b.Text.plain("Floor " + ", ".join(f"{m} {fmt(floor.metrics.get(m))}" for m in result.metrics),
-                                "note"))
-    frame, download = shown_rows(result, per_seed)
+    """One recomputed board: who wins (the top group), items, floor and the bands' reference, rows
+    in bands with the published values beside the ones they check, contrasts, published vs
+    recomputed."""
+    out: list[b.Block] = top_group_blocks(result, per_seed)
+    out.append(b.say("**{}** on {}: rests on **{:,} {}**.", result.title, result.corpus, result.n_items,
+                     result.item_kind))
+    out.append(reference_line(result))
+    frame, download = shown_rows(result, per_seed, cells)
     grouped = any(r.seed_group for r in result.rows) and not per_seed
     if grouped:
         out.append(b.note("A re-scored detector's seeds are one entrant: mean ± {}, and their min–max; its contrasts "
@@ -153,6 +160,40 @@ def result_blocks(result, cells, key: str, per_seed: bool = False) -> list[b.Blo
     if cells:
         out += published(cells, key)
     return out
+
+
+def top_group_blocks(result, per_seed: bool = False) -> list[b.Block]:
+    """The board's answer first: its top group, the entrants no other beats significantly."""
+    group = top_group(result)
+    if group is None:
+        return []
+    names = top_group_names(result, group=not per_seed)
+    leader = next((r for r in result.rows if r.entrant == group.leader), None)
+    value = fmt(leader.metrics.get(group.metric)) if leader else "—"
+    shown = names if len(names) <= TOP_SHOWN else [*names[:TOP_SHOWN], f"and {len(names) - TOP_SHOWN} more"]
+    out = [b.say("**Top group** on {} ({} line(s); marked in the table's *top group* column): {}.", group.metric,
+                 len(names), "; ".join(shown)),
+           b.note("The leader, {} ({} {}), and every entrant no Holm-adjusted paired contrast against it separates "
+                  "({}): no other entrant beats them significantly.", group.leader, group.metric, value, group.test)]
+    if group.untested:
+        out.append(b.note("Not compared with the leader (no runs or items in common with it, or one outcome only): {}.",
+                          ", ".join(group.untested)))
+    return out
+
+
+TOP_SHOWN = 6  # top-group lines named in its sentence; the table marks every one
+
+
+def reference_line(result) -> b.Block:
+    """The floor, and the row the bands are read against, said once."""
+    against = next((c.b_name for c in result.contrasts if c.family == result.primary_contrast_family), None)
+    floor = next((r for r in result.rows if r.entrant == result.floor), None)
+    values = ", ".join(f"{m} {fmt(floor.metrics.get(m))}" for m in result.metrics) if floor else ""
+    if against and against != result.floor:
+        return b.say("Floor: **{}** ({}). Bands are read against the baseline **{}** ({}).", result.floor, values,
+                     against, result.primary_contrast_family)
+    return b.say("Floor: **{}** ({}); bands are read against it ({}).", result.floor, values,
+                 result.primary_contrast_family or "no contrast")
 
 
 def published(cells, key: str) -> list[b.Block]:

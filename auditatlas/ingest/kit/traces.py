@@ -4,12 +4,14 @@ records (:mod:`..trajectory`) meet the store in the same words.
 - the edge kinds and provenances both write, so a tool call is ``tool_call``/``observed`` in
   either format and the Explorer draws it the same way;
 - the label process of an unlabeled corpus;
-- how an ``extra`` column is encoded (JSON text, absent fields left out, text kept as written);
+- how an ``extra`` column is encoded (JSON text, absent fields left out, text kept as written,
+  NaN and the infinities as the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``);
 - the rule for ``--corpus NAME``: a name no other import holds.
 """
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +39,22 @@ def extra_json(fields: dict[str, Any], drop_empty: bool = False) -> str:
     def absent(value: Any) -> bool:
         return value is None or (drop_empty and isinstance(value, (list, dict)) and not value)
 
-    return json.dumps({k: v for k, v in fields.items() if not absent(v)}, ensure_ascii=False)
+    kept = {k: v for k, v in fields.items() if not absent(v)}
+    try:
+        return json.dumps(kept, ensure_ascii=False, allow_nan=False)
+    except ValueError:  # a NaN or an infinity: bare NaN is not JSON, and strict readers (DuckDB's too) refuse it
+        return json.dumps(_finite(kept), ensure_ascii=False, allow_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every non-finite float written as protobuf's JSON mapping writes it (a string)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 def edge_row(run_id: str, corpus: str, src: int, dst: int, kind: str, provenance: str) -> dict:

@@ -7,11 +7,15 @@ http://localhost:4318/v1/traces`` sends any instrumented agent's spans into corp
 - Bodies are read by the file ingest's own reader (:func:`..otlp_spans.decode_body`) and traces
   mapped by its own mapping (:func:`..otlp.map_spans`): the same spans sent or read from a file
   give the same rows (runs are traces; ``--group session`` is a file ingest's option only).
-- Spans are held in bounded memory (:mod:`.held`, ``--max-spans``); a trace is written once it
-  has been idle ``--idle`` seconds, everything on shutdown (SIGTERM, Ctrl-C), and early under
-  memory pressure; at the cap a request is answered 503 with Retry-After (:mod:`.bodies`).
+- A request is answered only once its body is committed (fsync) to the receiver's journal
+  (:mod:`.journal`, ``STORE/receiver/<corpus>.journal``), which the next start replays: a 200
+  survives ``kill -9``, and a replay stores no span twice.
+- Spans are held in bounded memory (:mod:`.held`, ``--max-spans``; bodies being decoded,
+  ``--max-decoding-mb``); a trace is written once it has been idle ``--idle`` seconds,
+  everything on shutdown (SIGTERM, Ctrl-C), and early under memory pressure; past a bound a
+  request is answered 503 with Retry-After, and one that alone exceeds a cap 413 (:mod:`.bodies`).
 - Each write adds the traces to the corpus's store source atomically (:mod:`.writes`), so the
-  running app shows them at its next query; ``kill -9`` loses only spans not yet written.
+  running app shows them at its next query; then the journal's records it covers are deleted.
 
 It listens on localhost unless ``--host`` says otherwise (spans carry prompts and outputs), and
 prints one line per write and per rejected request.

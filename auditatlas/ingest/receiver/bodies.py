@@ -9,8 +9,10 @@ What the OTLP/HTTP specification asks of a server, and where it is done here:
 - success is 200 with an ``ExportTraceServiceResponse`` in the request's encoding, its
   ``partial_success`` (``rejected_spans``, ``error_message``) set when some spans were left out;
 - a failure carries a ``google.rpc.Status`` message (in the request's encoding) whose message
-  says why: 400 for a body that does not parse (not to be retried), 413 over the size limit,
-  503 with ``Retry-After`` when the receiver has no room (exporters retry 429/502/503/504).
+  says why: 400 for a body that does not parse (not to be retried), 413 for a request that alone
+  exceeds a cap (bytes, inflated bytes, spans: sending it again cannot help), 503 with
+  ``Retry-After`` when the receiver has no room now (spans held, bytes being decoded) or could
+  not journal the request (exporters retry 429/502/503/504).
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ ENCODINGS = ("gzip", "deflate", "identity")
 MEDIA_TYPES = {"protobuf": "application/x-protobuf", "json": "application/json"}
 # google.rpc.Code of each HTTP failure (the Status message carries both).
 _RPC_CODES = {400: 3, 413: 3, 415: 3, 503: 14}  # INVALID_ARGUMENT, UNAVAILABLE
+RETRYABLE = (429, 502, 503, 504)  # what OTLP exporters send again (after Retry-After)
 _SHOWN = 10  # rejected spans named in error_message before "and N more"
 
 
@@ -39,14 +42,21 @@ def encoding_of(content_type: str | None) -> str | None:
     return CONTENT_TYPES.get((content_type or "").split(";")[0].strip().lower())
 
 
-def inflate(body: bytes, content_encoding: str | None, limit: int) -> bytes:
-    """The body decompressed, never past ``limit`` bytes (a small gzip body may inflate to
-    gigabytes); raises :class:`Refused` (400 for broken data, 413 past the limit)."""
+def content_coding(content_encoding: str | None) -> str:
+    """"identity", "gzip" or "deflate"; another encoding is refused (415)."""
     coding = (content_encoding or "identity").strip().lower() or "identity"
-    if coding == "identity":
-        return body
     if coding not in ENCODINGS:
         raise Refused(415, f"content encoding '{coding[:40]}' is not supported; send gzip, deflate or none.")
+    return coding
+
+
+def inflate(body: bytes, content_encoding: str | None, limit: int) -> bytes:
+    """The body decompressed, never past ``limit`` bytes (a small gzip body may inflate to
+    gigabytes: zlib stops at the limit); raises :class:`Refused` (400 for broken data, 413 past
+    the limit)."""
+    coding = content_coding(content_encoding)
+    if coding == "identity":
+        return body
     # deflate is zlib-wrapped by the HTTP standard; some clients send the raw stream, tried next.
     attempts = [16 + zlib.MAX_WBITS] if coding == "gzip" else [zlib.MAX_WBITS, -zlib.MAX_WBITS]
     for wbits in attempts:
@@ -56,7 +66,8 @@ def inflate(body: bytes, content_encoding: str | None, limit: int) -> bytes:
         except zlib.error:
             continue
         if len(out) > limit:
-            raise Refused(413, f"inflates to more than {limit:,} bytes, the receiver's limit (--max-body-mb).")
+            raise Refused(413, f"inflates to more than {limit:,} bytes, the receiver's limit (--max-body-mb): the "
+                               "request alone exceeds the cap; send smaller batches.")
         if not inflater.eof:
             break
         return out

@@ -9,7 +9,11 @@ span would have mapped it.
 The cap counts spans, written and unwritten. Room is made by forgetting written traces, least
 recently seen first; when unwritten spans alone fill the cap the request is refused whole (the
 HTTP layer answers 503 with Retry-After, which OTLP exporters retry) and the writer is asked to
-write at once instead of waiting for traces to go idle.
+write at once instead of waiting for traces to go idle. A request bringing more new spans than
+the whole cap could never be held: it is refused as too large (413), never as "try again".
+
+Each unwritten span remembers the journal record that brought it (:mod:`.journal`); a record
+is *released* once the store holds every span it brought, and only then deleted.
 """
 from __future__ import annotations
 
@@ -34,6 +38,7 @@ class HeldTrace:
     last_seen: float = 0.0
     unwritten: int = 0  # spans the store does not hold yet
     run_id: str | None = None  # the run the store holds it as, once written
+    records: dict[str, int] = field(default_factory=dict)  # unwritten span id -> its journal record
 
 
 @dataclass
@@ -43,6 +48,8 @@ class Added:
     accepted: int = 0  # new spans, plus identical repeats of held ones (an exporter's retry)
     rejected: list[InputError] = field(default_factory=list)
     full: bool = False  # nothing was added: the cap is reached by spans not yet written
+    too_many: int = 0  # nothing was added: this many new spans are more than the whole cap
+    fresh: int = 0  # new spans (not repeats), each now waiting for its record's release
 
 
 @dataclass
@@ -52,7 +59,12 @@ class Due:
     trace_id: str
     spans: list[Span]
     run_id: str | None  # the run it replaces (a re-opened trace), or None for a new one
-    unwritten: int  # how many of ``spans`` the store did not hold when it was taken
+    taken: list[tuple[str, int]]  # the unwritten spans taken (span id, journal record)
+
+    @property
+    def unwritten(self) -> int:
+        """How many of ``spans`` the store did not hold when it was taken."""
+        return len(self.taken)
 
 
 class Held:
@@ -67,6 +79,7 @@ class Held:
         self._order = 0
         self._refused_since_write = False
         self._lock = threading.Lock()
+        self._pending: dict[int, int] = {}  # journal record -> its spans not yet in the store
 
     @property
     def spans(self) -> int:
@@ -76,9 +89,11 @@ class Held:
     def unwritten(self) -> int:
         return self._unwritten
 
-    def add(self, spans: list[Span]) -> Added:
-        """Hold one request's spans, all or none: a repeat of a held span with the same content
-        is accepted once, one with different content under a held span id is rejected."""
+    def add(self, spans: list[Span], record: int = 0, stored: Callable[[Span], bool] | None = None) -> Added:
+        """Hold one request's spans (brought by journal record ``record``), all or none: a repeat
+        of a held span with the same content is accepted once, one with different content under
+        a held span id is rejected. ``stored(span)``: the store holds it already (a replay at
+        start), so it is held as written."""
         out = Added()
         with self._lock:
             fresh: list[Span] = []
@@ -96,6 +111,8 @@ class Held:
                                                                     f"the span id of '{other.name}' ({other.file}) with "
                                                                     "different content; span ids must be unique in a "
                                                                     "trace."))
+            if len(fresh) > self.max_spans:
+                return Added(too_many=len(fresh))
             if not self._make_room(len(fresh)):
                 self._refused_since_write = True
                 return Added(full=True)
@@ -106,13 +123,32 @@ class Held:
                 if trace is None:
                     trace = self._traces[span.trace_id] = HeldTrace(span.trace_id)
                 trace.spans[span.span_id] = span
-                trace.unwritten += 1
                 trace.last_seen = now
                 self._traces.move_to_end(span.trace_id)
+                if stored is not None and stored(span):
+                    continue
+                trace.unwritten += 1
+                trace.records[span.span_id] = record
+                self._unwritten += 1
+                out.fresh += 1
             self._spans += len(fresh)
-            self._unwritten += len(fresh)
             out.accepted += len(fresh)
+            if out.fresh:
+                self._pending[record] = self._pending.get(record, 0) + out.fresh
         return out
+
+    def pending_records(self) -> set[int]:
+        """The journal records some of whose spans the store does not hold yet."""
+        with self._lock:
+            return set(self._pending)
+
+    def stored_as(self, trace_id: str, run_id: str) -> None:
+        """The store holds trace ``trace_id`` as run ``run_id`` (a replay at start): its next
+        write replaces that run, as a re-opened trace's does."""
+        with self._lock:
+            trace = self._traces.get(trace_id)
+            if trace is not None:
+                trace.run_id = run_id
 
     def _make_room(self, n: int) -> bool:
         """Forget written traces (least recently seen first) until ``n`` more spans fit."""
@@ -133,18 +169,48 @@ class Held:
         """The unwritten traces idle for ``idle_s`` seconds (every unwritten one with ``force``)."""
         now = self.clock()
         with self._lock:
-            return [Due(t.trace_id, [dataclasses.replace(s) for s in t.spans.values()], t.run_id, t.unwritten)
+            return [Due(t.trace_id, [dataclasses.replace(s) for s in t.spans.values()], t.run_id, list(t.records.items()))
                     for t in self._traces.values() if t.unwritten and (force or now - t.last_seen >= idle_s)]
 
-    def written(self, due: list[Due], run_ids: dict[str, str]) -> None:
+    def written(self, due: list[Due], run_ids: dict[str, str]) -> list[int]:
         """The store now holds ``due`` (as ``run_ids`` by trace id); spans that arrived while it was
-        written stay unwritten."""
+        written stay unwritten. Returns the journal records released: every span they brought
+        is in the store now."""
+        released: list[int] = []
         with self._lock:
             self._refused_since_write = False
             for item in due:
+                for _, record in item.taken:
+                    self._pending[record] -= 1
+                    if not self._pending[record]:
+                        del self._pending[record]
+                        released.append(record)
                 trace = self._traces.get(item.trace_id)
                 if trace is None:
                     continue
+                for span_id, _ in item.taken:
+                    trace.records.pop(span_id, None)
                 trace.unwritten -= item.unwritten
                 self._unwritten -= item.unwritten
                 trace.run_id = run_ids[item.trace_id]
+        return released
+
+    def withdraw(self, record: int) -> int:
+        """Take back the unwritten spans journal record ``record`` brought (its commit failed, so
+        its request is refused and will be sent again); call with no write in progress."""
+        gone = 0
+        with self._lock:
+            for trace_id in list(self._traces):
+                trace = self._traces[trace_id]
+                ids = [span_id for span_id, r in trace.records.items() if r == record]
+                for span_id in ids:
+                    del trace.records[span_id]
+                    del trace.spans[span_id]
+                trace.unwritten -= len(ids)
+                gone += len(ids)
+                if not trace.spans:
+                    del self._traces[trace_id]
+            self._spans -= gone
+            self._unwritten -= gone
+            self._pending.pop(record, None)
+        return gone

@@ -1,4 +1,5 @@
-"""The receiver's state and its writer thread: spans in, traces written when idle or on close."""
+"""The receiver's state and its writer thread: spans in (journaled first), traces written when
+idle or on close, the journal replayed at start."""
 from __future__ import annotations
 
 import itertools
@@ -8,10 +9,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...errors import AtlasError, first_line
 from ..otlp import check_corpus_name
-from ..otlp_spans import Decoded
+from ..otlp_spans import Decoded, decode_body
+from .bodies import Refused, inflate
 from .held import Held
-from .writes import Written, write_traces
+from .journal import Journal, JournalError
+from .writes import Written, stored_spans, write_traces
 
 Say = Callable[[str], None]
 
@@ -21,21 +25,54 @@ class Settings:
     idle_s: float = 10.0  # longer than a batch exporter's 5 s delay, so one trace is usually one write
     max_spans: int = 100_000  # spans held in memory (written ones are forgotten first)
     max_body: int = 32 * 1024 * 1024  # bytes of one request body, before and after decompression
+    # Bytes of request bodies read, inflated and decoded at once (decoding holds about 40 times
+    # a body's inflated bytes in Python objects): past it a request is answered 503.
+    max_decoding: int = 32 * 1024 * 1024
     retry_after_s: int = 2  # told to an exporter refused for room; the writer writes meanwhile
+    journal: bool = True  # False only for the benchmark's reference: a 200 is then not durable
+
+    def __post_init__(self) -> None:
+        if self.max_decoding < self.max_body:
+            raise AtlasError(f"--max-decoding-mb ({self.max_decoding // 2**20}) is below --max-body-mb "
+                             f"({self.max_body // 2**20}): a request of the largest size could never be read.")
 
 
 @dataclass
 class Accepted:
     kept: int
     rejected: list[str]  # one sentence per span left out
-    full: bool  # refused whole for room (503)
+    full: bool = False  # refused whole for room (503)
+    too_many: int = 0  # refused whole: more new spans than --max-spans (413)
+    failed: str | None = None  # refused whole: the journal could not be written (503)
+
+
+class Budget:
+    """Bytes taken by requests being read and decoded; a request takes what it needs or is refused."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.taken = 0
+        self._lock = threading.Lock()
+
+    def take(self, n: int) -> bool:
+        with self._lock:
+            if self.taken + n > self.capacity:
+                return False
+            self.taken += n
+            return True
+
+    def give(self, n: int) -> None:
+        with self._lock:
+            self.taken -= n
 
 
 class Receiver:
     """Spans of corpus ``corpus`` held and written to the store at ``root``.
 
-    ``start`` runs the writer thread; ``close`` stops it and writes every held span (the server
-    calls both from its lifespan, so SIGTERM or Ctrl-C write before the process exits).
+    ``start`` replays the journal and runs the writer thread; ``close`` stops it and writes
+    every held span (the server calls both from its lifespan, so SIGTERM or Ctrl-C write before
+    the process exits). A request is answered once its body is committed to the journal
+    (:mod:`.journal`), so a 200 survives ``kill -9``.
     """
 
     def __init__(self, root: Path, corpus: str, settings: Settings = Settings(), origin: str = "OTLP/HTTP",
@@ -47,6 +84,10 @@ class Receiver:
         self.origin = origin
         self.say = say
         self.held = Held(settings.max_spans)
+        self.decoding = Budget(settings.max_decoding)
+        self.journal: Journal | None = Journal(self.root, corpus) if settings.journal else None
+        self._accept_lock = threading.Lock()
+        self._replaying = False
         self.writes = 0
         self._requests = itertools.count(1)
         self._wake = threading.Event()
@@ -59,19 +100,98 @@ class Receiver:
     def request_name(self, client: str) -> str:
         return f"request {next(self._requests)} from {client}"
 
-    def accept(self, decoded: Decoded) -> Accepted:
-        added = self.held.add(decoded.spans)
+    def accept(self, decoded: Decoded, body: bytes, encoding: str, content_encoding: str = "identity") -> Accepted:
+        """Hold a decoded request's spans; returns once the request's ``body`` (as received,
+        ``content_encoding`` not undone: what the replay decodes again) is committed to the journal."""
+        journal = self.journal
+        with self._accept_lock:  # a record's number is known before its spans are held
+            record = journal.reserve() if journal is not None else 0
+            added = self.held.add(decoded.spans, record)
+            if journal is not None and added.fresh:
+                journal.enqueue(record, encoding, content_encoding, body)
+            elif journal is not None:
+                journal.abandon(record)
+        if added.too_many:
+            return Accepted(0, [], too_many=added.too_many)
         if added.full:
             self._wake.set()
-            return Accepted(0, [], True)
+            return Accepted(0, [], full=True)
         rejected = [p.message for p in decoded.rejected + added.rejected]  # the request is named once, by the caller
         if self.held.pressed():
             self._wake.set()
-        return Accepted(added.accepted, rejected, False)
+        if journal is not None:
+            try:
+                if added.fresh:
+                    journal.wait(record)
+                elif added.accepted:
+                    journal.sync()  # repeats of spans an earlier request's record may still be committing
+            except JournalError as exc:
+                with self._write_lock:  # no write holds them: they leave memory, the exporter sends them again
+                    self.held.withdraw(record)
+                return Accepted(0, [], failed=str(exc))
+        return Accepted(added.accepted, rejected)
+
+    # -- the journal at start ---------------------------------------------------------------
+
+    def replay(self) -> int:
+        """Hold again what the journal holds and the store does not, then write it; the spans
+        replayed. A span the store holds is not held twice: a trace whose stored spans all come
+        back is held as written under its run (its next write replaces the run whole); the
+        stored spans of any other trace are dropped."""
+        if self.journal is None or not self.journal.count():
+            return 0
+        requests: list[tuple[int, list]] = []
+        for record in self.journal.records():
+            try:
+                # Accepted once: a --max-body-mb lowered since does not refuse it now.
+                raw = inflate(record.body, record.content_encoding, max(self.settings.max_body, 1 << 30))
+            except Refused as refused:
+                self.say(f"journal record {record.seq} cannot be read again ({refused.sentence}); it is kept in "
+                         f"{self.journal.path}.")
+                continue
+            decoded = decode_body(raw, record.encoding, f"journal record {record.seq}")
+            requests.append((record.seq, decoded.spans))
+        traces = {s.trace_id for _, spans in requests for s in spans}
+        stored = stored_spans(self.root, self.corpus, traces)
+        back: dict[str, set[str]] = {}
+        for _, spans in requests:
+            for span in spans:
+                back.setdefault(span.trace_id, set()).add(span.span_id)
+        # A trace is held whole again when the journal still holds every span the store has of it, in one run.
+        whole = {t for t, held in stored.items() if len(set(held.values())) == 1 and set(held) <= back.get(t, set())}
+        replayed = 0
+        chunk = max(1, self.settings.max_spans // 2)  # a record may hold more than a smaller cap allows
+        self._replaying = True  # no record is deleted before every one is held again
+
+        def in_store(span) -> bool:
+            return span.span_id in stored.get(span.trace_id, {})
+
+        try:
+            for seq, spans in requests:
+                kept = [s for s in spans if s.trace_id in whole or not in_store(s)]
+                for i in range(0, len(kept), chunk):
+                    part = kept[i:i + chunk]
+                    added = self.held.add(part, seq, stored=in_store)
+                    while added.full:  # restarted with a smaller --max-spans: write as it goes
+                        if self.flush(force=True) is None:  # the store refused (said): try again shortly
+                            time.sleep(min(1.0, max(0.05, self.settings.idle_s)))
+                        added = self.held.add(part, seq, stored=in_store)
+                    replayed += added.fresh
+                    for trace_id in {s.trace_id for s in part} & whole:  # before any write: it replaces the run
+                        self.held.stored_as(trace_id, next(iter(stored[trace_id].values())))
+        finally:
+            self._replaying = False
+        waiting = self.held.pending_records()
+        self.journal.forget([seq for seq, _ in requests if seq not in waiting])
+        if replayed:
+            self.say(f"replayed {replayed} span(s) of {len(requests)} journaled request(s) the store did not hold")
+            self.flush(force=True)
+        return replayed
 
     # -- writing ---------------------------------------------------------------------------
 
     def start(self) -> None:
+        self.replay()
         self._thread = threading.Thread(target=self._loop, name="auditatlas-receiver-writer", daemon=True)
         self._thread.start()
 
@@ -94,12 +214,14 @@ class Receiver:
             try:
                 written = write_traces(self.root, self.corpus, due, self.origin, notify=self.say)
             except Exception as exc:  # noqa: BLE001 - the writer must outlive a failed write: the spans stay held
-                reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                reason = first_line(exc)
                 self.say(f"could not write {len(due)} trace(s) to corpus {self.corpus} ({reason}); "
                          f"they are held and tried again in {self.settings.idle_s:g} s.")
                 self._retry_at = time.monotonic() + self.settings.idle_s
                 return None
-            self.held.written(due, written.run_ids)
+            released = self.held.written(due, written.run_ids)
+            if self.journal is not None and not self._replaying:
+                self.journal.forget(released)  # after the store's commit: what they brought is in it
             self.writes += 1
             # A write costs about its own spans, but now and then merges segments of the corpus
             # (store_segments): the writer rests as long as the last write took (unless memory
@@ -119,3 +241,5 @@ class Receiver:
         if self._thread is not None:
             self._thread.join()
         self.flush(force=True)
+        if self.journal is not None:
+            self.journal.close()  # what could not be written stays in it, replayed at the next start

@@ -28,7 +28,7 @@ be mapped whole: its new spans become a run of their own, ``<corpus>:<trace id>~
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,8 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from ... import store
+from ...duck import connect as duck_connect
+from ...store_parts import table_parts
 from ..otlp import FORMAT, LABEL_PROCESS_ANNOTATIONS, LABEL_PROCESS_NONE, map_spans
 from .held import Due
 
@@ -104,7 +106,7 @@ def _previous(root: Path, corpus: str) -> dict[str, Any]:
     entry = store.read_manifest(root)["sources"].get(corpus)
     if entry is None:
         return {}
-    rows = [r for part in sorted((root / str(entry["dir"]) / "corpora").glob("part-*.parquet"))
+    rows = [r for part in table_parts(root / str(entry["dir"]), "corpora")
             for r in pq.read_table(part).to_pylist() if r.get("corpus") == corpus]
     return {"entry": entry, "corpus_row": rows[0] if rows else None}
 
@@ -129,3 +131,29 @@ def _meta(entry: dict | None, origin: str) -> dict[str, Any]:
     if kept.get("format") == "labels":  # its origin is the labels file, which `ingest otlp` names
         return {**kept, "received": origin}
     return {**kept, "format": FORMAT, "origin": origin, "group": kept.get("group", "trace"), "received": origin}
+
+
+def stored_spans(root: Path, corpus: str, trace_ids: Collection[str]) -> dict[str, dict[str, str]]:
+    """The spans of ``trace_ids`` the corpus's source holds: ``{trace id: {span id: run id}}``.
+
+    What a replay of the journal at start needs to keep nothing twice: a step's ``step_id`` is
+    its span id, and a trace's runs are ``<corpus>:<trace id>`` and its continuations ``~2``...
+    """
+    entry = store.read_manifest(root)["sources"].get(corpus)
+    if entry is None or not trace_ids:
+        return {}
+    files = [str(p) for p in table_parts(Path(root) / str(entry["dir"]), "steps")]
+    if not files:
+        return {}
+    con = duck_connect()
+    try:
+        found = con.execute("SELECT s.run_id, s.step_id FROM read_parquet($files) s "
+                            "JOIN (SELECT unnest($runs::VARCHAR[]) AS run_id) w ON split_part(s.run_id, '~', 1) = w.run_id",
+                            {"files": files, "runs": [f"{corpus}:{t}" for t in trace_ids]}).fetchall()
+    finally:
+        con.close()
+    out: dict[str, dict[str, str]] = {}
+    prefix = len(corpus) + 1
+    for run_id, step_id in found:
+        out.setdefault(run_id[prefix:].split("~", 1)[0], {})[step_id] = run_id
+    return out
