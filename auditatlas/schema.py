@@ -188,7 +188,7 @@ TABLES: dict[str, pa.Schema] = {
         ("queue", STR),  # the review order it was given from (random | doubt | flagged | ...), or the file it came in
         ("seed", INT),  # that order's seed, where it has one
     ]),
-    # Guided tours (auditatlas/tours.py): append-only, one row per stop of each saved version
+    # Guided tours (auditatlas/views/tours.py): append-only, one row per stop of each saved version
     # of a tour, never updated; the latest version of a name counts (queries/sql/tour_stops.sql).
     # Only the ``tours`` source holds rows. A stop is a view's link (no store ids joined on
     # write), so a tour opens on any store that holds the same data.

@@ -137,7 +137,7 @@ def read_manifest(root: str | Path) -> dict:
 
 
 # The sources people add to by hand: reviewers' verdicts (``verdicts.py``) and authors' tours
-# (``tours.py``). Named here, where the store decides what a write to them keeps.
+# (``views/tours.py``). Named here, where the store decides what a write to them keeps.
 REVIEWS_SOURCE = "reviews"
 TOURS_SOURCE = "tours"
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Mapping
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +93,22 @@ def board(name: str, corpus: str, slice_: Mapping[str, Any] | None = None):
     view is kept on disk for every process (``queries.kept``).
     """
     return _board(name, corpus, json.dumps(slice_ or {}, sort_keys=True), str(store_root()), store_stamp())
+
+
+@lru_cache(maxsize=16)
+def _tour_stop(link: str, i: int, root: str, stamp: int) -> tuple:
+    from functools import partial
+
+    from auditatlas.views import tour_view, tours
+    from queries.kept import remember
+
+    return tuple(tour_view.stop_view(query, root, tours.Stop(link, ""), i, partial(remember, root)))
+
+
+def tour_stop(link: str, i: int) -> list:
+    """Stop ``i`` of a tour (its ``link``) as its view's blocks, kept per store version: a click on
+    the tour page (next, edit, the draft) does not compute the stop's view again."""
+    return list(_tour_stop(link, i, str(store_root()), store_stamp()))
 
 
 def keep_boards(notify: Callable[[str], None]) -> None:

@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from auditatlas.export import Export, export_view, not_covered
+from auditatlas.export import Export, export_view, not_shown
 from auditatlas.figures.tables import file_name
 from auditatlas.view_state.state_fields import APP_PARAMS, names_in, values_of
 from auditatlas.views import PageState
@@ -28,15 +28,8 @@ def current_link(page: PageState) -> str:
 
 @lru_cache(maxsize=16)
 def exported(link: str, root: str, stamp: int) -> Export:
-    """The view ``link`` as its export draws it, per store version (the tour page draws its stops so)."""
+    """The view ``link`` as its export draws it, per store version."""
     return export_view(cached.query, root, link)
-
-
-@lru_cache(maxsize=16)
-def stop_view(link: str, root: str, stamp: int) -> Export:
-    """A tour stop's view for the tour page's frame: its warnings are left out of the file, as the
-    page shows them above the frame (with them in the frame too, each stood there twice)."""
-    return export_view(cached.query, root, link, inline_warnings=False)
 
 
 def _file(link: str, root: str, stamp: int) -> bytes:
@@ -44,11 +37,11 @@ def _file(link: str, root: str, stamp: int) -> bytes:
 
 
 def draw(page: PageState) -> None:
-    """The button; greyed, with the reason in its tooltip, where this view cannot export yet (a
+    """The button; greyed, with the reason in its tooltip, where this view cannot export (a
     search without a query, a tour not saved): a page opened bare shows no sentence that reads
     as an error."""
     link = current_link(page)
-    reason = not_covered(parse_link(link))
+    reason = not_shown(parse_link(link))
     if reason:
         st.button("Export this view", disabled=True, help=reason, key=f"export-{page.path}")
         return

@@ -1,6 +1,6 @@
 """The tour being made: added to from every page's sidebar, edited and saved on /tour.
 
-The draft is an ``auditatlas.tours.Tour`` held in the reader's session until it is saved in
+The draft is an ``auditatlas.views.tours.Tour`` held in the reader's session until it is saved in
 the store, and kept in the URL too (``draft=``, compressed JSON), so a reload keeps it. Why the
 URL, not the store: the draft is one author's work in progress in one tab, edited click by click;
 written to the store, every add, move and sentence would switch the store's manifest, which
@@ -18,9 +18,8 @@ from dataclasses import replace
 
 import streamlit as st
 
-from auditatlas import tours
 from auditatlas.errors import AtlasError
-from auditatlas.views import PageState
+from auditatlas.views import PageState, tours
 from components import cached
 from components.export_button import current_link
 from components.safe import md

@@ -48,7 +48,7 @@ def draw_one(block: b.Block) -> None:
     elif isinstance(block, b.Pre):
         if block.label:
             st.caption(markdown(block.label))
-        st.code(block.body, language=None, wrap_lines=True)
+        st.code(block.body, language=block.language, wrap_lines=True)
     elif isinstance(block, b.Facts):
         st.markdown("  \n".join(f"**{md(k)}**: {md(v)}" for k, v in block.pairs))
     elif isinstance(block, b.Jumps):

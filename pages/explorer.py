@@ -1,5 +1,9 @@
 """Explorer: the slice's runs, one run's dependency graph with ground truth and a detector's flags,
-its steps in full, the judges' picks, and text search. The URL holds the whole view."""
+its steps in full, the judges' picks, and text search. The URL holds the whole view.
+
+The content is ``auditatlas.views.explorer_view``'s; this file holds the run list's and the
+search's controls, the set and rule pickers, the graph's options, the selectable tables and
+the step selector."""
 from __future__ import annotations
 
 import streamlit as st
@@ -11,13 +15,11 @@ ensure_app_navigation()
 import pandas as pd
 
 from auditatlas import graph as tg
-from auditatlas.figures.step import steps_frame
 from auditatlas.views import EXPLORER, labels_of
-from auditatlas.views.pages import patterns_url
-from components import cached, export_button, judges_strip, step_detail, trace_graph, view_state
+from auditatlas.views import explorer_view as view
+from components import cached, export_button, trace_graph, view_blocks, view_state
 from components import explorer_links as links
 from components import explorer_lists as lists
-from components.safe import md
 
 slice_ = st.session_state.get("slice", {})
 # No widget here is bound to the URL: the callbacks below write it, so it is the one truth.
@@ -68,34 +70,27 @@ def _rule_mode_changed() -> None:
 
 # ---------------------------------------------------------------------------------------------
 
-st.title("Explorer")
-st.caption("Pick a run to see its dependency graph: steps in trace order, one lane per scope (or per agent), "
-           "ground truth on every step and, for a chosen prediction set, which steps it flags. "
-           "The URL keeps the whole view: copy it to share exactly this.")
+st.title(EXPLORER.title)
+view_blocks.draw(view.intro())
 view_state.report(state.problems)
 
 # --- The run list ----------------------------------------------------------------------------
-with st.expander("Runs of the slice", expanded=state.run is None):
+with st.expander(view.RUNS_HEADING, expanded=state.run is None):
     request = lists.run_list_controls(cached.query("slice_options"))
     count_params = {k: v for k, v in request.params.items() if k not in ("sort", "descending")}
     total = int(cached.query("explorer_runs_count", {"slice": slice_, **count_params})["total"].iloc[0])
     page, pages = lists.page_number("runs_page", total, request.page_size)
     params = {"slice": slice_, **request.params, "limit": request.page_size, "offset": (page - 1) * request.page_size}
     runs_page = cached.query("explorer_runs", params)
-    if total == 0:
-        st.info("No run of the slice passes these filters.")
-    else:
-        st.caption(f"{total:,} runs; page {page} of {pages}. Select a row to open the run.")
+    view_blocks.draw(view.run_list_page(total, page, pages))
+    if total:
         lists.run_table(runs_page.drop(columns=["total"], errors="ignore"), state.run, "runs-table", open_run)
     lists.pager("runs_page", pages)
 
 # --- Text search -----------------------------------------------------------------------------
 with st.expander("Search the slice's step text", expanded=bool(state.q)):
     actions_in_slice = cached.query("explorer_actions", {"slice": slice_})["action"].tolist()
-    unknown_actions = [a for a in state.actions if a not in actions_in_slice]
-    if unknown_actions:
-        view_state.report(["The slice has no step of action " + ", ".join(f"'{a}'" for a in unknown_actions)
-                           + "; the search leaves that filter out."])
+    view_blocks.draw(view.unknown_actions([a for a in state.actions if a not in actions_in_slice]))
     st.session_state["search_q"] = state.q
     st.session_state["search_actions"] = [a for a in state.actions if a in actions_in_slice]
     s1, s2, s3 = st.columns([3, 2, 1])
@@ -113,11 +108,8 @@ with st.expander("Search the slice's step text", expanded=bool(state.q)):
         hit_page, hit_pages = lists.page_number("search_page", n_hits, SEARCH_PAGE_SIZE)
         hits = cached.query("step_text_scan", {**search_params, "limit": SEARCH_PAGE_SIZE,
                                                 "offset": (hit_page - 1) * SEARCH_PAGE_SIZE})
-        if hits.empty:
-            st.info("No step of the slice contains this phrase.")
-        else:
-            st.caption(f"{n_hits:,} steps match; page {hit_page} of {hit_pages}. "
-                       "Select a row to open that step here, or follow its link.")
+        view_blocks.draw(view.search_page(0 if hits.empty else n_hits, hit_page, hit_pages))
+        if not hits.empty:
             base = links.page_base(st.context.url)
             hit_links = [links.link(slice_, state, base=base, run=r, step=int(s), expand=[])
                          for r, s in zip(hits["run"], hits["step"])]
@@ -132,12 +124,7 @@ def rule_controls(run_sets: pd.DataFrame) -> tuple[str | None, tg.DecisionRule |
     """Prediction set and decision rule; returns the chosen set and rule (or None, None)."""
     ids = run_sets["set_id"].tolist()
     chosen = state.set_id if state.set_id in ids else None
-    if state.set_id and chosen is None:
-        known = cached.query("explorer_set", {"set": state.set_id})
-        if known.empty:
-            view_state.report([f"The store holds no prediction set '{state.set_id}'; no detector is drawn."])
-        else:
-            view_state.report([f"Prediction set '{state.set_id}' scores no step of this run; no detector is drawn."])
+    view_blocks.draw(view.set_not_drawn(cached.query, state.set_id, ids))
     c1, c2, c3 = st.columns([4, 2, 2])
     st.session_state["explorer_set"] = chosen
     c1.selectbox("Prediction set (detector or judge)", [None] + ids, key="explorer_set", placeholder="none",
@@ -146,7 +133,8 @@ def rule_controls(run_sets: pd.DataFrame) -> tuple[str | None, tg.DecisionRule |
                  help="Step-level prediction sets that score this run.")
     if chosen is None:
         if not ids:
-            c2.caption("No prediction set in the store scores this run.")
+            with c2:
+                view_blocks.draw(view.no_set_scores())
         return None, None
     row = run_sets.loc[run_sets["set_id"] == chosen].iloc[0]
     st.session_state["explorer_threshold_default"] = float(row["max_score"])
@@ -182,41 +170,8 @@ def step_table(frame: pd.DataFrame, selected: int | None, run_id: str) -> None:
                                 "score": st.column_config.NumberColumn("score", format="%.4g")})
 
 
-def run_view(run: pd.Series) -> None:
-    run_id = str(run["run_id"])
-    n = int(run["n_steps"])
-    st.subheader("Run")
-    st.code(run_id, language=None)
-    facts = [f"corpus {md(run['corpus'])}"]
-    for col in ("backbone", "difficulty", "domain"):
-        if pd.notna(run.get(col)):
-            facts.append(f"{col} {md(run[col])}")
-    facts += [f"outcome **{md(run['outcome'])}**", f"{n} steps", f"{int(run['labeled_steps'])} labeled",
-              f"{int(run['anomalous_steps'])} anomalous", f"chain length {int(run['chain_length'])}",
-              f"{int(run['n_scopes'])} scope(s)"]
-    st.markdown(" · ".join(facts))
-    st.caption(f"Labels: {md(run['label_process'])}.")
-    in_slice = all(not v or str(run.get(c)) in [str(x) for x in v] for c, v in slice_.items() if c != "labels")
-    if not in_slice:
-        st.caption("This run lies outside the sidebar slice (the link names it directly).")
-
-    selected = state.step
-    if selected is not None and not 0 <= selected < n:
-        view_state.report([f"This run has {n} steps (0 to {n - 1}); the link's step {state.step_text} is not one of "
-                           "them, so no step is open."])
-        selected = None
-
-    steps = cached.query("explorer_steps", {"run": run_id, "labels": labels_of(slice_)})
-    edges = cached.query("explorer_edges", {"run": run_id})
-    run_sets = cached.query("explorer_run_sets", {"run": run_id})
-    set_id, rule = rule_controls(run_sets)
-    scores = cached.query("explorer_scores", {"run": run_id, "set": set_id}) if set_id else None
-
-    g = tg.build(steps, edges, run_id, lanes=state.lanes)
-    tg.mark(g, scores, rule)
-    scopes = tg.scopes_in_order(g)
-    selected_scope = g.nodes[selected]["scope"] if selected is not None else None
-
+def graph_options(run: view.RunGraph) -> list[str]:
+    """Fill, lanes, inferred context edges and the open scopes; returns the scopes opened."""
     o1, o4, o2, o3 = st.columns([2, 2, 3, 3])
     st.session_state["explorer_color"] = state.color
     o1.selectbox("Fill by", ["agent", "action"], key="explorer_color", on_change=_from_widget,
@@ -225,71 +180,57 @@ def run_view(run: pd.Series) -> None:
     o4.selectbox("One row per", list(tg.LANES), key="explorer_lanes", on_change=_from_widget,
                  args=("explorer_lanes", "lanes"),
                  help="A run that is one scope (a trace of your own, Who&When, tau-bench) reads best one row per agent.")
-    has_context = any(d.get("kind") == tg.INFERRED_CONTEXT_KIND and d.get("provenance") == "inferred"
-                      for _, _, d in g.edges(data=True))
-    if has_context:
+    if run.has_context:
         st.session_state["explorer_context"] = state.context
         o2.toggle("Show inferred full-context edges", key="explorer_context", on_change=_from_widget,
                   args=("explorer_context", "context"),
                   help="Every step of this corpus saw the whole earlier history; those n(n-1)/2 edges are "
                        "inferred, not recorded, and hide the hand-off chain, so they start hidden.")
-    collapsed: list[str] = []
-    if n > tg.COLLAPSE_ABOVE:
-        unknown = [s for s in state.expand if s not in scopes]
-        if unknown:
-            view_state.report(["This run has no scope " + ", ".join(f"'{s}'" for s in unknown) + "; it stays collapsed."])
-        st.session_state["explorer_expand"] = [s for s in state.expand if s in scopes]
-        o3.multiselect("Open scopes", scopes, key="explorer_expand", on_change=_from_widget,
-                       args=("explorer_expand", "expand"),
-                       help=f"Runs over {tg.COLLAPSE_ABOVE} steps start with each scope collapsed to one node.")
-        keep = set(st.session_state["explorer_expand"]) | ({selected_scope} if selected_scope else set())
-        collapsed = tg.default_collapsed(g, keep_open=keep)
-        if collapsed:
-            st.caption(f"{len(collapsed)} of {len(scopes)} scopes are collapsed (over {tg.COLLAPSE_ABOVE} steps); "
-                       "open them above" + (", the open step's scope is shown." if selected_scope else "."))
+    if len(run.steps) <= tg.COLLAPSE_ABOVE:
+        return []
+    view_blocks.draw(view.unknown_scopes(run, state.expand))
+    st.session_state["explorer_expand"] = [s for s in state.expand if s in run.scopes]
+    o3.multiselect("Open scopes", run.scopes, key="explorer_expand", on_change=_from_widget,
+                   args=("explorer_expand", "expand"),
+                   help=f"Runs over {tg.COLLAPSE_ABOVE} steps start with each scope collapsed to one node.")
+    return st.session_state["explorer_expand"]
 
-    if rule is not None:
-        c = tg.confusion(g)
-        st.caption(f"{rule.describe()}: TP {c['TP']} · FP {c['FP']} · FN {c['FN']} · TN {c['TN']}"
-                   + (f" · {c['flagged_unlabeled']} flagged step(s) unlabeled" if c["flagged_unlabeled"] else "")
-                   + ". Unlabeled steps are neither right nor wrong.")
+
+def run_view(run: dict) -> None:
+    run_id = str(run["run_id"])
+    n = int(run["n_steps"])
+    view_blocks.draw(view.run_head(run, slice_))
+    selected, problems = view.open_step(n, state.step, state.step_text)
+    view_blocks.draw(problems)
+
+    set_id, rule = rule_controls(cached.query("explorer_run_sets", {"run": run_id}))
+    graph = view.run_graph(cached.query, run_id, labels_of(slice_), set_id, rule, state.lanes)
+    opened = graph_options(graph)
+    collapsed = view.collapsed_scopes(graph, opened, selected)
+    view_blocks.draw(view.collapsed_note(graph, collapsed, "open them above" + (
+        ", the open step's scope is shown." if selected is not None else ".")))
+    view_blocks.draw(view.confusion(graph, set_id))
 
     # The graph takes the page's whole width (it wraps its rows to the width it gets, so more
     # width means fewer rows); the step table follows it.
-    page = trace_graph.cached_page(steps, edges, scores, rule.top_k if rule else None,
-                                   rule.threshold if rule else None, run_id, selected, state.color,
-                                   state.context, tuple(collapsed), rule is not None, lanes=state.lanes)
-    trace_graph.draw(page)
-    frame = steps_frame(g)
+    view_blocks.draw(view.graph(graph, selected, state.color, state.context, collapsed, render=trace_graph.cached_page))
+    frame = view.steps_table(graph)
     step_table(frame, selected, run_id)
     options = [None] + list(range(n))
     st.session_state["explorer_step"] = selected
     st.selectbox("Step", options, key="explorer_step", on_change=_from_widget, args=("explorer_step", "step"), placeholder="none",
                  format_func=lambda i: "none" if i is None else f"{i} · {frame.loc[i, 'action']} · {frame.loc[i, 'truth']}")
 
-    st.subheader("Step detail")
-    if selected is None:
-        st.info("Choose a step in the table or the selector to read it in full.")
-    else:
-        step_row = cached.query("explorer_step", {"run": run_id, "step": selected, "labels": labels_of(slice_)})
-        step_scores = cached.query("explorer_step_scores", {"run": run_id, "step": selected})
-        step_detail.draw(step_row.iloc[0].to_dict(), step_scores, key=f"detail-{selected}",
-                         similar_url=patterns_url(run_id, selected, slice=slice_))
-
-    decisive = next((n_ for n_, d in g.nodes(data=True) if d.get("decisive")), None)
-    judges = cached.query("explorer_judges", {"run": run_id, "run_key": run.get("run_key"),
-                                              "legacy_key": run.get("legacy_key"), "corpus": run["corpus"]})
-    if not judges.empty:
-        st.subheader("Judges on this run")
-        judges_strip.draw(judges, n, decisive, key=f"judges-{abs(hash(run_id))}")
+    view_blocks.draw(view.step_section(cached.query, run_id, selected, slice_))
+    view_blocks.draw(view.judges(cached.query, run, graph, key=f"judges-{abs(hash(run_id))}"))
 
 
 if state.run:
     found = cached.query("explorer_run", {"run": state.run, "labels": labels_of(slice_)})
     if found.empty:
-        view_state.report([f"The store holds no run with id '{state.run}'; choose one in the run list above."])
+        view_state.report([view.no_run(state.run) + " Choose one in the run list above."])
     else:
-        run_view(found.iloc[0])
+        run_view(found.iloc[0].to_dict())
 
 st.subheader("Link to this view")
 st.caption("Copy it with the button at its right; opened fresh, it shows exactly this view.")

@@ -15,10 +15,10 @@ ensure_app_navigation()
 from auditatlas import run_labels, verdicts
 from auditatlas.analyses import review_queue
 from auditatlas.errors import AtlasError
-from auditatlas.views import explorer_url
+from auditatlas.views import explorer_url, explorer_view
 from auditatlas.views import review_view as view
 from auditatlas.views.pages import REVIEW
-from components import cached, export_button, review_item, step_detail, view_blocks, view_state
+from components import cached, export_button, review_item, view_blocks, view_state
 from components.safe import md
 
 CONTEXT_STEPS = 5  # steps before the reviewed one shown as its run context
@@ -148,7 +148,8 @@ def queue_view() -> None:
     st.markdown("**Run context**")
     review_item.context(cached.query_unreviewed("review_context", {"run": run_id, "step": step_idx, "before": CONTEXT_STEPS,
                                                         "chars": CONTEXT_CHARS}), step_idx)
-    step_detail.draw(step, cached.query_unreviewed("explorer_step_scores", {"run": run_id, "step": step_idx}), key="review-step")
+    view_blocks.draw(explorer_view.step_detail(
+        step, cached.query_unreviewed("explorer_step_scores", {"run": run_id, "step": step_idx}), key="review-step"))
 
 
 @st.fragment

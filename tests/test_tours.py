@@ -1,4 +1,4 @@
-"""Guided tours (auditatlas/tours.py, /tour, `auditatlas tours`, `auditatlas export-tour`).
+"""Guided tours (auditatlas/views/tours.py, /tour, `auditatlas tours`, `auditatlas export-tour`).
 
 Everything runs on the hand-made store of review_store.py (4 runs, 8 prediction sets), built
 once per module and copied for each test: a tour round trip through the store, a tour carried to another store that lacks
@@ -19,8 +19,9 @@ from streamlit.testing.v1 import AppTest
 import queries
 import review_store
 from app_support import page_texts
-from auditatlas import store, store_appends, tours
+from auditatlas import store, store_appends
 from auditatlas.export import export_view
+from auditatlas.views import tours
 from cli_support import run_cli
 from components.safe import md
 from conftest import REPO
@@ -202,10 +203,11 @@ def test_the_page_shows_one_stop_the_sentence_above_and_moves_on(app_root, monke
     assert md(PAYLOAD).startswith("\\<script\\>") and PAYLOAD in _plain(md(PAYLOAD))
     lacks = "The store holds no prediction set 'U9'; no detector is drawn."
     assert [_plain(w.value) for w in at.warning].count(lacks) == 1
+    # The stop's view, drawn as its page draws it: the run, its graph (one frame), no second sentence.
     frames = [e.proto.srcdoc for e in at.get("iframe")]
-    assert len(frames) == 1 and "Second stop." not in frames[0]  # the view, drawn by its export
-    assert "no detector is drawn" not in frames[0]  # said above the frame, not again inside it
-    assert "<h1>Audit Atlas · Explorer</h1>" in frames[0] and "r:b" in frames[0]
+    assert len(frames) == 1 and "Second stop." not in frames[0] and "traceNetwork" in frames[0]
+    assert [m.value for m in at.markdown].count("#### Second stop\\.") == 1
+    assert "Run" in [h.value for h in at.subheader] and "r:b" in [c.value for c in at.code]
     assert at.button(key="tour_next").disabled
     at.button(key="tour_previous").click().run()
     assert not at.exception, at.exception

@@ -183,6 +183,23 @@ def test_every_page_module_is_declared_and_every_declaration_has_its_module():
     assert declared == on_disk
 
 
+def test_every_declared_page_has_a_view_function_and_none_can_be_declared_without():
+    """The export and a tour's stop show a page through its declared view function: every page has
+    one, of the one signature, and a declaration without one is refused."""
+    import inspect
+
+    from auditatlas.views import PageState
+
+    for page in PAGES:
+        function = page.view_function()
+        assert function.__module__.startswith("auditatlas.views."), page.path
+        assert list(inspect.signature(function).parameters) == ["query", "link", "root", "remember"], page.path
+    with pytest.raises(TypeError, match="view"):
+        PageState(path="/x", title="X", what="nothing")  # the missing view is the point
+    with pytest.raises(ValueError, match="is not 'module:function'"):
+        PageState(path="/x", title="X", what="nothing", view="")
+
+
 @pytest.mark.parametrize("shown, root", [
     ("http://localhost:8501/search?q=timeout&page=2", "http://localhost:8501"),
     ("http://localhost:8501/explorer?run=a", "http://localhost:8501"),

@@ -38,7 +38,7 @@ def run(args: argparse.Namespace, root: Path) -> int:
     """A tour's file is its link's export (``export URL --out FILE``)."""
     import queries
 
-    from .. import tours
+    from ..views import tours
 
     if args.command == "export-tour":
         return export_link(root, "/tour?" + urlencode({"name": args.name}), args.out)
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace, root: Path) -> int:
 
 
 def _list(query, as_json: bool) -> int:
-    from .. import tours
+    from ..views import tours
 
     listing = tours.listing(query)
     if as_json:
@@ -73,7 +73,7 @@ def _list(query, as_json: bool) -> int:
 
 
 def _show(query, name: str, as_json: bool) -> int:
-    from .. import tours
+    from ..views import tours
 
     tour = tours.read(query, name)
     if tour is None:
@@ -88,7 +88,7 @@ def _show(query, name: str, as_json: bool) -> int:
 
 
 def _import(root: Path, file: str, name: str | None) -> int:
-    from .. import tours
+    from ..views import tours
 
     try:
         data = json.loads(Path(file).read_text(encoding="utf-8"))

@@ -12,11 +12,7 @@ import base64
 import gzip
 from functools import lru_cache
 
-from ..figures.trace_graph import vis_assets
-
-# Where the export's trace-graph pages want vis-network's script: filled in the browser from the
-# file's one compressed copy (a JavaScript comment, so a page left unfilled fails visibly, not oddly).
-VIS_MARK = "/*auditatlas-export:vis-network*/"
+from ..figures.trace_graph import VIS_MARK, vis_assets  # noqa: F401 - the mark the file's loader fills
 
 
 def _packed(text: str) -> str:

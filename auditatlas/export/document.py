@@ -68,10 +68,7 @@ class Document:
     n_tables: int = 0
     n_figures: int = 0
     n_graphs: int = 0
-    warnings: list[str] = field(default_factory=list)  # every warning sentence, in order (a tour's page shows them)
-    # False: warnings are kept in ``warnings`` only, not written into the file (the tour page
-    # shows them itself, above the stop's frame; written in the frame too, each read twice).
-    inline_warnings: bool = True
+    warnings: list[str] = field(default_factory=list)  # every warning sentence, in order (the CLI says them)
 
     def heading(self, text: b.Words, level: int = 2, anchor: str | None = None) -> None:
         """A heading; ``anchor`` (our own id, never the store's text) lets a link jump to it."""
@@ -86,8 +83,6 @@ class Document:
         """A ``views.blocks.Text``: our words (with their marks) and the values, as text."""
         if text.kind in ("warning", "error"):
             self.warnings.append(text.sentence)
-            if not self.inline_warnings:
-                return
         kind = {"error": "warning", "success": "info"}.get(text.kind, text.kind)
         cls = f' class="{kind}"' if kind else ""
         self.parts.append(f"<p{cls}>{words_html(text)}</p>")

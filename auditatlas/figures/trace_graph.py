@@ -220,6 +220,17 @@ def network(g: nx.MultiDiGraph, positions: Mapping[Any, tuple[float, float]], co
     return net
 
 
+# Where a trace-graph page built for a view block wants vis-network's script: the app puts the
+# script there when it draws the page (``fill_vis``), the export fills it in the browser from the
+# file's one compressed copy. A JavaScript comment, so a page left unfilled fails visibly, not oddly.
+VIS_MARK = "/*auditatlas-export:vis-network*/"
+
+
+def fill_vis(page: str) -> str:
+    """A page built with ``vis_script=VIS_MARK`` with vis-network's script in the mark's place."""
+    return page.replace(VIS_MARK, vis_assets()[0], 1)
+
+
 @lru_cache(maxsize=1)
 def vis_assets() -> tuple[str, str]:
     """vis-network's script and stylesheet, read from the installed pyvis package (no CDN)."""

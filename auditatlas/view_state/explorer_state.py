@@ -24,6 +24,7 @@ def _one_rule(values: dict[str, Any], problems: list[str]) -> None:
 EXPLORER = PageState(
     path="/explorer",
     title="Explorer",
+    view="auditatlas.views.explorer_view:page",
     what="run list, dependency graph with ground truth, detector flags and chain roles, step detail, "
          "Who&When judges' strip, text search",
     fields=(

@@ -275,16 +275,21 @@ class PageState:
     path: str
     title: str
     what: str
+    # The page's content, ``module:function`` (``auditatlas.views.X_view:page``): a function of
+    # (query, link, store root, remember) returning view blocks, which the app draws with its
+    # widgets between them and the export draws to a file. Required: a page without a view, so
+    # without an export, cannot be declared. By name, imported when a view is shown on its own:
+    # the views import what their pages compute.
+    view: str
     fields: tuple[Field, ...] = ()
     check: Check | None = None
     notes: str = ""
-    # The page's content, ``module:function`` (``auditatlas.views.X_view:page``): a function of
-    # (query, link, store root) returning view blocks, which the export draws. By name, imported
-    # when a view is exported: the views import what their pages compute.
-    view: str = ""
     _by_name: dict[str, Field] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        module, colon, function = self.view.partition(":")
+        if not (module and colon and function.isidentifier()):
+            raise ValueError(f"page {self.path}: view {self.view!r} is not 'module:function'")
         names = [f.name for f in self.fields]
         clash = set(names) & SHARED_NAMES or {n for n in names if names.count(n) > 1}
         if clash:
@@ -358,6 +363,10 @@ def url(page: PageState, slice_: Mapping[str, Iterable[Any]] | None = None,
         values: Mapping[str, Any] | None = None, base: str | None = None) -> str:
     """The link to ``page`` showing ``values`` inside ``slice_`` (see ``PageState.url``)."""
     return page.url(slice_, values, base)
+
+
+# What a view of a slice without runs says (the Overview, Propagation).
+EMPTY_SLICE = "This slice holds no runs. Widen the filters in the sidebar."
 
 
 def slice_not_held(unknown: Mapping[str, Sequence[str]]) -> str:

@@ -120,6 +120,7 @@ class Graph:
 class Pre:
     label: Words
     body: str  # untrusted text, kept as typed
+    language: str | None = None  # the app's highlighting (e.g. "json"); the file shows the text as it is
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import pandas as pd
 from .. import actions
 from ..analyses import step_rates as rates
 from ..analyses.board_kept import Remember
-from ..view_state.state_fields import describe_slice, labels_of
+from ..view_state.state_fields import EMPTY_SLICE, describe_slice, labels_of
 from . import blocks as b
 
 Query = Callable[..., pd.DataFrame]
@@ -46,7 +46,7 @@ def content(query: Query, slice_: Mapping[str, Any]) -> list[b.Block]:
     out.append(b.say("{}: {:,} runs, {:,} steps, {:,} labeled.", describe_slice(slice_), n_runs, n_steps,
                      int(summary["labeled_steps"].sum())))
     if n_runs == 0:
-        return [*out, b.warning("This slice holds no runs. Widen the filters in the sidebar.")]
+        return [*out, b.warning(EMPTY_SLICE)]
     counts = query("action_rates", {"slice": slice_})
     labeled = counts[counts["labeled_steps"] > 0]
     out.append(b.Heading("Action success rate per backbone (MAADBench Table 3)"))

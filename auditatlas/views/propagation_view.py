@@ -20,7 +20,7 @@ from ..analyses.board_kept import Remember
 from ..figures import propagation as figs
 from ..figures.rates import rate_heatmap
 from ..figures.text import plotly as esc
-from ..view_state.state_fields import describe_slice, not_held
+from ..view_state.state_fields import EMPTY_SLICE, describe_slice, not_held
 from . import blocks as b
 
 Query = Callable[..., pd.DataFrame]
@@ -49,7 +49,7 @@ def summary(query: Query, slice_: Mapping[str, Any]) -> tuple[list[b.Block], Sli
     sources = P.step_counts(query, slice_)
     corpora = P.corpora(sources, P.chain_counts(query, slice_))
     if corpora.empty:
-        return [b.warning("This slice holds no runs. Widen the filters in the sidebar.")], None
+        return [b.warning(EMPTY_SLICE)], None
     status = P.chain_status(corpora)
     out: list[b.Block] = [b.say("**{}**: {:,} runs, {:,} steps, {:,} failed steps, {:,} chains.", describe_slice(slice_),
                                 int(corpora["runs"].sum()), int(corpora["steps"].sum()),

@@ -34,10 +34,11 @@ from urllib.parse import urlsplit
 
 import pyarrow as pa
 
-from .errors import AtlasError
-from .schema import TABLES
-from .store import TOURS_SOURCE
-from .store_appends import appending
+from ..errors import AtlasError
+from ..schema import TABLES
+from ..store import TOURS_SOURCE
+from ..store_appends import appending
+from .app_link import ExportError, page_of
 
 TOUR_PATH = "/tour"
 NAME_LIMIT = 200  # characters of a tour's name
@@ -120,8 +121,6 @@ class Tour:
 def relative_link(given: str) -> str:
     """``given`` (``http://host:8501/boards?tab=POST`` or ``/boards?...``) as the path and query
     alone, so the stop opens on any server; BadTour when it names no page of the app or a tour."""
-    from .views.app_link import ExportError, page_of
-
     parts = urlsplit(given.strip())
     path = parts.path or "/"
     try:
@@ -135,8 +134,6 @@ def relative_link(given: str) -> str:
 
 def page_title(stop: Stop) -> str:
     """The page a stop opens, as the navigation names it (its link's path when it names none)."""
-    from .views.app_link import ExportError, page_of
-
     path = urlsplit(stop.link).path or "/"
     try:
         return page_of(path).title
@@ -203,7 +200,7 @@ def remove(root: str | Path, name: str, query: Callable[..., Any], *, wait: bool
 
 
 def _append(root: str | Path, tour: Tour, *, wait: bool, notify: Callable[[str], None] | None) -> Tour:
-    from .verdicts import now_utc
+    from ..verdicts import now_utc
 
     version_id, saved_at = uuid.uuid4().hex, now_utc()
     with appending(root, TOURS_SOURCE, "tours", wait=wait, notify=notify) as (writer, _held):
