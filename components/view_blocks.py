@@ -7,6 +7,7 @@ shown by ``st.dataframe`` (never HTML), so untrusted text stays text.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import streamlit as st
@@ -25,13 +26,14 @@ def markdown(words: b.Words) -> str:
     return b.as_text(words).format(md)
 
 
-def draw(blocks: b.Blocks) -> None:
-    """Draw ``blocks`` in order."""
+def draw(blocks: b.Blocks, on_select: Mapping[str, Callable[[], None]] | None = None) -> None:
+    """Draw ``blocks`` in order; ``on_select``: a figure's key -> what a click on one of its
+    points does (the page's callback; the export's figures are not clickable)."""
     for block in blocks:
-        draw_one(block)
+        draw_one(block, on_select or {})
 
 
-def draw_one(block: b.Block) -> None:
+def draw_one(block: b.Block, on_select: Mapping[str, Callable[[], None]] | None = None) -> None:
     if isinstance(block, b.Heading):
         (st.title if block.level <= 1 else st.subheader)(markdown(block.text))
     elif isinstance(block, b.Text):
@@ -42,7 +44,13 @@ def draw_one(block: b.Block) -> None:
         for column, metric in zip(st.columns(len(block.items)), block.items):
             column.metric(markdown(metric.label), metric.value, help=metric.help)
     elif isinstance(block, b.Figure):
-        (st.columns([3, 2])[0] if block.narrow else st).plotly_chart(block.figure, key=block.key or None)
+        where = st.columns([3, 2])[0] if block.narrow else st
+        clicked = (on_select or {}).get(block.key)
+        if clicked is None:
+            where.plotly_chart(block.figure, key=block.key or None)
+        else:
+            where.plotly_chart(block.figure, key=block.key, on_select=clicked, selection_mode="points",
+                               config={"displayModeBar": False})
     elif isinstance(block, b.Graph):
         trace_graph.draw(block.page)
     elif isinstance(block, b.Pre):

@@ -11,6 +11,7 @@ from components.shell import ensure_app_navigation
 ensure_app_navigation()
 
 from auditatlas.analyses import detector_comparison as dv
+from auditatlas.figures.detectors import heatmap_cell
 from auditatlas.views import detectors_view as view
 from auditatlas.views.pages import DETECTOR_TABS, DETECTOR_VIEW_MODES, DETECTORS, RULES
 from components import auroc_grid, backbone_maps, cached, export_button, view_blocks, view_state
@@ -68,7 +69,21 @@ def grid_tab() -> None:
              "slice into one grid.")
     link.not_held("grid_backbone", "backbone", facet)
     shown = grid if facet != dv.ALL_BACKBONES else dv.compute_grid(cached.query, corpus, slice_, by_backbone=False, sets=sets)
-    view_blocks.draw(view.grid_maps(grid, shown, facet, side_by_side))
+
+    def pick_from_map() -> None:
+        # A click on a heatmap cell chooses its backbone, action and detector below, as the
+        # table's cells do (and as the propagation heatmap opens its cell).
+        state = st.session_state.get("grid-heatmaps") or {}
+        points = (state.get("selection") or {}).get("points") or []
+        cell = next((found for found in map(heatmap_cell, points) if found), None)
+        if cell is None:
+            return
+        backbone, action, detector = cell
+        if side_by_side:
+            st.session_state["grid_backbone"] = backbone
+        st.session_state["action"], st.session_state["detector"] = action, detector
+
+    view_blocks.draw(view.grid_maps(grid, shown, facet, side_by_side), on_select={"grid-heatmaps": pick_from_map})
     text, num, titles = dv.wide_grid(shown, facet)
     actions = list(num["action"].iloc[:-1])
     detectors = list(grid.detectors["detector"])
@@ -85,7 +100,8 @@ def grid_tab() -> None:
             st.session_state["action"] = num["action"].iloc[row]
 
     grid_key = f"grid-{corpus}-{facet}"
-    st.caption("Click a detector's cell to list its errors below (the bottom row: over all actions).")
+    st.caption("Click a detector's cell, in the heatmap or the table, to list its errors below (the table's bottom "
+               "row: over all actions).")
     auroc_grid.grid_table(text, view.grid_styles(text, num), grid_key, on_select=pick_cell)
     view_blocks.draw(view.grid_long(shown, corpus))
 

@@ -601,3 +601,24 @@ def test_new_store_version_rebuilds_the_derived_tables(tmp_path, monkeypatch):
     assert [p.name for p in (root / "derived").iterdir()] == [second.name]
     sets = q("detector_sets", {"corpus": CORPUS})
     assert sets.set_index("set_id").loc["extra:s", "n_test_predictions"] == 3
+
+
+def test_a_click_on_a_heatmap_cell_names_its_backbone_action_and_detector(toy):
+    """The AUROC heatmap opens its cell on click, as the table does: every cell of every panel
+    (the grey layer's and the scores') carries its backbone, action and detector."""
+    from auditatlas.figures.detectors import heatmap_cell, heatmaps
+
+    grid = dv.compute_grid(_query(toy), CORPUS, {}, by_backbone=True)
+    backbones = list(grid.backbones)
+    fig = heatmaps(grid, backbones)
+    dets = list(grid.detectors["detector"])
+    assert len(fig.data) == 3 * len(backbones)  # per panel: the grey layer, the scores, the clickable layer
+    for panel, backbone in enumerate(backbones):
+        actions = list(grid.actions.loc[grid.actions["backbone"] == backbone, "action"])
+        clickable = fig.data[3 * panel + 2]
+        assert len(clickable.customdata) == len(actions) * len(dets)  # every cell, defined or grey
+        for k, (x, y, data) in enumerate(zip(clickable.x, clickable.y, clickable.customdata)):
+            row, column = divmod(k, len(dets))
+            assert (x, y) == (column, fig.data[3 * panel + 1].y[row])  # drawn over its own cell
+            assert heatmap_cell({"customdata": list(data)}) == (backbone, actions[row], dets[column])
+    assert heatmap_cell({"x": 0, "y": "SOLVE_CLUE"}) is None and heatmap_cell({"customdata": "text"}) is None

@@ -113,3 +113,33 @@ def test_shared_link_and_other_tabs(server, browser, shots):
     keep_shot(page, shots / "detectors-cost.png", full_page=True)
     assert not exceptions_on(page)
     assert not outside, f"requests left localhost: {outside}"
+
+
+def test_a_click_on_the_heatmap_opens_its_cell(server, browser):
+    """The AUROC heatmap opens the cell clicked, as the table below it and the propagation
+    heatmap do: the cell's action and detector reach the link and its errors are listed."""
+    outside: list[str] = []
+    page = new_page(browser, outside, width=1400, height=1000)
+    page.goto(server + "/detectors")
+    wait_idle(page, "Click a detector")
+    chart = page.locator(".st-key-grid-heatmaps .js-plotly-plot").first
+    chart.wait_for(timeout=60_000)
+    chart.scroll_into_view_if_needed()
+    page.wait_for_timeout(500)
+    # The centre of the (SOLVE_CLUE, random) cell, from the chart's own axes.
+    point = page.evaluate("""() => {
+        const gd = document.querySelector('.st-key-grid-heatmaps .js-plotly-plot');
+        const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, trace = gd.data[1];
+        const col = xa.ticktext.indexOf('random');
+        const row = trace.y.findIndex(y => String(y).includes('SOLVE_CLUE'));
+        const r = gd.getBoundingClientRect();
+        return {x: r.left + xa._offset + xa.d2p(trace.x[col]), y: r.top + ya._offset + ya.d2p(trace.y[row]),
+                col: col, row: row};
+    }""")
+    assert point["col"] >= 0 and point["row"] >= 0, point
+    page.mouse.click(point["x"], point["y"])
+    page.wait_for_function("() => window.location.search.includes('detector=random')")
+    wait_idle(page, "False positives")
+    query = parse_qs(urlparse(page.url).query)
+    assert query["detector"] == ["random"] and query["action"] == ["SOLVE_CLUE"]
+    assert not exceptions_on(page) and not outside

@@ -8,6 +8,8 @@ through ``text.plotly``.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -83,30 +85,49 @@ def heatmaps(grid: dv.Grid, backbones: list[str]) -> go.Figure:
                 if c is not None and np.isfinite(c["auc_mean"]):
                     zr.append(c["auc_mean"]); ur.append(None)
                     tr.append(f"{c['auc_mean']:.2f}")
-                    hr.append(safe(f"{d} · {a}: ROC-AUC {dv.fmt_mean_std(c['auc_mean'], c['auc_std'])} over "
-                                   f"{c['n_defined']} set(s); {_hover_interval(c)}; {c['n_pos']} positives, "
-                                   f"{c['n_neg']} negatives" + (f"; {c['reason']}" if c["reason"] else "")))
+                    hr.append([backbone, a, d, safe(f"{d} · {a}: ROC-AUC {dv.fmt_mean_std(c['auc_mean'], c['auc_std'])} "
+                                                    f"over {c['n_defined']} set(s); {_hover_interval(c)}; "
+                                                    f"{c['n_pos']} positives, {c['n_neg']} negatives"
+                                                    + (f"; {c['reason']}" if c["reason"] else ""))])
                 else:
                     reason = c["reason"] if c is not None else "no scored test steps"
                     zr.append(None); ur.append(0.0)
                     tr.append("—")
-                    hr.append(safe(f"{d} · {a}: undefined ({reason})"))
+                    hr.append([backbone, a, d, safe(f"{d} · {a}: undefined ({reason})")])
             z.append(zr); undefined.append(ur); text.append(tr); hover.append(hr)
         r, c = divmod(k, cols)
         # Grey layer first (undefined cells), then the scores on top.
-        fig.add_trace(go.Heatmap(z=undefined, x=x, y=y, text=text, customdata=hover, texttemplate="%{text}",
+        fig.add_trace(go.Heatmap(z=undefined, x=x, y=y, text=text, texttemplate="%{text}",
                                  colorscale=[[0, UNDEFINED_GREY], [1, UNDEFINED_GREY]], showscale=False,
-                                 hovertemplate="%{customdata}<extra></extra>", hoverongaps=False), row=r + 1, col=c + 1)
-        fig.add_trace(go.Heatmap(z=z, x=x, y=y, text=text, customdata=hover, texttemplate="%{text}",
+                                 hoverinfo="skip"), row=r + 1, col=c + 1)
+        fig.add_trace(go.Heatmap(z=z, x=x, y=y, text=text, texttemplate="%{text}",
                                  colorscale=AUC_SCALE, zmin=0, zmax=1, showscale=(k == 0),
                                  colorbar=dict(title="ROC-AUC", lenmode="pixels", len=max(min(panel, 260), 120),
                                                yanchor="top", y=1),
-                                 hovertemplate="%{customdata}<extra></extra>", hoverongaps=False), row=r + 1, col=c + 1)
+                                 hoverinfo="skip"), row=r + 1, col=c + 1)
+        # The clickable layer (heatmaps cannot be selected): one invisible square per cell, its
+        # customdata the cell (backbone, action, detector) a click opens, then its hover text.
+        cells_xy = [(j, label, h) for label, hr_row in zip(y, hover) for j, h in enumerate(hr_row)]
+        fig.add_trace(go.Scatter(
+            x=[j for j, _, _ in cells_xy], y=[label for _, label, _ in cells_xy], mode="markers",
+            marker=dict(symbol="square", size=26, color="rgba(0,0,0,0)", line=dict(width=0)),
+            selected=dict(marker=dict(color="rgba(30,60,160,0.35)")), unselected=dict(marker=dict(opacity=0)),
+            customdata=[h for _, _, h in cells_xy], hovertemplate="%{customdata[3]}<extra></extra>",
+            showlegend=False), row=r + 1, col=c + 1)
         fig.update_yaxes(autorange="reversed", row=r + 1, col=c + 1, showticklabels=(c == 0), ticks="")
         fig.update_xaxes(tickvals=x, ticktext=ticktext, row=r + 1, col=c + 1)
     fig.update_xaxes(tickangle=-35)
     fig.update_layout(height=height, margin=dict(l=10, r=10, t=40, b=10))
     return fig
+
+
+def heatmap_cell(point: Mapping[str, Any]) -> tuple[str, str, str] | None:
+    """The (backbone, action, detector) of a clicked point of ``heatmaps`` (its customdata, as
+    the propagation heatmap's); None for a point that is no cell."""
+    data = point.get("customdata") if hasattr(point, "get") else None
+    if isinstance(data, (list, tuple)) and len(data) >= 3:
+        return str(data[0]), str(data[1]), str(data[2])
+    return None
 
 
 def _hover_interval(cell) -> str:
