@@ -43,14 +43,14 @@ def _board(root: Path, name: str, corpus: str | None, as_json: bool, labels: str
         return 0
     print(f"[{result.pillar}] {result.title} :: {result.corpus}  ({result.n_items} {result.item_kind}; floor: {result.floor})")
     print(caption_for(query, shared))
+    note = board_note(shared, registry()[name].task.granularity)
+    if note:
+        print(f"note: {note}")
     from ..analyses.board_seeds import top_group_names
 
     top = top_group_names(result)
     if top:
         print(f"top group on {result.primary_metric} (no other entrant beats them, Holm-adjusted): {'; '.join(top)}")
-    note = board_note(shared, registry()[name].task.granularity)
-    if note:
-        print(f"note: {note}")
     width = max(len(r.entrant) for r in result.rows) + 2
     print(" " * width + "".join(f"{m:>10}" for m in result.metrics) + "  role")
     for row in result.rows:
