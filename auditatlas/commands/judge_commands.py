@@ -3,6 +3,9 @@ Chat Completions endpoint, written as a prediction set (``auditatlas/judges``).
 
 Progress goes to stderr, the summary to stdout. The API key is read from the environment
 variable ``--api-key-env`` names and never printed.
+
+With ``--follow`` the command keeps judging the slice's runs as a live corpus grows (the
+receiver's), one line per round, until Ctrl-C or SIGTERM (``judges/follow.py``).
 """
 from __future__ import annotations
 
@@ -29,6 +32,13 @@ def _positive(text: str) -> float:
     value = _non_negative(text)
     if value == 0:
         raise argparse.ArgumentTypeError("must be above 0")
+    return value
+
+
+def _share(text: str) -> float:
+    value = _positive(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"must be a share above 0 and at most 1, not {text}")
     return value
 
 
@@ -61,6 +71,16 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--max-tokens", type=positive_int, metavar="N", help="reply token limit (default: the endpoint's)")
     p.add_argument("--window", type=positive_int, default=40, metavar="N",
                    help="step-score: steps per call for long runs (default 40)")
+    p.add_argument("--follow", action="store_true",
+                   help="keep judging: each round judges the slice's runs settled since the last one (a received "
+                        "corpus as it grows), until Ctrl-C or SIGTERM")
+    p.add_argument("--sample", type=_share, default=1.0, metavar="R",
+                   help="--follow: judge this share of the runs (0 < R <= 1; seeded by the run id, so a run's "
+                        "inclusion is stable; default 1)")
+    p.add_argument("--seed", type=int, default=0, help="--follow: the sample's seed (default 0)")
+    p.add_argument("--every", type=_positive, default=10.0, metavar="SECONDS",
+                   help="--follow: seconds between rounds, and how long a run's steps must stay unchanged before it "
+                        "is judged (default 10)")
     p.set_defaults(run=run, reads=True, writes=True)
 
 
@@ -74,6 +94,11 @@ def run(args: argparse.Namespace, root: Path) -> int:
         max_connections=args.max_connections, max_calls=args.max_calls, max_cost=args.max_cost,
         price_in=args.price_in, price_out=args.price_out, timeout_s=args.timeout, max_retries=args.max_retries,
         temperature=args.temperature, max_tokens=args.max_tokens, window=args.window)
+    if args.follow:
+        return _follow(args, root, config)
+    if (args.sample, args.every) != (1.0, 10.0):
+        print("error: --sample and --every go with --follow.", file=sys.stderr)
+        return 2
     bar = ProgressBar()
     try:
         result = judge(root, config, parse_slice(args.slice), progress=bar)
@@ -98,3 +123,23 @@ def run(args: argparse.Namespace, root: Path) -> int:
               f"{params['tokens_per_run']:,} tokens and {params['calls_per_run']} calls per run")
     print(f"wrote {len(result.set_ids)} prediction set(s) into source '{result.source}' of {root}")
     return 0
+
+
+def _follow(args: argparse.Namespace, root: Path, config) -> int:
+    """Rounds until SIGTERM or Ctrl-C, each a line on stdout. Like the receiver, the follower
+    leaves warming the store's derived tables to their first reader (``writes`` is cleared)."""
+    import signal
+    import threading
+
+    from ..judges.follow import Follower
+
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    args.writes = False
+    try:
+        follower = Follower(root, config, parse_slice(args.slice), sample=args.sample, seed=args.seed,
+                            every_s=args.every, say=lambda line: print(line, flush=True), should_stop=stop.is_set)
+        return follower.run(stop.wait)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -39,7 +39,7 @@ import math
 import time
 from array import array
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -170,8 +170,13 @@ def judge_source(config: JudgeConfig, template: Template, slice_: Mapping[str, A
 
 
 def judge(root: str | Path, config: JudgeConfig, slice: Mapping[str, Any] | None = None, *,
-          progress: Progress | None = None, should_stop: ShouldStop | None = None) -> JudgeResult:
-    """Judge the slice's runs and write the set(s); see the module docstring."""
+          progress: Progress | None = None, should_stop: ShouldStop | None = None,
+          runs: Collection[str] | None = None, provenance: Mapping[str, Any] | None = None) -> JudgeResult:
+    """Judge the slice's runs and write the set(s); see the module docstring.
+
+    ``runs``: only these runs of the slice (the follower's: a live corpus's settled, sampled
+    runs), the set still the judge's one source for the slice; ``provenance``: keys added to
+    each set's ``params`` (the follower's sampling rule)."""
     config.check()
     template = load(config.protocol, config.template)
     slice_ = copy_shared(slice, drop_empty=True)
@@ -181,16 +186,17 @@ def judge(root: str | Path, config: JudgeConfig, slice: Mapping[str, Any] | None
     counts = query("judge_runs_count", {"slice": slice_})
     if counts.empty:
         raise AtlasError("the slice holds no run with steps to judge.")
-    total = int(counts["runs"].sum())
+    total = int(counts["runs"].sum()) if runs is None else len(runs)
+    chosen = None if runs is None else frozenset(runs)
     began = time.perf_counter()
     report = progress or (lambda fraction, message: None)
     cache = ReplyCache(root)
     try:
         state = _State(config, template, total, report, should_stop)
-        _run_loop(lambda: _judge_all(query, slice_, config, template, cache, state))
+        _run_loop(lambda: _judge_all(query, slice_, config, template, cache, state, chosen))
     finally:
         cache.close()
-    return _write(Path(root), config, template, slice_, state, time.perf_counter() - began)
+    return _write(Path(root), config, template, slice_, state, time.perf_counter() - began, provenance)
 
 
 def _run_loop(make) -> None:
@@ -244,7 +250,7 @@ class _State:
 
 
 async def _judge_all(query, slice_: dict, config: JudgeConfig, template: Template, cache: ReplyCache,
-                     state: _State) -> None:
+                     state: _State, chosen: frozenset[str] | None = None) -> None:
     endpoint = Endpoint(config.base_url, config.model, api_key(config.api_key_env),
                         max_connections=config.max_connections, timeout_s=config.timeout_s,
                         max_retries=config.max_retries, temperature=config.temperature, max_tokens=config.max_tokens)
@@ -297,7 +303,12 @@ async def _judge_all(query, slice_: dict, config: JudgeConfig, template: Templat
             if page.empty:
                 break
             ids = page["run_id"].astype(str).tolist()
-            steps = query("judge_steps", {"runs": ids})
+            after = ids[-1]
+            if chosen is not None:
+                page = page[page["run_id"].isin(chosen)]
+                if page.empty:
+                    continue
+            steps = query("judge_steps", {"runs": page["run_id"].astype(str).tolist()})
             by_run: dict[str, list[dict]] = {}
             for rec in steps.to_dict(orient="records"):
                 by_run.setdefault(rec["run_id"], []).append(rec)
@@ -313,7 +324,6 @@ async def _judge_all(query, slice_: dict, config: JudgeConfig, template: Templat
                     break
             if state.budget_hit or state.stopped():
                 break
-            after = ids[-1]
         for _ in range(config.max_connections):
             await queue.put(None)
 
@@ -361,7 +371,7 @@ async def _judge_all(query, slice_: dict, config: JudgeConfig, template: Templat
 
 
 def _write(root: Path, config: JudgeConfig, template: Template, slice_: dict, state: _State,
-           seconds: float) -> JudgeResult:
+           seconds: float, provenance: Mapping[str, Any] | None = None) -> JudgeResult:
     import pyarrow as pa
 
     from ..store import SourceWriter
@@ -381,7 +391,7 @@ def _write(root: Path, config: JudgeConfig, template: Template, slice_: dict, st
     pending = []
     for corpus, rows in sorted(state.outcomes.items()):
         set_id = f"{source}-{corpus}"
-        params = _params(config, template, state, rows, corpus)
+        params = {**_params(config, template, state, rows, corpus), **(provenance or {})}
         record = {"set_id": set_id, "corpus": corpus, "method": "llm_judge", "family": "llm",
                   "supervision": "zero-shot", "granularity": "step", "protocol": config.protocol,
                   "model": config.model, "seed": None, "params": json.dumps(params, sort_keys=True),

@@ -17,6 +17,7 @@ from ..analyses.board_registry import registry as board_registry
 from ..analyses.review_queue import ORDERS as REVIEW_ORDERS
 from ..detectors.features import DEFAULT_FEATURE_SET, FEATURE_SETS
 from ..detectors.registry import engine_detectors
+from ..judges.protocols import PROTOCOL_RUNS
 from ..patterns import DEFAULT_CLUSTERS, MAX_CLUSTERS
 from ..search.answer import LABEL_CHOICES as SEARCH_LABELS
 from ..view_state.explorer_state import EXPLORER
@@ -109,15 +110,36 @@ DETECTORS = PageState(
 )
 
 DEFAULT_RESCORE_DETECTORS = ["random", "iforest", "logreg"]
+# The judge's protocols as the command line spells them (``auditatlas judge --protocol``).
+JUDGE_PROTOCOLS = tuple(name.replace("_", "-") for name in PROTOCOL_RUNS)
 RESCORE = PageState(
     path="/rescore", title="Re-score", view="auditatlas.views.rescore_view:page",
-    what="re-score detectors on the slice (progress, cancel), cross-backbone ROC-AUC matrices",
+    what="re-score detectors on the slice (progress, cancel); run an LLM judge on the slice through an "
+         "OpenAI-compatible endpoint (progress, cancel) and every judge set's calls, tokens, cost, latency and "
+         "abstentions; cross-backbone ROC-AUC matrices",
     fields=(
         Field("rescore_detectors", "list", default=DEFAULT_RESCORE_DETECTORS, choices=tuple(engine_detectors()),
               help="detectors to fit"),
         Field("rescore_feature_set", "choice", default=DEFAULT_FEATURE_SET, choices=tuple(FEATURE_SETS),
               help="the features they fit on"),
         Field("rescore_seeds", "int", default=1, low=1, high=10, help="seeds 0..N-1"),
+        Field("judge_protocol", "choice", default=JUDGE_PROTOCOLS[0], choices=JUDGE_PROTOCOLS,
+              help="the LLM judge's protocol"),
+        Field("judge_model", "str", default="", help="the model name the judge's endpoint serves"),
+        Field("judge_base_url", "str", default="",
+              help="the judge's OpenAI-compatible base URL, e.g. http://localhost:8000/v1"),
+        Field("judge_api_key_env", "str", default="OPENAI_API_KEY",
+              help="the NAME of the environment variable holding the judge's API key (never the key)"),
+        Field("judge_with_truth", "bool", default=False, help="1: the judge is shown the task's correct answer"),
+        Field("judge_max_connections", "int", default=4, low=1, high=64, help="the judge's calls in flight at once"),
+        Field("judge_max_calls", "int", low=1, help="the judge stops after this many new calls (default: no limit)",
+              fallback="no call limit"),
+        Field("judge_price_in", "float", low=0.0, help="price per million input tokens (default: no cost counted)",
+              fallback="no price"),
+        Field("judge_price_out", "float", low=0.0, help="price per million output tokens", fallback="no price"),
+        Field("judge_max_cost", "float", low=0.0, help="the judge stops once its new calls cost this much "
+                                                        "(needs both prices; default: no limit)",
+              fallback="no cost limit"),
         Field("cross_detectors", "list", default=["logreg"], choices=tuple(engine_detectors()),
               help="detectors for the cross-backbone matrix"),
         Field("cross_corpus", "str", help="the matrix's corpus (default: the first scorable)"),
