@@ -59,28 +59,35 @@ STEP_FIELDS = ("step_id", "agent", "action", "scope", "label", "label_source", "
 
 @dataclass(frozen=True)
 class DecisionRule:
-    """How a prediction set's scores become flags: the run's ``top_k`` steps, or ``score >= threshold``."""
+    """How a prediction set's scores become flags: the run's ``top_k`` steps, ``score >=
+    threshold``, or (``own``) the set's own decisions, its ``pred_label``: the rule the
+    Detectors page lists a set's errors by, so a step followed from there keeps its verdict."""
 
     top_k: int | None = None
     threshold: float | None = None
+    own: bool = False
 
     def __post_init__(self) -> None:
-        if (self.top_k is None) == (self.threshold is None):
-            raise ValueError("a decision rule needs exactly one of top_k and threshold")
+        if sum((self.top_k is not None, self.threshold is not None, bool(self.own))) != 1:
+            raise ValueError("a decision rule needs exactly one of top_k, threshold and own")
         if self.top_k is not None and self.top_k < 0:
             raise ValueError("top_k must be 0 or more")
 
-    def flagged(self, scores: Iterable[tuple[int, float | None, int | None]]) -> set[int]:
-        """Flagged step indices from ``(step_idx, score, rank)`` rows of one run.
+    def flagged(self, scores: Iterable[tuple]) -> set[int]:
+        """Flagged step indices from ``(step_idx, score, rank[, pred_label])`` rows of one run.
 
         ``rank`` is the store's (1 = highest score, ties to the earlier step), so top-k is
         exactly k steps whenever the run has k scored steps.
         """
+        if self.own:
+            return {int(row[0]) for row in scores if len(row) > 3 and _finite(row[3]) and int(row[3]) == 1}
         if self.top_k is not None:
-            return {int(i) for i, _, rank in scores if rank is not None and _finite(rank) and rank <= self.top_k}
-        return {int(i) for i, score, _ in scores if score is not None and _finite(score) and score >= self.threshold}
+            return {int(row[0]) for row in scores if row[2] is not None and _finite(row[2]) and row[2] <= self.top_k}
+        return {int(row[0]) for row in scores if row[1] is not None and _finite(row[1]) and row[1] >= self.threshold}
 
     def describe(self) -> str:
+        if self.own:
+            return "its own decisions (pred_label)"
         return f"top {self.top_k} steps of the run" if self.top_k is not None else f"score ≥ {self.threshold:g}"
 
 
@@ -181,9 +188,9 @@ def mark(graph: nx.MultiDiGraph, scores: Any = None, rule: DecisionRule | None =
     ``scores`` rows carry ``step_idx``, ``score`` and ``rank`` for this run; without scores
     or a rule, nothing is flagged and every outcome is ``None`` (no detector chosen).
     """
-    rows = [(int(r["step_idx"]), _clean(r.get("score")), _clean(r.get("rank"))) for r in _records(scores)] \
-        if scores is not None else []
-    by_step = {i: (s, k) for i, s, k in rows}
+    rows = [(int(r["step_idx"]), _clean(r.get("score")), _clean(r.get("rank")), _clean(r.get("pred_label")))
+            for r in _records(scores)] if scores is not None else []
+    by_step = {i: (s, k) for i, s, k, _ in rows}
     flagged = rule.flagged(rows) if rule is not None and rows else set()
     chosen = rule is not None and bool(rows)
     for n, d in graph.nodes(data=True):

@@ -19,7 +19,7 @@ from auditatlas.views.pages import PAGES
 
 PAGE_PATH = EXPLORER.path
 # ViewState attribute -> the explorer's URL name, where the two differ.
-NAMES = {"set_id": "set", "actions": "action"}
+NAMES = {"set_id": "set", "actions": "action", "decide": "rule"}
 
 
 @dataclass
@@ -30,6 +30,7 @@ class ViewState:
     set_id: str | None = None
     top_k: int | None = None
     threshold: float | None = None
+    decide: str = "rank"  # the URL's rule: own (the set's pred_label) or rank (top_k / threshold)
     q: str = ""
     actions: list[str] = field(default_factory=list)
     context: bool = False
@@ -40,7 +41,9 @@ class ViewState:
 
     @property
     def rule(self) -> dict[str, Any]:
-        """``{"top_k": k}`` or ``{"threshold": t}``; top 1 when the link names neither."""
+        """``{"own": True}``, ``{"top_k": k}`` or ``{"threshold": t}``; top 1 when the link names none."""
+        if self.decide == "own":
+            return {"own": True}
         if self.threshold is not None:
             return {"threshold": self.threshold}
         return {"top_k": self.top_k if self.top_k is not None else DEFAULT_TOP_K}
@@ -50,7 +53,8 @@ class ViewState:
         return {NAMES.get(a, a): getattr(self, a) for a in STATE_ATTRS}
 
 
-STATE_ATTRS = ("run", "step", "set_id", "top_k", "threshold", "q", "actions", "context", "color", "lanes", "expand")
+STATE_ATTRS = ("run", "step", "set_id", "top_k", "threshold", "decide", "q", "actions", "context", "color", "lanes",
+               "expand")
 
 
 def from_values(values: Mapping[str, Any], params: Any = None, problems: list[str] | None = None) -> ViewState:
@@ -102,6 +106,9 @@ def url_values(state: ViewState) -> dict[str, Any]:
     """The state as the URL keeps it: a rule only with a set, the threshold winning over top_k."""
     values = state.values()
     if values["set"] is None:
+        values["top_k"] = values["threshold"] = None
+        values["rule"] = "rank"
+    elif values["rule"] == "own":
         values["top_k"] = values["threshold"] = None
     elif values["threshold"] is not None:
         values["top_k"] = None

@@ -55,17 +55,23 @@ def _from_widget(key: str, name: str) -> None:
 def _rule_changed() -> None:
     mode, value = st.session_state["explorer_rule"], st.session_state["explorer_rule_value"]
     if mode == "top_k":
-        _update(top_k=int(value) if value is not None else None, threshold=None)
+        _update(top_k=int(value) if value is not None else None, threshold=None, decide="rank")
     else:
-        _update(threshold=float(value) if value is not None else None, top_k=None)
+        _update(threshold=float(value) if value is not None else None, top_k=None, decide="rank")
 
 
 def _rule_mode_changed() -> None:
     mode = st.session_state["explorer_rule"]
-    if mode == "top_k":
-        _update(top_k=links.DEFAULT_TOP_K, threshold=None)
+    if mode == "own":
+        _update(decide="own", top_k=None, threshold=None)
+    elif mode == "top_k":
+        _update(top_k=links.DEFAULT_TOP_K, threshold=None, decide="rank")
     else:
-        _update(threshold=st.session_state.get("explorer_threshold_default", 0.5), top_k=None)
+        _update(threshold=st.session_state.get("explorer_threshold_default", 0.5), top_k=None, decide="rank")
+
+
+RULE_WORDS = {"top_k": "top-k steps of the run", "threshold": "steps scoring ≥ a cut",
+              "own": "the set's own decisions"}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -139,10 +145,14 @@ def rule_controls(run_sets: pd.DataFrame) -> tuple[str | None, tg.DecisionRule |
     row = run_sets.loc[run_sets["set_id"] == chosen].iloc[0]
     st.session_state["explorer_threshold_default"] = float(row["max_score"])
     rule = state.rule
-    mode = "top_k" if "top_k" in rule else "threshold"
+    mode = "own" if "own" in rule else ("top_k" if "top_k" in rule else "threshold")
     st.session_state["explorer_rule"] = mode
-    c2.selectbox("Flag", ["top_k", "threshold"], key="explorer_rule", on_change=_rule_mode_changed,
-                 format_func={"top_k": "top-k steps of the run", "threshold": "steps scoring ≥ a cut"}.get)
+    c2.selectbox("Flag", ["top_k", "threshold", "own"], key="explorer_rule", on_change=_rule_mode_changed,
+                 format_func=RULE_WORDS.get,
+                 help="Own decisions: the steps the set itself flagged (its pred_label), as the Detectors page "
+                      "lists a set's errors by default.")
+    if mode == "own":
+        return chosen, tg.DecisionRule(own=True)
     if mode == "top_k":
         st.session_state["explorer_rule_value"] = int(rule["top_k"])
         c3.number_input("k", min_value=0, step=1, key="explorer_rule_value", on_change=_rule_changed,

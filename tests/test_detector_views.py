@@ -228,7 +228,7 @@ def test_false_positives_with_own_labels(toy):
     assert list(zip(fp.step_id, fp.agent)) == [("toy:r1#2", "agent-2"), ("toy:r2#0", "agent-0")]
     assert (errors.kind == "false negative").sum() == 0
     assert set(errors.threshold_used) == {"its own pred_label"}
-    assert fp.explorer.iloc[0] == "/explorer?run=toy%3Ar1&step=2&set=det%3As0"
+    assert fp.explorer.iloc[0] == "/explorer?run=toy%3Ar1&step=2&set=det%3As0&rule=own"
 
 
 def test_false_negatives_at_top_k(toy):
@@ -241,6 +241,7 @@ def test_false_negatives_at_top_k(toy):
     assert list(zip(fn.run_id, fn.step_idx, fn.score)) == [("toy:r1", 0, 0.3)]
     assert fp.n_in_cell.iloc[0] == 1
     assert errors.threshold_used.iloc[0] == "top 25% (score ≥ 0.8)"
+    assert fp.explorer.iloc[0] == "/explorer?run=toy%3Ar1&step=2&set=det%3As1&threshold=0.8"  # the cut it used
     # All actions pooled: the false negatives in ascending score order.
     pooled = dv.cell_errors(_query(toy), "det:s1", dv.ALL_BACKBONES, dv.ALL_ACTIONS, {}, threshold="top_k", top_k=25)
     assert list(pooled[pooled.kind == "false negative"].score) == [0.3]
@@ -622,3 +623,22 @@ def test_a_click_on_a_heatmap_cell_names_its_backbone_action_and_detector(toy):
             assert (x, y) == (column, fig.data[3 * panel + 1].y[row])  # drawn over its own cell
             assert heatmap_cell({"customdata": list(data)}) == (backbone, actions[row], dets[column])
     assert heatmap_cell({"x": 0, "y": "SOLVE_CLUE"}) is None and heatmap_cell({"customdata": "text"}) is None
+
+
+@pytest.mark.parametrize("cell, rule, top_k", [(("det:s0", "A", "X"), "own", 10.0), (("det:s1", "A", "X"), "own", 25)])
+def test_an_error_followed_into_the_explorer_keeps_its_verdict(toy, cell, rule, top_k):
+    """A false positive listed by the set's own decisions (or its top share's cut) opens in the
+    Explorer flagged by the same rule, so it is a false positive there too (it once opened as
+    'top 1 of the run' and read TN), and a false negative stays a miss."""
+    from auditatlas.views import explorer_view
+    from auditatlas.views.app_link import parse_link
+
+    errors = dv.cell_errors(_query(toy), *cell, {}, threshold=rule, top_k=top_k)
+    assert len(errors)
+    for row in errors.itertuples(index=False):
+        link = parse_link(row.explorer)
+        assert link.problems == []
+        run = explorer_view.run_graph(_query(toy), row.run_id, "released", link.values["set"],
+                                      explorer_view.rule_of(link.values), "scope")
+        expected = "FP" if row.kind == "false positive" else "FN"
+        assert run.g.nodes[int(row.step_idx)]["outcome"] == expected, (row.run_id, row.step_idx, row.explorer)

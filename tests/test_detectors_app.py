@@ -140,10 +140,14 @@ def test_link_restores_cell_and_lists_errors(detector_store, monkeypatch):
     assert links, "no error list"
     for frame in links:
         assert (frame["action"] == "SOLVE_CLUE").all() and (frame["backbone"] == "GPT-4.1").all()
-        for url, run, step in zip(frame["explorer"], frame["run_id"], frame["step"]):
+        for url, run, step, score in zip(frame["explorer"], frame["run_id"], frame["step"], frame["score"]):
             parsed = urlparse(url)
             assert parsed.path == "/explorer"
-            assert parse_qs(parsed.query) == {"run": [run], "step": [str(step)], "set": [set_id]}
+            query = parse_qs(parsed.query)
+            # The link carries the cut of the top 20% that made the step an error here.
+            cut = float(query.pop("threshold")[0])
+            assert query == {"run": [run], "step": [str(step)], "set": [set_id]}
+            assert (score >= cut) == (frame["label"] == 0).all()  # a false positive is flagged, a false negative not
     fp = next(f for f in links if (f["label"] == 0).all())
     assert fp["score"].is_monotonic_decreasing
 

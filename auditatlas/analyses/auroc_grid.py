@@ -383,9 +383,20 @@ def cell_errors(query: Query, set_id: str, backbone: str, action: str, slice_: M
     ids = frame[["run_id", "step_idx"]].merge(steps, on=["run_id", "step_idx"], how="left")
     frame.insert(frame.columns.get_loc("step_idx") + 1, "step_id", ids["step_id"].to_numpy())
     frame.insert(frame.columns.get_loc("step_id") + 1, "agent", ids["agent"].to_numpy())
-    frame["explorer"] = [explorer_url(r, s, set_id) for r, s in zip(frame["run_id"], frame["step_idx"])]
+    # Each link carries the rule that made the step an error here (the set's own decisions, or
+    # the score cut of its top share), so the Explorer shows the same verdict on it.
+    frame["explorer"] = [explorer_url(r, s, set_id, **_explorer_rule(own, cut))
+                         for r, s, own, cut in zip(frame["run_id"], frame["step_idx"], frame["own_labels"], frame["cut"])]
     frame["threshold_used"] = [threshold_text(own, cut, top_k) for own, cut in zip(frame["own_labels"], frame["cut"])]
     return frame
+
+
+def _explorer_rule(own_labels: Any, cut: Any) -> dict[str, Any]:
+    if bool(own_labels):
+        return {"rule": "own"}
+    if cut is None or (isinstance(cut, float) and math.isnan(cut)):
+        return {}
+    return {"threshold": float(cut)}
 
 
 def threshold_text(own_labels: Any, cut: Any, top_k: float) -> str:

@@ -326,10 +326,12 @@ def render_html(g: nx.MultiDiGraph, color_by: str = "agent", selected: int | Non
 
 def page_for_run(steps, edges, scores, top_k: int | None, threshold: float | None, run_id: str,
                  selected: int | None, color_by: str, show_context: bool, collapsed: tuple[str, ...],
-                 has_detector: bool, vis_script: str | None = None, lanes: str = "scope") -> str:
-    """Build, mark, filter, collapse and render one run's graph (the whole path the page takes)."""
+                 has_detector: bool, vis_script: str | None = None, lanes: str = "scope", own: bool = False) -> str:
+    """Build, mark, filter, collapse and render one run's graph (the whole path the page takes);
+    ``own``: flag the set's own decisions instead of ``top_k`` or ``threshold``."""
     g = tg.build(steps, edges, run_id, lanes=lanes)
-    rule = tg.DecisionRule(top_k=top_k, threshold=threshold) if (top_k is not None or threshold is not None) else None
+    rule = tg.DecisionRule(own=True) if own else (
+        tg.DecisionRule(top_k=top_k, threshold=threshold) if (top_k is not None or threshold is not None) else None)
     tg.mark(g, scores, rule)
     view = tg.collapse(tg.visible(g, show_context), collapsed)
     return render_html(view, color_by=color_by, selected=selected, has_detector=has_detector, vis_script=vis_script)

@@ -37,6 +37,9 @@ EXPLORER = PageState(
               expects="a whole number of steps ≥ 0", fallback=f"using the top {DEFAULT_TOP_K}"),
         Field("threshold", "float", help="flag the steps scoring at least this (a score cut; wins over top_k)",
               expects="a number", fallback=f"using the top {DEFAULT_TOP_K} steps instead"),
+        Field("rule", "choice", default="rank", choices=("rank", "own"),
+              help="own: flag the steps the set itself decided are anomalous (its pred_label), as the Detectors "
+                   "page's own rule; rank: by top_k or threshold", fallback="flagging by rank"),
         Field("q", "str", default="", help="text search phrase"),
         Field("action", "list", default=[], help="the search's action filter"),
         Field("context", "bool", default=False, help="1: show the inferred full-context edges",

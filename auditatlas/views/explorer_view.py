@@ -131,7 +131,10 @@ def open_step(n: int, step: int | None, asked: str | None = None) -> tuple[int |
 
 
 def rule_of(values: Mapping[str, Any]) -> tg.DecisionRule:
-    """The link's decision rule: its threshold, else its top_k, else the top 1 (as the page)."""
+    """The link's decision rule: the set's own decisions (rule=own), its threshold, else its
+    top_k, else the top 1 (as the page)."""
+    if values.get("rule") == "own":
+        return tg.DecisionRule(own=True)
     if values["threshold"] is not None:
         return tg.DecisionRule(threshold=float(values["threshold"]))
     return tg.DecisionRule(top_k=int(values["top_k"] if values["top_k"] is not None else DEFAULT_TOP_K))
@@ -228,7 +231,8 @@ def graph(run: RunGraph, selected: int | None, color: str, context: bool, collap
     rule = run.rule
     return [b.Graph(render(run.steps, run.edges, run.scores, rule.top_k if rule else None,
                            rule.threshold if rule else None, run.run_id, selected, color, context, tuple(collapsed),
-                           rule is not None, vis_script=VIS_MARK, lanes=run.g.graph.get("lanes", "scope")))]
+                           rule is not None, vis_script=VIS_MARK, lanes=run.g.graph.get("lanes", "scope"),
+                           own=bool(rule and rule.own)))]
 
 
 def steps_table(run: RunGraph) -> pd.DataFrame:
