@@ -15,13 +15,11 @@ problem leaves the store as it was.
 """
 from __future__ import annotations
 
-import gzip
-import json
 from pathlib import Path
 
 from ..errors import AtlasError, IngestFailed, InputError
 from . import Batch, Context
-from .kit import check_value, first_line
+from .kit import decode_text, first_line, parse_documents, read_raw
 from .kit.traces import check_source_name
 from .trajectory_mapping import Record, map_runs
 
@@ -117,37 +115,17 @@ def _suffix(file: Path) -> str:
 
 
 def _check_text(file: Path, rel: str, fmt: str | None, problems: list[InputError]) -> bool:
-    """The file is UTF-8 JSON (every non-empty line, for JSONL) and not empty; else one problem."""
+    """The file is UTF-8 JSON (every non-empty line, for JSONL) and not empty; else one problem.
+    Read by the adapters' one reader: gzip inflated in a stream, refused past its size limit."""
     expected = WHAT[fmt] if fmt else "a trajectory (ATIF, an OpenAI message list or a Claude Code session)"
-    try:
-        raw = file.read_bytes()
-        if file.suffix == ".gz":
-            raw = gzip.decompress(raw)
-        text = raw.decode("utf-8").removeprefix("\ufeff")
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
-        problems.append(InputError(rel, None, f"cannot be read ({first_line(exc)})."))
-        return False
-    except UnicodeDecodeError as exc:
-        problems.append(InputError(rel, None, f"is not UTF-8 text (byte {exc.start}); expected {expected}."))
+    raw = read_raw(file, rel, problems)
+    text = decode_text(raw, rel, problems, f"; expected {expected}") if raw is not None else None
+    if text is None:
         return False
     if not text.strip():
         problems.append(InputError(rel, None, f"is empty; expected {expected}."))
         return False
-    if _suffix(file) in JSONL_SUFFIXES:
-        chunks = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
-    else:
-        chunks = [(None, text)]
-    for line, chunk in chunks:
-        where = f"line {line} " if line is not None else ""
-        try:
-            value = json.loads(chunk)
-        except (ValueError, RecursionError) as exc:
-            problems.append(InputError(rel, None, f"{where}is not valid JSON ({first_line(exc)})."))
-            return False
-        if (problem := check_value(value, f"{rel}: {where}".rstrip() if where else rel)) is not None:
-            problems.append(problem)
-            return False
-    return True
+    return parse_documents(text, rel, problems, lines=_suffix(file) in JSONL_SUFFIXES) is not None
 
 
 def _detected(file: Path, rel: str, problems: list[InputError]) -> str | None:
