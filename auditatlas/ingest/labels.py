@@ -28,7 +28,7 @@ from typing import Any
 from ..errors import AtlasError, IngestFailed, InputError
 from ..schema import SORT_KEYS, sort_order_sql
 from . import Batch, Context
-from .kit import decode_text, parse_documents, read_raw
+from .kit import decode_text, json_text, parse_documents, read_raw
 from .kit.compressed import read_maybe_gzip
 from .kit.csvfiles import read_csv
 from .kit.traces import LABEL_PROCESS_NONE, UNLABELED
@@ -290,7 +290,7 @@ def _apply(tables: dict[str, list[dict]], matched: dict[tuple[str, int], _Row], 
                                                      ("note", row.note)) if v is not None}
         if step["label_source"] == ANNOTATION_SOURCE:
             annotated_runs.add(step["run_id"])
-        step["extra"] = json.dumps(extra, ensure_ascii=False)
+        step["extra"] = json_text(extra, ensure_ascii=False)
     for run in tables["runs"]:
         run["label_process"] = (process if run["run_id"] in labeled_runs else LABEL_PROCESS_ANNOTATIONS
                                 if run["run_id"] in annotated_runs else LABEL_PROCESS_NONE)

@@ -28,8 +28,10 @@ import gzip
 import json
 import os
 import re
+import time
 import zlib
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -312,6 +314,9 @@ def _normalized(doc: dict) -> list[tuple[str | None, dict]]:
     return out
 
 
+_DAY_NS = 86_400 * 10**9
+
+
 def _span(span_id: str | None, entry: dict, rel: str, where: str, order: int, problems: list[InputError]) -> Span | None:
     at = f"{where}: " if where else ""
     name = entry.get("name") if isinstance(entry.get("name"), str) else ""
@@ -341,6 +346,11 @@ def _span(span_id: str | None, entry: dict, rel: str, where: str, order: int, pr
         problems.append(InputError(rel, None, f"{at}{named} of trace {trace_id} names itself as its parent; a span's "
                                               "parent is another span of its trace."))
         return None
+    start = entry.get("start_time_unix_nano")
+    if _far_future(start):
+        problems.append(InputError(rel, None, f"{at}{named} of trace {trace_id} starts at {_when(start)}, more than a "
+                                              "day from now; its exporter's clock or the file's times are wrong."))
+        return None
     attrs = entry.get("attributes") or {}
     big = _oversized(attrs)
     if big is not None:
@@ -359,6 +369,22 @@ def _span(span_id: str | None, entry: dict, rel: str, where: str, order: int, pr
         attrs=attrs, resource=entry.get("resource") or {}, scope=entry.get("scope") or {},
         events=entry.get("events") or [], links=entry.get("links") or [], order=order,
     )
+
+
+def _far_future(ns: Any) -> bool:
+    """Whether a span's start (nanoseconds since 1970) is more than a day after now: a span is
+    recorded after it starts, and a time in the far future would sort after every later span."""
+    try:
+        return int(ns) > time.time_ns() + _DAY_NS
+    except (TypeError, ValueError):
+        return False
+
+
+def _when(ns: Any) -> str:
+    try:
+        return datetime.fromtimestamp(int(ns) / 1e9, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    except (OverflowError, ValueError, OSError):
+        return f"{int(ns):,} ns after 1970"
 
 
 def _oversized(attrs: dict[str, Any]) -> tuple[str, int] | None:

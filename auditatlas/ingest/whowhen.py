@@ -44,7 +44,7 @@ from typing import Any
 
 from ..errors import InputError
 from . import Batch, Context
-from .kit import first_json, load_json, loads, show
+from .kit import first_json, json_text, load_json, loads, show
 from .kit.compressed import read_maybe_gzip
 from .kit.releases import read_runs
 
@@ -295,7 +295,7 @@ def _run_row(run: _Run, source_file: str, key: str, legacy_key: str | None) -> d
         "label_process": LABEL_PROCESS,
         "run_key": key,
         "legacy_key": legacy_key,
-        "extra": json.dumps(extra, ensure_ascii=False),
+        "extra": json_text(extra, ensure_ascii=False),
     }
 
 

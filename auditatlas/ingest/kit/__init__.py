@@ -35,9 +35,11 @@ from .jsonfiles import (
                      check_value,
                      compact,
                      decode_text,
+                     finite,
                      first_json,
                      has_keys,
                      json_files,
+                     json_text,
                      load_json,
                      load_object,
                      loads,
@@ -52,7 +54,7 @@ from .rows import RowBuffer, RunBuffers, no_cycle_collection
 
 __all__ = [
     "MAX_DEPTH", "MAX_INT64", "RowBuffer", "RunBuffers", "as_text", "check_value", "compact", "decode_text", "count_at", "count_field",
-    "first_json",
+    "finite", "first_json", "json_text",
     "first_line", "has_keys", "is_count", "is_int", "json_files", "json_type", "load_json", "load_object", "loads",
     "no_cycle_collection", "number_at", "number_field", "object_at", "object_field", "parse_documents", "parse_json_text", "read_raw", "readable", "show", "string_field",
     "text_or_none", "walk_json_files",

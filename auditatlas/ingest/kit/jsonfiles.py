@@ -36,6 +36,7 @@ from __future__ import annotations
 import codecs
 import gzip
 import json
+import math
 import os
 import re
 import zlib
@@ -87,20 +88,62 @@ def loads(raw: bytes | str, *, exact_integers: bool = True) -> Any:
         return json.loads(raw)
 
 
-_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str, allow_nan=False)
+
+
+def finite(value: Any) -> Any:
+    """``value`` with every non-finite float written as protobuf's JSON mapping writes it (the
+    strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``): a bare NaN is not JSON, and strict
+    readers (DuckDB's among them) refuse a column holding one."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
+def json_text(value: Any, **options: Any) -> str:
+    """``json.dumps(value, **options)`` that is always valid JSON: non-finite numbers as
+    :func:`finite` writes them. What every stored JSON column is written with."""
+    try:
+        return json.dumps(value, allow_nan=False, **options)
+    except ValueError:
+        return json.dumps(finite(value), allow_nan=False, **options)
 
 
 def compact(value: Any) -> str:
-    """An ``extra`` column's JSON (read by queries, compact): orjson, ``json`` for what it refuses."""
+    """An ``extra`` column's JSON (read by queries, compact): orjson, ``json`` for what it refuses.
+    orjson would write a non-finite number as null: it goes to ``json``, which keeps it as text."""
     try:
-        return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
+        if not _has_non_finite(value):
+            return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
     except (orjson.JSONEncodeError, TypeError):
-        return _ENCODER.encode(value)
+        pass
+    return readable(value)
 
 
 def readable(value: Any) -> str:
     """Structured output as a reader sees it in the trace view: json's spacing, not compact."""
-    return _ENCODER.encode(value)
+    try:
+        return _ENCODER.encode(value)
+    except ValueError:
+        return _ENCODER.encode(finite(value))
+
+
+def _has_non_finite(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, float):
+            if not math.isfinite(node):
+                return True
+        elif isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, (list, tuple)):
+            stack.extend(node)
+    return False
 
 
 def text_or_none(value: Any) -> str | None:
