@@ -21,8 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ...errors import InputError
+from .rows import no_cycle_collection
 
 # A field longer than this is refused by every adapter: past any note or id a person writes.
 MAX_FIELD = 16 * 1024 * 1024
@@ -35,16 +37,17 @@ _CSV_MODULE_LIMIT = 2**31 - 1
 class CsvTable:
     """A CSV file as text: its header (cells stripped) and its rows with the line each ends on.
 
-    Every row has one cell per column (an empty cell is None); blank lines are left out.
+    Every row has one cell per column (as read: an empty cell is ""); blank lines are left out.
     """
 
     header: list[str]
-    rows: list[list[str | None]] = field(default_factory=list)
+    rows: list[list[str]] = field(default_factory=list)
     lines: list[int] = field(default_factory=list)
 
     def records(self) -> list[dict[str, str | None]]:
-        """Each row as ``{column: cell}`` (columns without a name left out)."""
-        return [{name: cell for name, cell in zip(self.header, row) if name} for row in self.rows]
+        """Each row as ``{column: cell}``, an empty cell None (columns without a name left out)."""
+        return [{name: cell if cell != "" else None for name, cell in zip(self.header, row) if name}
+                for row in self.rows]
 
     def arrow(self, row_column: str | None = None) -> pa.Table:
         """The rows as an Arrow table of text columns (a repeated name gets ``_1``, ``_2``, a
@@ -57,7 +60,11 @@ class CsvTable:
                 n += 1
                 unique = f"{base}_{n}"
             names.append(unique)
-        columns = {name: pa.array([row[i] for row in self.rows], type=pa.string()) for i, name in enumerate(names)}
+        columns = {}
+        with no_cycle_collection():  # a column list per name: nothing cyclic to collect
+            for i, name in enumerate(names):
+                text = pa.array([row[i] for row in self.rows], type=pa.string())
+                columns[name] = pc.if_else(pc.equal(text, ""), pa.scalar(None, pa.string()), text)  # empty: null
         if row_column is not None:
             columns = {row_column: pa.array(range(1, len(self.rows) + 1), type=pa.int64()), **columns}
         return pa.table(columns)
@@ -77,7 +84,7 @@ def read_csv(path: str | Path, problems: list[InputError], *, what: str = "a CSV
         csv.field_size_limit(_CSV_MODULE_LIMIT)
     line = 0
     try:
-        with open(path, newline="", encoding="utf-8-sig") as handle:
+        with no_cycle_collection(), open(path, newline="", encoding="utf-8-sig") as handle:
             reader = csv.reader(handle, strict=True)
             header = next(reader, None)
             line = reader.line_num
@@ -91,11 +98,13 @@ def read_csv(path: str | Path, problems: list[InputError], *, what: str = "a CSV
                 problems.append(problem)
                 return None
             width = len(header)
+            nul = _holds_nul(path)  # one scan in C; then only such a file checks cells for NUL
             for row in reader:
                 line = reader.line_num
                 if not row:
                     continue
-                if (problem := _bad_cells(path, table.header, row, line, max_field, too_long)) is not None:
+                if (max(map(len, row)) > max_field or nul) and \
+                        (problem := _bad_cells(path, table.header, row, line, max_field, too_long)) is not None:
                     problems.append(problem)
                     return None
                 if len(row) != width:
@@ -104,7 +113,7 @@ def read_csv(path: str | Path, problems: list[InputError], *, what: str = "a CSV
                                                                f"has {width}; every row needs one value per column."))
                         return None
                     row = (row + [""] * width)[:width]
-                table.rows.append([cell if cell != "" else None for cell in row])
+                table.rows.append(row)
                 table.lines.append(line)
             return table
     except UnicodeDecodeError:
@@ -115,6 +124,14 @@ def read_csv(path: str | Path, problems: list[InputError], *, what: str = "a CSV
     except OSError as exc:
         problems.append(InputError(path, None, f"cannot be read ({exc.strerror or exc})."))
     return None
+
+
+def _holds_nul(path: str | Path) -> bool:
+    with open(path, "rb") as raw:
+        while chunk := raw.read(1 << 20):
+            if b"\x00" in chunk:
+                return True
+    return False
 
 
 def _bad_cells(path: str | Path, header: list[str], row: list[str], line: int, max_field: int,
