@@ -195,3 +195,16 @@ def test_export_refusing_a_link_does_not_say_what_the_page_would_use(review_root
     (line,) = _problem_lines(done.stderr)
     assert "The link's tab 'NOPE' is not one of PRE, LIVE, POST. Nothing was written." in line, line
     assert "using" not in line and not (tmp_path / "x.html").exists()
+
+
+def test_the_receiver_rejects_a_span_from_the_far_future_in_partial_success(tmp_path):
+    from otlp_fixtures import json_doc
+    from receive_support import post, running
+
+    spans = openinference_trace()
+    spans[1].start = 253_402_300_000 - 1_700_000_000  # the year 9999
+    with running(tmp_path / "store", "live") as live:
+        answer = post(live.url, json.dumps(json_doc(spans)).encode())
+    partial = answer.json()["partialSuccess"]
+    assert answer.status == 200 and int(partial["rejectedSpans"]) == 1, answer.body
+    assert "9999" in partial["errorMessage"] and "more than a day from now" in partial["errorMessage"]
