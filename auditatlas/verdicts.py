@@ -17,9 +17,10 @@ parts a write merges them into one (same rows), so the views never list thousand
 from __future__ import annotations
 
 import math
+import re
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,11 @@ VERDICTS: tuple[str, ...] = ("anomaly", "normal", "unsure")
 VERDICT_LABEL: dict[str, int | None] = {"anomaly": 1, "normal": 0, "unsure": None}
 REQUIRED = ("corpus", "run_id", "step_idx", "verdict", "reviewer")
 TEXT_LIMIT = 10_000  # characters of a note or failure mode kept (a verdict is not a document)
+NAME_LIMIT = 200  # characters of a reviewer's name: a name, never a document
+# A verdict's time is after any release this tool reads and not past tomorrow: a time in 9999
+# would stay the step's latest verdict for good, whatever is given later.
+EARLIEST = datetime(2000, 1, 1, tzinfo=timezone.utc)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def now_utc() -> str:
@@ -71,10 +77,25 @@ def problems(rows: Sequence[Mapping[str, Any]], where: Sequence[str] | None = No
         step = row["step_idx"]
         if isinstance(step, bool) or not isinstance(step, int) or step < 0:
             found.append(f"{name}: step_idx '{step}' is not a step number (0, 1, 2, …).")
+        reviewer = str(row["reviewer"])
+        if len(reviewer) > NAME_LIMIT or _CONTROL.search(reviewer):
+            found.append(f"{name}: reviewer '{_shown(reviewer)}' is not a name (at most {NAME_LIMIT} characters, "
+                         "no control characters).")
         at = row.get("reviewed_at")
-        if not _blank(at) and _utc(str(at)) is None:
-            found.append(f"{name}: reviewed_at '{at}' is not a time (ISO 8601, e.g. 2026-01-31T12:00:00Z).")
+        if not _blank(at):
+            moment = _utc(str(at))
+            if moment is None:
+                found.append(f"{name}: reviewed_at '{_shown(str(at))}' is not a time (ISO 8601, e.g. "
+                             "2026-01-31T12:00:00Z).")
+            elif not EARLIEST <= moment <= datetime.now(timezone.utc) + timedelta(days=1):
+                found.append(f"{name}: reviewed_at '{_shown(str(at))}' is not a plausible time (from 2000 to "
+                             "tomorrow); a verdict's time says when it was given.")
     return found
+
+
+def _shown(text: str) -> str:
+    text = _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}", text)
+    return text if len(text) <= 60 else f"{text[:60]}… ({len(text):,} characters)"
 
 
 def normalise_time(text: str) -> str:
@@ -88,7 +109,7 @@ def normalise_time(text: str) -> str:
 def _utc(text: str) -> datetime | None:
     try:
         moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
+    except (ValueError, OverflowError):
         return None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
@@ -97,6 +118,15 @@ def _utc(text: str) -> datetime | None:
 
 def _blank(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value)) or str(value).strip() == ""
+
+
+# What makes two rows one verdict: every column (an id held with other content is a conflict).
+_CONTENT = ("verdict_id", "corpus", "run_id", "step_idx", "verdict", "failure_mode", "note", "reviewer",
+            "reviewed_at", "queue", "seed")
+
+
+def _content(row: Mapping[str, Any]) -> tuple:
+    return tuple(row.get(k) for k in _CONTENT)
 
 
 def table(rows: Iterable[Mapping[str, Any]]) -> pa.Table:
@@ -124,12 +154,22 @@ def append_verdicts(root: str | Path, rows: Sequence[Mapping[str, Any]], *, wait
     rows = [{**r, "reviewed_at": normalise_time(str(r["reviewed_at"])) if not _blank(r.get("reviewed_at")) else now_utc(),
              "verdict_id": r.get("verdict_id") or uuid.uuid4().hex} for r in rows]
     with appending(root, REVIEWS_SOURCE, "verdicts", wait=wait, notify=notify, compact_at=compact_at) as (writer, held):
-        known = {i for p in held for i in read_part(p, "verdicts", ["verdict_id"]).column("verdict_id").to_pylist()}
-        new = []
+        known: dict[str, tuple] = {}
+        for part in held:
+            for old in read_part(part, "verdicts", list(_CONTENT)).to_pylist():
+                known[old["verdict_id"]] = _content(old)
+        new, conflicts = [], []
         for row in rows:  # an id given twice in one write is one verdict too
+            content = _content(table([row]).to_pylist()[0])
             if row["verdict_id"] not in known:
-                known.add(row["verdict_id"])
+                known[row["verdict_id"]] = content
                 new.append(row)
+            elif known[row["verdict_id"]] != content:
+                conflicts.append(row["verdict_id"])
+        if conflicts:
+            shown = ", ".join(conflicts[:5]) + (f" and {len(conflicts) - 5} more" if len(conflicts) > 5 else "")
+            raise BadVerdict(f"{len(conflicts)} verdict id(s) are held already with other content: {shown}; a verdict "
+                             "is never changed, give the revision a new id.")
         if new:
             writer.append({"verdicts": table(new)})
         return writer.commit({"format": "reviews", "origin": "verdicts", "added": len(new)})

@@ -121,3 +121,23 @@ def test_reingesting_the_traces_says_the_labels_are_dropped(store, tmp_path):
     batch, _ = ingest("otlp", tmp_path / "t.json", store, corpus="mine")
     assert any("l.csv" in n and "ingest labels" in n for n in batch.notes)
     assert _steps(store)[(f"mine:{TRACE_A}", sid(1))]["label"] is None
+
+
+def test_a_note_over_128_kib_is_kept_and_a_field_past_the_reader_limit_is_one_sentence(store, tmp_path, capsys):
+    """The csv module's own limit (128 KiB) once ended in ``_csv.Error: field larger than field limit``."""
+    from auditatlas.ingest.kit.csvfiles import MAX_FIELD
+
+    note = "n" * 200_000
+    path = tmp_path / "long.csv"
+    path.write_text(f"trace_id,span_id,label,note\n{TRACE_A},{sid(3)},1,{note}\n")
+    ingest("labels", path, store, corpus="mine")
+    assert json.loads(_steps(store)[(f"mine:{TRACE_A}", sid(3))]["extra"])["label_file"]["note"] == note
+
+    before = (store / MANIFEST).read_text()
+    path.write_text(f"trace_id,span_id,label,note\n{TRACE_A},{sid(3)},1,x\n{TRACE_A},{sid(2)},1,{'n' * (MAX_FIELD + 1)}\n")
+    assert main(["--store", str(store), "ingest", "labels", str(path), "--corpus", "mine"]) != 0
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if "error:" in line and "problem(s)" not in line]
+    assert len(lines) == 1 and "Traceback" not in err, err[-1000:]
+    assert "long.csv: field 'note': line 3 has a field longer than" in lines[0], lines[0]
+    assert (store / MANIFEST).read_text() == before

@@ -270,3 +270,19 @@ def test_a_verdict_does_not_change_the_derived_tables_key(root):
     assert key() == before
     store.remove_source(root, "sets")
     assert key() != before
+
+
+def test_ingest_keeps_a_long_note_and_names_the_true_line_after_a_note_of_two_lines(root, tmp_path):
+    """One CSV reader for every adapter: a note past the csv module's 128 KiB is read (and kept up
+    to TEXT_LIMIT), and a row's line is the line it ends on when a quoted note spans two."""
+    path = tmp_path / "v.csv"
+    path.write_text("run_id,step_idx,verdict,reviewer,note\n"
+                    f"r:a,1,anomaly,ann,{'n' * 200_000}\n"
+                    'r:a,0,normal,ann,"two\nlines"\n'
+                    "r:a,x,normal,ann,\n")
+    done = run_cli("--store", str(root), "ingest", "reviews", str(path))
+    assert done.returncode == 1 and f"error: {path}: line 5: step_idx 'x'" in done.stderr, done.stderr
+    path.write_text("run_id,step_idx,verdict,reviewer,note\n" f"r:a,1,anomaly,ann,{'n' * 200_000}\n")
+    done = run_cli("--store", str(root), "ingest", "reviews", str(path))
+    assert done.returncode == 0, done.stderr
+    assert _history(root)["note"].tolist() == ["n" * verdicts.TEXT_LIMIT]

@@ -83,9 +83,20 @@ def _board(root: Path, name: str, corpus: str | None, as_json: bool, labels: str
 def export_link(root: Path, url: str, out: str) -> int:
     import queries
 
-    from ..export import export_view
+    from ..export import ExportError, export_view
+    from ..view_state.state_fields import refusal
 
-    done = export_view(queries.runner(root), root, url, strict=True)
+    try:
+        done = export_view(queries.runner(root), root, url, strict=True)
+    except ExportError:
+        # The page's sentences end with what the page does instead ("using PRE"); the export
+        # does nothing instead, it refuses, so that ending is left off.
+        from ..views.app_link import parse_link
+
+        problems = parse_link(url).problems
+        if not problems:
+            raise
+        raise AtlasError(" ".join(refusal(p) for p in problems) + " Nothing was written.") from None
     for problem in done.warnings:  # values the store does not hold (a tour's stops' too): in the file as well
         print(f"warning: {problem}", file=sys.stderr)
     path = Path(out)

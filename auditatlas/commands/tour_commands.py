@@ -96,6 +96,9 @@ def _import(root: Path, file: str, name: str | None) -> int:
         raise AtlasError(f"{file} cannot be read ({exc.strerror or exc}).") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise AtlasError(f"{file} is not JSON ({exc}); it should be what `auditatlas tours show NAME --json` prints.") from None
+    except RecursionError:  # json's parser recurses: arrays nested thousands deep exhaust the stack
+        raise AtlasError(f"{file} nests arrays or objects thousands of levels deep; a tour is an object of "
+                         "stops (what `auditatlas tours show NAME --json` prints).") from None
     tour = tours.Tour.from_json(data, where=file)
     saved = tours.save(root, tour.renamed(name) if name else tour)
     print(f"saved the tour '{saved.name}' ({len(saved.stops)} stops) into {root}")

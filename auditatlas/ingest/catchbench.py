@@ -28,7 +28,7 @@ from typing import Any
 from ..errors import IngestFailed, InputError
 from . import Batch, Context
 from .golden_board import PRE_CORPUS, WHOWHEN_CORPUS, parse_board
-from .kit import is_count, load_json, show
+from .kit import is_count, json_text, load_json, show
 
 FORMAT = "catchbench"
 SOURCE = "catchbench"
@@ -202,7 +202,7 @@ def _pre_record(record: Any, node: Traversable, i: int, problems: list[InputErro
         "label_process": labels["label_source"],
         "n_capabilities": len(caps),
         "spec_tokens": list(tokens),
-        "extra": json.dumps(_pre_extra(record, node), sort_keys=True),
+        "extra": json_text(_pre_extra(record, node), sort_keys=True),
     }
     rows = [
         {"config_id": config_id, "corpus": PRE_CORPUS, "cap_idx": k, "name": c["name"],

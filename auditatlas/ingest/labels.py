@@ -20,8 +20,6 @@ rows that label one step differently refuse the file.
 """
 from __future__ import annotations
 
-import csv
-import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +28,9 @@ from typing import Any
 from ..errors import AtlasError, IngestFailed, InputError
 from ..schema import SORT_KEYS, sort_order_sql
 from . import Batch, Context
-from .kit import first_line, loads
+from .kit import decode_text, json_text, parse_documents, read_raw
+from .kit.compressed import read_maybe_gzip
+from .kit.csvfiles import read_csv
 from .kit.traces import LABEL_PROCESS_NONE, UNLABELED
 from .otlp_mapping import ANNOTATION_SOURCE, LABEL_PROCESS_ANNOTATIONS, OWN_FORMATS
 
@@ -66,8 +66,8 @@ def can_read(path: Path) -> bool:
     if not path.is_file() or path.suffix.lower() not in (".csv", ".jsonl", ".ndjson", ".json"):
         return False
     try:
-        head = path.read_bytes()[:4096].decode("utf-8", errors="ignore")
-    except OSError:
+        head = read_maybe_gzip(path, head=4096).decode("utf-8", errors="ignore")
+    except (OSError, EOFError, ValueError):
         return False
     return "label" in head and any(k in head for k in RUN_KEYS)
 
@@ -129,15 +129,12 @@ def _source_entry(store: Path, corpus: str) -> dict:
 
 
 def _read_rows(path: Path, problems: list[InputError]) -> list[_Row]:
-    try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except OSError as exc:
-        problems.append(InputError(path, None, f"cannot be read ({exc.strerror or exc})."))
-        return []
-    except UnicodeDecodeError as exc:
-        problems.append(InputError(path, None, f"is not UTF-8 text (byte {exc.start} cannot be decoded)."))
-        return []
-    records = _csv_records(text) if path.suffix.lower() == ".csv" else _json_records(text, path, problems)
+    if path.suffix.lower() == ".csv":
+        records = _csv_records(path, problems)
+    else:
+        raw = read_raw(path, path, problems)
+        text = decode_text(raw, path, problems) if raw is not None else None
+        records = _json_records(text, path, problems) if text is not None else None
     if not records:  # None: a problem was appended; []: the caller says the file holds no rows
         return []
     keys = set().union(*(r.keys() for _, r in records))
@@ -151,34 +148,32 @@ def _read_rows(path: Path, problems: list[InputError]) -> list[_Row]:
     return [r for r in rows if r is not None]
 
 
-def _csv_records(text: str) -> list[tuple[int, dict]]:
-    reader = csv.DictReader(io.StringIO(text))
+def _csv_records(path: Path, problems: list[InputError]) -> list[tuple[int, dict]] | None:
+    """The rows of a labels CSV with their lines; a note may be long (up to the reader's limit),
+    and a row may leave trailing optional columns out."""
+    read = read_csv(path, problems, what="a labels CSV", ragged=True)
+    if read is None:
+        return None
     out = []
-    for record in reader:
-        clean = {k.strip(): (v.strip() if isinstance(v, str) else v) for k, v in record.items() if k}
+    for line, record in zip(read.lines, read.records()):
+        clean = {k: v.strip() if v is not None else None for k, v in record.items()}
         if any(v not in (None, "") for v in clean.values()):
-            out.append((reader.line_num, clean))
+            out.append((line, clean))
     return out
 
 
 def _json_records(text: str, path: Path, problems: list[InputError]) -> list[tuple[int, dict]] | None:
-    stripped = text.strip()
-    if stripped.startswith("["):
-        try:
-            items = loads(stripped)
-        except ValueError as exc:
-            problems.append(InputError(path, None, f"is not valid JSON ({first_line(exc)})."))
+    if text.strip().startswith("["):
+        docs = parse_documents(text, path, problems, lines=False)
+        if docs is None:
             return None
+        items = docs[0][0]
         pairs = list(enumerate(items if isinstance(items, list) else [], 1))
     else:
-        pairs = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    pairs.append((n, loads(line)))
-                except ValueError as exc:
-                    problems.append(InputError(path, None, f"line {n} is not valid JSON ({first_line(exc)})."))
-                    return None
+        docs = parse_documents(text, path, problems, lines=True)
+        if docs is None:
+            return None
+        pairs = [(n, item) for item, n in docs]
     bad = [n for n, item in pairs if not isinstance(item, dict)]
     if bad:
         problems.append(InputError(path, None, f"line {bad[0]} is not a JSON object; each label row is one object."))
@@ -295,7 +290,7 @@ def _apply(tables: dict[str, list[dict]], matched: dict[tuple[str, int], _Row], 
                                                      ("note", row.note)) if v is not None}
         if step["label_source"] == ANNOTATION_SOURCE:
             annotated_runs.add(step["run_id"])
-        step["extra"] = json.dumps(extra, ensure_ascii=False)
+        step["extra"] = json_text(extra, ensure_ascii=False)
     for run in tables["runs"]:
         run["label_process"] = (process if run["run_id"] in labeled_runs else LABEL_PROCESS_ANNOTATIONS
                                 if run["run_id"] in annotated_runs else LABEL_PROCESS_NONE)

@@ -7,12 +7,12 @@ mapping as a table; keep the two in step.
 """
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from .kit import json_text
 from .otlp_spans import Span
 
 AGENT_KEYS = ("agent.name", "gen_ai.agent.name")
@@ -182,7 +182,7 @@ def _message_line(message: dict[str, Any]) -> str:
 
 def _readable(value: Any) -> str:
     """A text column: a string as it is (GenAI message lists are JSON text already), else JSON."""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return value if isinstance(value, str) else json_text(value, ensure_ascii=False)
 
 
 def _error_code(span: Span) -> str | None:

@@ -28,17 +28,18 @@ import gzip
 import json
 import os
 import re
+import time
 import zlib
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from agentpile.formats import otlp as ap_otlp
 
 from ..errors import InputError
-from .kit import check_value, first_line, loads
-from .kit.compressed import TooLarge, read_maybe_gzip
-from .kit.jsonfiles import has_surrogate_escape
+from .kit import decode_text, parse_documents, read_raw
+from .kit.compressed import read_maybe_gzip
 
 JSON_SUFFIXES = (".json", ".jsonl", ".ndjson")
 PROTO_SUFFIXES = (".pb", ".binpb")
@@ -152,10 +153,10 @@ def trace_ids(file: Path) -> tuple[set[str], int] | None:
         if _base_suffix(file.name) in PROTO_SUFFIXES:
             from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-            message = ExportTraceServiceRequest.FromString(_raw_bytes(file))
+            message = ExportTraceServiceRequest.FromString(read_maybe_gzip(file))
             spans = [sp for rs in message.resource_spans for ss in rs.scope_spans for sp in ss.spans]
             return {sp.trace_id.hex() for sp in spans}, len(spans)
-        docs = _json_documents(_raw_bytes(file), file.name, _base_suffix(file.name) in (".jsonl", ".ndjson"), ignored)
+        docs = _json_documents(read_maybe_gzip(file), file.name, _base_suffix(file.name) in (".jsonl", ".ndjson"), ignored)
     except Exception:  # noqa: BLE001 - any failure here is reported by the full read
         return None
     found: set[str] = set()
@@ -212,22 +213,10 @@ def decode_body(raw: bytes, encoding: str, name: str) -> Decoded:
 # --------------------------------------------------------------------------- documents
 
 
-def _raw_bytes(file: Path) -> bytes:
-    return read_maybe_gzip(file)
-
-
 def _documents(file: Path, rel: str, problems: list[InputError]) -> list[tuple[Any, str]]:
     """The file's ExportTraceServiceRequest documents (as OTLP/JSON dicts) with where each is."""
-    try:
-        raw = _raw_bytes(file)
-    except OSError as exc:
-        problems.append(InputError(rel, None, f"cannot be read ({exc.strerror or exc})."))
-        return []
-    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
-        problems.append(InputError(rel, None, f"is not a complete gzip file ({first_line(exc)})."))
-        return []
-    except TooLarge as exc:
-        problems.append(InputError(rel, None, f"{exc}."))
+    raw = read_raw(file, rel, problems)
+    if raw is None:
         return []
     if not raw.strip():
         problems.append(InputError(rel, None, "is empty: an export with no spans."))
@@ -262,44 +251,22 @@ def _protobuf_document(raw: bytes, rel: str, problems: list[InputError],
 
 
 def _json_documents(raw: bytes, rel: str, jsonl: bool, problems: list[InputError]) -> list[tuple[Any, str]]:
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw[:exc.start].count(b"\n") + 1
-        problems.append(InputError(rel, None, f"is not UTF-8 text (byte {exc.start}, line {line}, cannot be decoded); "
-                                              "OTLP/JSON is UTF-8."))
+    text = decode_text(raw, rel, problems, "; OTLP/JSON is UTF-8")
+    if text is None:
         return []
     if not jsonl:
-        try:
-            doc = loads(text)
-        except (ValueError, RecursionError):
-            doc = None  # maybe JSONL under a .json name: tried line by line below
-        else:
-            if not _unicode_ok(doc, raw, rel, problems):
-                return []
-            docs = doc if isinstance(doc, list) else [doc]
-            return [(d, f"document {i + 1}" if len(docs) > 1 else "") for i, d in enumerate(docs)]
-    out = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            doc = loads(line)
-        except (ValueError, RecursionError) as exc:
-            problems.append(InputError(rel, None, f"is not OTLP/JSON: line {n} is not valid JSON ({first_line(exc)})."))
+        whole: list[InputError] = []
+        docs = parse_documents(text, rel, whole, lines=False)
+        if docs is not None:
+            doc = docs[0][0]
+            parts = doc if isinstance(doc, list) else [doc]
+            return [(d, f"document {i + 1}" if len(parts) > 1 else "") for i, d in enumerate(parts)]
+        if not any("is not valid JSON" in p.message for p in whole):
+            problems.extend(whole)  # parsed, but too deep or holding a lone surrogate
             return []
-        if not _unicode_ok(doc, line.encode("utf-8", "surrogatepass"), f"{rel}: line {n}", problems):
-            return []
-        out.append((doc, f"line {n}"))
-    return out
-
-
-def _unicode_ok(doc: Any, raw: bytes, where: str, problems: list[InputError]) -> bool:
-    """False (with the problem) when an escape put a lone surrogate in the text: not Unicode text."""
-    if has_surrogate_escape(raw) and (problem := check_value(doc, where)) is not None:
-        problems.append(problem)
-        return False
-    return True
+        # Maybe JSONL under a .json name: tried line by line below.
+    lines = parse_documents(text, rel, problems, lines=True, lead="is not OTLP/JSON: ")
+    return [(doc, f"line {n}") for doc, n in lines or []]
 
 
 # --------------------------------------------------------------------------- spans
@@ -347,6 +314,9 @@ def _normalized(doc: dict) -> list[tuple[str | None, dict]]:
     return out
 
 
+_DAY_NS = 86_400 * 10**9
+
+
 def _span(span_id: str | None, entry: dict, rel: str, where: str, order: int, problems: list[InputError]) -> Span | None:
     at = f"{where}: " if where else ""
     name = entry.get("name") if isinstance(entry.get("name"), str) else ""
@@ -376,6 +346,11 @@ def _span(span_id: str | None, entry: dict, rel: str, where: str, order: int, pr
         problems.append(InputError(rel, None, f"{at}{named} of trace {trace_id} names itself as its parent; a span's "
                                               "parent is another span of its trace."))
         return None
+    start = entry.get("start_time_unix_nano")
+    if _far_future(start):
+        problems.append(InputError(rel, None, f"{at}{named} of trace {trace_id} starts at {_when(start)}, more than a "
+                                              "day from now; its exporter's clock or the file's times are wrong."))
+        return None
     attrs = entry.get("attributes") or {}
     big = _oversized(attrs)
     if big is not None:
@@ -394,6 +369,22 @@ def _span(span_id: str | None, entry: dict, rel: str, where: str, order: int, pr
         attrs=attrs, resource=entry.get("resource") or {}, scope=entry.get("scope") or {},
         events=entry.get("events") or [], links=entry.get("links") or [], order=order,
     )
+
+
+def _far_future(ns: Any) -> bool:
+    """Whether a span's start (nanoseconds since 1970) is more than a day after now: a span is
+    recorded after it starts, and a time in the far future would sort after every later span."""
+    try:
+        return int(ns) > time.time_ns() + _DAY_NS
+    except (TypeError, ValueError):
+        return False
+
+
+def _when(ns: Any) -> str:
+    try:
+        return datetime.fromtimestamp(int(ns) / 1e9, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    except (OverflowError, ValueError, OSError):
+        return f"{int(ns):,} ns after 1970"
 
 
 def _oversized(attrs: dict[str, Any]) -> tuple[str, int] | None:

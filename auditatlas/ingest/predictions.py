@@ -31,9 +31,10 @@ import duckdb
 import pyarrow as pa
 
 from ..duck import connect as duck_connect
-from ..errors import IngestFailed, InputError, first_line
+from ..errors import IngestFailed, InputError
 from . import Batch, Context
 from .kit import MAX_INT64, show
+from .kit.csvfiles import read_csv
 
 FORMAT = "predictions"
 KEY_COLUMNS = ("source_file", "action_id", "step_num")
@@ -45,8 +46,8 @@ WIDE_LABEL = "pred_label_"
 # benchmark_AD writes one predictions.csv per method and seed; that stem names nothing.
 GENERIC_STEMS = {"predictions", "prediction", "preds", "pred"}
 MAX_SEED = MAX_INT64  # prediction_sets.seed is an int64 column
-# The dialect both readers use: Python's csv for the shape check, DuckDB for the values.
-CSV_OPTIONS = "delim = ',', quote = '\"', escape = '\"'"
+# A prediction CSV holds paths, ids and numbers: a longer field is a quote left open.
+MAX_FIELD = 128 * 1024
 
 _SEED = re.compile(r"(?:^|[_-])seed[_-]?(\d+)$", re.IGNORECASE)
 _SOURCE_BAD_CHARS = re.compile(r"[^a-z0-9_.-]+")
@@ -181,12 +182,17 @@ def _csv_files(folder: Path) -> Iterator[Path]:
 
 
 def _header(file: Path) -> list[str] | None:
+    """The first line's column names (cheap: the first line only), or None when it does not read."""
     try:
         with file.open(newline="", encoding="utf-8-sig") as fh:
-            first = next(csv.reader(fh), None)
-    except (OSError, UnicodeDecodeError, csv.Error):
+            first = fh.readline(MAX_FIELD)
+    except (OSError, UnicodeDecodeError):
         return None
-    return [c.strip() for c in first] if first else None
+    try:
+        cells = [c.strip() for c in next(csv.reader([first.rstrip("\r\n")]), [])]
+    except csv.Error:
+        return None
+    return cells if any(cells) else None
 
 
 def _is_prediction_csv(file: Path) -> bool:
@@ -233,12 +239,17 @@ def _load_csv(con: duckdb.DuckDBPyConnection, file: Path, table: str, method: st
     if shape is not None:
         problems.append(shape)
         return None
-    try:
-        con.execute(f"CREATE TABLE {table} AS SELECT row_number() OVER () AS _row, * "
-                    f"FROM read_csv(?, all_varchar = true, header = true, {CSV_OPTIONS})", [str(file)])
-    except duckdb.Error as exc:
-        problems.append(InputError(file, None, f"is not a readable CSV ({first_line(exc)})."))
+    read = read_csv(file, problems, what="a prediction CSV", max_field=MAX_FIELD,
+                    too_long="; a prediction CSV holds paths, ids and numbers (is a quote left open?)")
+    if read is None:
         return None
+    if len(read.header) == 1 and (sep := next((c for c in "\t;|" if c in read.header[0]), None)):
+        problems.append(InputError(file, None, f"is not comma-separated (its header is split by {sep!r}); "
+                                               "prediction CSVs use commas."))
+        return None
+    con.register(f"{table}_text", read.arrow(row_column="_row"))
+    con.execute(f"CREATE TABLE {table} AS SELECT * FROM {table}_text")
+    con.unregister(f"{table}_text")
     columns = [r[0] for r in con.execute(f"DESCRIBE {table}").fetchall()]
     n_rows = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
     before = len(problems)
@@ -264,52 +275,16 @@ def _load_csv(con: duckdb.DuckDBPyConnection, file: Path, table: str, method: st
 
 
 def _shape_problem(file: Path) -> InputError | None:
-    """The first reason the file is not a rectangular UTF-8 CSV, named by line, or None.
-
-    DuckDB's sniffer would read a ragged file as one column (then every key column looks
-    "missing") and reports an over-long field as a bare "CSV Error on Line: 1"; Python's csv
-    reader says what is actually wrong, in the same dialect DuckDB is then told to use.
-    """
+    """A file that holds JSON, not CSV (the CSV reader would call it one ragged column)."""
     try:
-        with file.open(newline="", encoding="utf-8-sig") as fh:
-            head = fh.read(1)
-            if head in ("{", "["):
-                return InputError(file, None, "holds JSON; the predictions format reads CSV (a header with "
-                                              "source_file, action_id, step_num and pred_score or pred_score_<method>).")
-            fh.seek(0)  # utf-8-sig skips a byte-order mark again after the seek
-            reader = csv.reader(fh, strict=True)
-            header = next(reader, None)
-            if not header or not any(cell.strip() for cell in header):
-                return InputError(file, None, "has no header line; a prediction CSV starts with its column names.")
-            if len(header) == 1 and (sep := next((c for c in "\t;|" if c in header[0]), None)):
-                return InputError(file, None, f"is not comma-separated (its header is split by {sep!r}); "
-                                              "prediction CSVs use commas.")
-            for row in reader:
-                if any("\x00" in cell for cell in row):
-                    return InputError(file, None, f"line {reader.line_num} holds a NUL byte; a prediction CSV is "
-                                                  "plain text.")
-                if row and len(row) != len(header):
-                    return InputError(file, None, f"line {reader.line_num} has {len(row)} fields but the header has "
-                                                  f"{len(header)}; every row needs one value per column.")
-    except UnicodeDecodeError as exc:
-        return InputError(file, None, f"is not UTF-8 text (byte {exc.start} cannot be decoded).")
+        with file.open("rb") as fh:
+            head = fh.read(8).removeprefix(b"\xef\xbb\xbf").lstrip()[:1]
     except OSError as exc:
         return InputError(file, None, f"cannot be read ({exc.strerror or exc}).")
-    except csv.Error as exc:
-        return InputError(file, None, _csv_error(exc, reader.line_num))
+    if head in (b"{", b"["):
+        return InputError(file, None, "holds JSON; the predictions format reads CSV (a header with "
+                                      "source_file, action_id, step_num and pred_score or pred_score_<method>).")
     return None
-
-
-def _csv_error(exc: csv.Error, line: int) -> str:
-    text = str(exc)
-    if "field larger than field limit" in text:
-        return (f"line {line} has a field longer than {csv.field_size_limit():,} characters; a prediction CSV "
-                "holds paths, ids and numbers (is a quote left open?).")
-    if "unexpected end of data" in text:
-        return f"ends inside a quoted field: a quote is never closed (read to line {line})."
-    if "NUL" in text:
-        return f"line {line} holds a NUL byte; a prediction CSV is plain text."
-    return f"line {max(line, 1)} is not valid CSV ({text})."
 
 
 def _specs(file: Path, columns: list[str], method: str | None) -> list[ScoreSpec]:

@@ -34,7 +34,7 @@ from typing import Any
 
 from ..errors import InputError
 from . import Batch, Context
-from .kit import first_json, is_count, load_json, show
+from .kit import first_json, is_count, json_text, load_json, show
 from .kit.releases import read_runs
 
 FORMAT = "taubench"
@@ -255,7 +255,7 @@ def _parse_calls(file: Path, at: str, step: _Step, tool_calls: Any, calls: dict,
         calls[call["id"]] = (name, arguments)
         step.tool_names.append(name)
         step.call_ids.append(call["id"])
-    calls_json = json.dumps(tool_calls, ensure_ascii=False)
+    calls_json = json_text(tool_calls, ensure_ascii=False)
     step.text = f"{step.text}\n\n{calls_json}" if step.text else calls_json
     return step
 
@@ -310,7 +310,7 @@ def _run_row(run: _Run, source_file: str, backbone: str, domain: str | None) -> 
         "outcome": "success" if run.success else "failure",
         "n_steps": len(run.steps),
         "label_process": LABEL_PROCESS,
-        "extra": json.dumps(extra, ensure_ascii=False),
+        "extra": json_text(extra, ensure_ascii=False),
     }
 
 
@@ -344,7 +344,7 @@ def _step_rows(run: _Run, backbone: str) -> list[dict]:
             "is_tool": step.role == "tool",
             "label": None,
             "label_source": LABEL_SOURCE,
-            "extra": json.dumps(extra) if extra else None,
+            "extra": json_text(extra) if extra else None,
         })
     return rows
 

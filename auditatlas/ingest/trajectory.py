@@ -15,13 +15,11 @@ problem leaves the store as it was.
 """
 from __future__ import annotations
 
-import gzip
-import json
 from pathlib import Path
 
 from ..errors import AtlasError, IngestFailed, InputError
 from . import Batch, Context
-from .kit import check_value, first_line
+from .kit import decode_text, first_line, json_type, parse_documents, read_raw, show
 from .kit.traces import check_source_name
 from .trajectory_mapping import Record, map_runs
 
@@ -57,11 +55,12 @@ def read_format(path: Path | None, context: Context, corpus: str | None, fmt: st
         raise IngestFailed([InputError(path, None, f"holds no {', '.join(SUFFIXES)} files (gzip allowed).")])
     records: list[Record] = []
     for file, rel in files:
-        if not _check_text(file, rel, fmt, problems):
+        docs = _check_text(file, rel, fmt, problems)
+        if docs is None:
             continue
         chosen = fmt or _detected(file, rel, problems)
         if chosen is not None:
-            records.extend(_read_file(file, rel, chosen, fmt is not None, problems))
+            records.extend(_read_file(file, rel, chosen, fmt is not None, problems, docs))
     if problems:
         raise IngestFailed(problems)
     mapped = map_runs(records, corpus, str(path))
@@ -116,38 +115,76 @@ def _suffix(file: Path) -> str:
     return suffixes[-1].lower() if suffixes else ""
 
 
-def _check_text(file: Path, rel: str, fmt: str | None, problems: list[InputError]) -> bool:
-    """The file is UTF-8 JSON (every non-empty line, for JSONL) and not empty; else one problem."""
+def _check_text(file: Path, rel: str, fmt: str | None, problems: list[InputError]) -> list | None:
+    """The file's documents (with their lines) when it is UTF-8 JSON (every non-empty line, for
+    JSONL) and not empty; else None after one problem. Read by the adapters' one reader: gzip
+    inflated in a stream, refused past its size limit."""
     expected = WHAT[fmt] if fmt else "a trajectory (ATIF, an OpenAI message list or a Claude Code session)"
-    try:
-        raw = file.read_bytes()
-        if file.suffix == ".gz":
-            raw = gzip.decompress(raw)
-        text = raw.decode("utf-8").removeprefix("\ufeff")
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
-        problems.append(InputError(rel, None, f"cannot be read ({first_line(exc)})."))
-        return False
-    except UnicodeDecodeError as exc:
-        problems.append(InputError(rel, None, f"is not UTF-8 text (byte {exc.start}); expected {expected}."))
-        return False
+    raw = read_raw(file, rel, problems)
+    text = decode_text(raw, rel, problems, f"; expected {expected}") if raw is not None else None
+    if text is None:
+        return None
     if not text.strip():
         problems.append(InputError(rel, None, f"is empty; expected {expected}."))
-        return False
-    if _suffix(file) in JSONL_SUFFIXES:
-        chunks = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
-    else:
-        chunks = [(None, text)]
-    for line, chunk in chunks:
-        where = f"line {line} " if line is not None else ""
-        try:
-            value = json.loads(chunk)
-        except (ValueError, RecursionError) as exc:
-            problems.append(InputError(rel, None, f"{where}is not valid JSON ({first_line(exc)})."))
-            return False
-        if (problem := check_value(value, f"{rel}: {where}".rstrip() if where else rel)) is not None:
-            problems.append(problem)
-            return False
+        return None
+    return parse_documents(text, rel, problems, lines=_suffix(file) in JSONL_SUFFIXES)
+
+
+# The values ATIF v1.7 gives a step's ``source`` (harbor RFC 0001, "Agent Trajectory Interchange Format").
+ATIF_SOURCES = ("system", "user", "agent")
+
+
+def _atif_ok(docs: list, rel: str, problems: list[InputError]) -> bool:
+    """Each ATIF trajectory of the file holds what v1.7 requires of the fields the store reads:
+    an ``agent`` object with a ``name``, a ``steps`` list of objects, each with an integer
+    ``step_id`` (1-based) and a ``source`` among system, user, agent. agentpile reads what it is
+    given: a step source "robot" became an action ROBOT, and ``steps`` of text a traceback."""
+    before = len(problems)
+    for doc, line in docs:
+        for n, trajectory in _trajectories(doc):
+            where = (f"line {line}: " if line is not None else "") + (f"trajectory {n}: " if n else "")
+            _atif_problems(trajectory, rel, where, problems)
+            if len(problems) > before:
+                return False
     return True
+
+
+def _trajectories(doc: object) -> list[tuple[int | None, object]]:
+    """The trajectories of one document (a list of them, or one) with their number in a list."""
+    return list(enumerate(doc, 1)) if isinstance(doc, list) else [(None, doc)]
+
+
+def _atif_problems(doc: object, rel: str, where: str, problems: list[InputError]) -> None:
+    if not isinstance(doc, dict):
+        problems.append(InputError(rel, None, f"{where}is a JSON {json_type(doc)}; an ATIF trajectory is an object."))
+        return
+    agent = doc.get("agent")
+    if not isinstance(agent, dict) or not isinstance(agent.get("name"), str) or not agent["name"].strip():
+        found = "is missing" if agent is None else f"is {show(agent)}"
+        problems.append(InputError(rel, "agent", f"{where}{found}; ATIF v1.7 requires an agent object with a "
+                                                 "name (and version)."))
+        return
+    steps = doc.get("steps")
+    if not isinstance(steps, list):
+        found = "is missing" if steps is None else f"is a JSON {json_type(steps)}"
+        problems.append(InputError(rel, "steps", f"{where}{found}; ATIF v1.7 requires a list of step objects."))
+        return
+    for i, step in enumerate(steps):
+        field = f"steps[{i}]"
+        if not isinstance(step, dict):
+            problems.append(InputError(rel, field, f"{where}is a JSON {json_type(step)}; an ATIF step is an object."))
+            return
+        step_id = step.get("step_id")
+        if isinstance(step_id, bool) or not isinstance(step_id, int) or step_id < 1:
+            found = "is missing" if step_id is None else f"is {show(step_id)}"
+            problems.append(InputError(rel, f"{field}.step_id", f"{where}{found}; ATIF v1.7 numbers steps with "
+                                                                "whole numbers from 1."))
+            return
+        if step.get("source") not in ATIF_SOURCES:
+            found = "is missing" if "source" not in step else f"is {show(step.get('source'))}"
+            problems.append(InputError(rel, f"{field}.source", f"{where}{found}; ATIF v1.7 allows "
+                                                               f"{', '.join(ATIF_SOURCES)}."))
+            return
 
 
 def _detected(file: Path, rel: str, problems: list[InputError]) -> str | None:
@@ -170,12 +207,16 @@ def _detected(file: Path, rel: str, problems: list[InputError]) -> str | None:
     return None
 
 
-def _read_file(file: Path, rel: str, fmt: str, named: bool, problems: list[InputError]) -> list[Record]:
-    """The run records of one file; a file the reader does not recognize is one sentence."""
+def _read_file(file: Path, rel: str, fmt: str, named: bool, problems: list[InputError],
+               docs: list) -> list[Record]:
+    """The run records of one file; a file the reader does not recognize is one sentence, an
+    ATIF file that breaks v1.7 one sentence naming the field (``docs``: the file parsed)."""
     import agentpile
 
     if named and READERS[fmt] not in recognized(file):
         problems.append(InputError(rel, None, f"is not {WHAT[fmt]}; expected {NEEDS[fmt]}."))
+        return []
+    if fmt == "atif" and not _atif_ok(docs, rel, problems):
         return []
     records: list[Record] = []
     try:

@@ -16,12 +16,12 @@ Labels: agentpile's labels on a step, call or span become the step's label (1/0 
 """
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError
+from .kit import json_text
 from .kit.traces import (
     CONTEXT,
     DATA,
@@ -315,7 +315,7 @@ def _text(value: Any) -> str | None:
         return value
     if isinstance(value, list) and all(isinstance(p, dict) for p in value):
         return "\n".join(p["text"] if isinstance(p.get("text"), str) else f"[{p.get('type', 'part')}]" for p in value)
-    return json.dumps(value, ensure_ascii=False)
+    return json_text(value, ensure_ascii=False)
 
 
 def _step_extra(step: dict) -> dict | None:

@@ -24,6 +24,7 @@ import pyarrow as pa
 from .. import verdicts
 from ..errors import IngestFailed, InputError, first_line
 from . import Batch, Context
+from .kit.csvfiles import read_csv
 
 FORMAT = "reviews"
 SUFFIXES = (".csv", ".parquet")
@@ -40,16 +41,16 @@ def read(path: Path, context: Context) -> Batch:
     """The verdicts of ``path``, every row checked against the file's rules and the store's
     steps (raises IngestFailed listing the problems). Not written by the caller: ``append``
     adds them (the registry line says ``appends``)."""
-    rows = _rows(path)
+    rows, lines = _rows(path)
     if not rows:
         return Batch(source=verdicts.REVIEWS_SOURCE, tables={"verdicts": verdicts.table([])},
                      notes=["the file holds no verdicts; nothing was written."])
     # The corpus may be left out (it is the step's): checked once the steps are looked up.
     needed = [k for k in verdicts.REQUIRED if k != "corpus"]
-    bad = verdicts.problems(rows, [f"line {i + 2}" for i in range(len(rows))], needed)
+    bad = verdicts.problems(rows, [f"line {n}" for n in lines], needed)
     if bad:
         raise IngestFailed([InputError(path, None, b) for b in bad])
-    unknown = _fill_from_steps(rows, context)
+    unknown = _fill_from_steps(rows, lines, context)
     if unknown:
         shown = ", ".join(unknown[:_SHOWN]) + (f" and {len(unknown) - _SHOWN} more" if len(unknown) > _SHOWN else "")
         raise IngestFailed([InputError(path, None, f"{len(unknown)} row(s) name a step the store does not hold: "
@@ -73,36 +74,36 @@ def append(batch: Batch, store: Path, *, wait: bool = True, notify: Callable[[st
     return entry
 
 
-def _rows(path: Path) -> list[dict[str, Any]]:
-    """The file's rows as dicts of Python values (step_idx and seed made whole numbers where they are)."""
-    try:
-        if path.suffix.lower() == ".parquet":
-            import pyarrow.parquet as pq
+def _rows(path: Path) -> tuple[list[dict[str, Any]], list[int]]:
+    """The file's rows as dicts of Python values (step_idx and seed made whole numbers where
+    they are), and the line each row ends on (a Parquet row: its number + 1, as if under a header)."""
+    if path.suffix.lower() == ".parquet":
+        import pyarrow.parquet as pq
 
+        try:
             data = pq.read_table(path)
-        else:
-            import pyarrow.csv as pcsv
-
-            # Every column as text: a note "1" stays a note, a step_idx "x" is reported, not guessed.
-            parse = pcsv.ParseOptions(newlines_in_values=True)  # a note may hold line breaks
-            names = pcsv.read_csv(path, parse_options=parse).column_names
-            data = pcsv.read_csv(path, parse_options=parse, convert_options=pcsv.ConvertOptions(
-                column_types={n: pa.string() for n in names}, strings_can_be_null=True))
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise IngestFailed([InputError(path, None, f"cannot be read as {path.suffix.lstrip('.') or 'CSV'} "
-                                                   f"({first_line(exc)}).")]) from None
-    missing = [c for c in ("run_id", "step_idx", "verdict", "reviewer") if c not in data.column_names]
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise IngestFailed([InputError(path, None, f"cannot be read as parquet ({first_line(exc)}).")]) from None
+        names, rows = data.column_names, data.to_pylist()
+        lines = [i + 2 for i in range(len(rows))]
+    else:
+        # Every column as text: a note "1" stays a note, a step_idx "x" is reported, not guessed.
+        problems: list[InputError] = []
+        read = read_csv(path, problems, what="a reviews CSV")
+        if read is None:
+            raise IngestFailed(problems)
+        names, rows, lines = read.header, read.records(), read.lines
+    missing = [c for c in ("run_id", "step_idx", "verdict", "reviewer") if c not in names]
     if missing:
         raise IngestFailed([InputError(path, None, f"has no column {', '.join(missing)} "
                                                    "(a reviews file has the columns `auditatlas reviews export` writes).")])
-    rows = data.to_pylist()
     for row in rows:
         for key in ("step_idx", "seed"):
             row[key] = _whole(row.get(key))
         for key, value in list(row.items()):
             if isinstance(value, str):
                 row[key] = value.strip() or None
-    return rows
+    return rows, lines
 
 
 def _whole(value: Any) -> Any:
@@ -122,7 +123,7 @@ def _whole(value: Any) -> Any:
     return value
 
 
-def _fill_from_steps(rows: list[dict[str, Any]], context: Context) -> list[str]:
+def _fill_from_steps(rows: list[dict[str, Any]], lines: list[int], context: Context) -> list[str]:
     """Give each row its step's corpus where it names none; the rows naming no stored step."""
     runs = sorted({str(r["run_id"]) for r in rows})
     held = context.lookup(_KNOWN_SQL, [runs])
@@ -133,7 +134,7 @@ def _fill_from_steps(rows: list[dict[str, Any]], context: Context) -> list[str]:
     for i, row in enumerate(rows):
         key = (str(row["run_id"]), row["step_idx"])
         if key not in corpus_of:
-            unknown.append(f"run {key[0]} step {key[1]} (line {i + 2})")
+            unknown.append(f"run {key[0]} step {key[1]} (line {lines[i]})")
         elif not row.get("corpus"):
             row["corpus"] = corpus_of[key]
     return unknown

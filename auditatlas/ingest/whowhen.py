@@ -44,7 +44,8 @@ from typing import Any
 
 from ..errors import InputError
 from . import Batch, Context
-from .kit import first_json, load_json, show
+from .kit import first_json, json_text, load_json, loads, show
+from .kit.compressed import read_maybe_gzip
 from .kit.releases import read_runs
 
 FORMAT = "whowhen"
@@ -135,7 +136,7 @@ def run_key(record: Any) -> str:
 def legacy_keys() -> dict[str, str]:
     """sha256 run key -> CatchBench legacy ``NNN-<hex>`` key, read from the shipped key map."""
     ref = resources.files("catchbench") / "data/llm_judge/legacy_run_keys.json"
-    mapping = json.loads(ref.read_text(encoding="utf-8"))["keys"]
+    mapping = loads(read_maybe_gzip(ref))["keys"]
     return {sha: legacy for legacy, sha in mapping.items()}
 
 
@@ -294,7 +295,7 @@ def _run_row(run: _Run, source_file: str, key: str, legacy_key: str | None) -> d
         "label_process": LABEL_PROCESS,
         "run_key": key,
         "legacy_key": legacy_key,
-        "extra": json.dumps(extra, ensure_ascii=False),
+        "extra": json_text(extra, ensure_ascii=False),
     }
 
 

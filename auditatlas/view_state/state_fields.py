@@ -12,6 +12,7 @@ the page against the store, with ``not_held`` giving the sentence.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +52,7 @@ class Field:
     count: int | None = None
     expects: str | None = None
     fallback: str | None = None
+    max_chars: int = 1000  # a str value longer than this is refused (a name, a query: never a document)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -76,7 +78,7 @@ class Field:
 
     def _parse_one(self, text: str, kind: str) -> Any:
         if kind == "str":
-            return text
+            return text if len(text) <= self.max_chars and not _CONTROL.search(text) else _BAD
         if kind == "choice":
             return text if text in (self.choices or ()) else _BAD
         if kind == "bool":
@@ -110,12 +112,30 @@ class Field:
     # ------------------------------------------------------------------ the problem sentence
 
     def problem(self, text: str, fallback: str | None = None) -> str:
-        """One sentence naming this parameter and the value the link gave it."""
-        return f"The link's {self.name} '{text}' {self.is_not()}; {fallback or self.fallback or self.default_fallback()}."
+        """One sentence naming this parameter and the value the link gave it (a long value cut,
+        control characters shown as escapes: the sentence is one short line)."""
+        return (f"The link's {self.name} '{shown_value(text)}' {self.is_not()}; "
+                f"{fallback or self.fallback or self.default_fallback()}.")
+
+    def shape_problems(self, raw: Sequence[str]) -> list[str]:
+        """Sentences for what :meth:`parse` reads without a word: a value given twice to a
+        parameter that holds one (the last is used), an empty value (left out)."""
+        found = []
+        if self.kind != "list" and len(raw) > 1:
+            used = self.parse(raw)[0]
+            found.append(f"The link gives {self.name} {len(raw)} values "
+                         f"({', '.join(shown_value(v) for v in raw)}); {self.name} holds one, "
+                         f"using {_text(used) if used not in (None, '') else 'none'}.")
+        if "" in raw:
+            rest = "left out" if self.kind == "list" or len(raw) > 1 else self.default_fallback()
+            found.append(f"The link gives {self.name} an empty value; {rest}.")
+        return found
 
     def is_not(self) -> str:
         if self.expects:
             return f"is not {self.expects}"
+        if self.kind == "str":
+            return f"is not a value of at most {self.max_chars:,} characters without control characters"
         choices = ("1", "0") if self.kind == "bool" else self.choices
         if choices:
             if len(choices) == 2:
@@ -171,6 +191,21 @@ class Field:
 
 
 _BAD = object()  # a value the field cannot use (never a real value)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # NUL and the other controls (tab and newline kept)
+_SHOWN_CHARS = 60
+
+
+def shown_value(text: str) -> str:
+    """A link's value as a sentence quotes it: control characters escaped, cut past 60 characters."""
+    text = _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}", text)
+    return text if len(text) <= _SHOWN_CHARS else f"{text[:_SHOWN_CHARS]}… ({len(text):,} characters)"
+
+
+def refusal(sentence: str) -> str:
+    """A problem sentence worded for a caller that refuses the link instead of falling back
+    (the export): what follows its last "; " (", using PRE") is what the page does, not it."""
+    head, sep, _ = sentence.rpartition("; ")
+    return f"{head}." if sep else sentence
 
 
 def _text(value: Any) -> str:
@@ -324,14 +359,17 @@ class PageState:
         page does not read."""
         values: dict[str, Any] = {}
         problems: list[str] = []
-        for f in self.fields:
-            values[f.name], problem = f.parse(values_of(params, f.name))
+        for f in (*SLICE, LABELS, *self.fields):
+            raw = values_of(params, f.name)
+            problems.extend(f.shape_problems(raw))
+            if f in SLICE:
+                continue  # the slice's values are checked against the store by the page
+            value, problem = f.parse(raw)
+            if f is not LABELS:
+                values[f.name] = value
             if problem:
                 problems.append(problem)
         known = set(self.names) | SHARED_NAMES | STREAMLIT_PARAMS | APP_PARAMS
-        _, problem = LABELS.parse(values_of(params, LABELS.name))
-        if problem:
-            problems.append(problem)
         for name in names_in(params):
             if name not in known:
                 shown = ", ".join(values_of(params, name))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 from pathlib import Path
+from typing import Any
 
 GZIP_MAGIC = b"\x1f\x8b"
 # Inflated bytes one compressed file may hold: past it the file is refused. The OpenTelemetry
@@ -25,12 +26,13 @@ class TooLarge(ValueError):
         self.limit = limit
 
 
-def read_maybe_gzip(path: Path, limit: int | None = None, head: int | None = None) -> bytes:
+def read_maybe_gzip(path: Path | str | Any, limit: int | None = None, head: int | None = None) -> bytes:
     """The file's bytes, inflated in a stream if it is gzip (by its magic bytes); raises
     :class:`TooLarge` past ``limit`` inflated bytes (``MAX_INFLATED_BYTES`` by default), and
-    the gzip module's errors for broken data. ``head``: only the first that many bytes."""
+    the gzip module's errors for broken data. ``head``: only the first that many bytes.
+    ``path`` may be package data (an ``importlib.resources`` Traversable): anything with ``open``."""
     limit = MAX_INFLATED_BYTES if limit is None else limit
-    with open(path, "rb") as raw:
+    with (path.open("rb") if hasattr(path, "open") else open(path, "rb")) as raw:
         compressed = raw.read(2) == GZIP_MAGIC
         raw.seek(0)
         if not compressed:

@@ -20,7 +20,12 @@ What "safely" covers, because each of these once ended in a traceback or a silen
 - an integer literal longer than Python's 4,300-digit limit raises ValueError, not a
   JSONDecodeError, and is reported like any other parse failure.
 
-Two readers share all of this. :func:`load_json` checks a whole release file (UTF-8 first,
+Every adapter reads its JSON, JSONL and gzip input here: :func:`read_raw` (a file's bytes,
+gzip inflated in a stream and refused past :data:`~.compressed.MAX_INFLATED_BYTES`),
+:func:`decode_text` (UTF-8, a byte-order mark accepted) and :func:`parse_documents` (one
+document, or one per line), each problem one sentence naming the file (and the line).
+
+Two readers of a whole release file share all of this. :func:`load_json` checks a whole release file (UTF-8 first,
 then depth and surrogates over the parsed value). :func:`load_object` is the hot path of a
 format with one object per file and 10^5 files or more (MAADBench): it leaves decoding to the
 parser and walks the value only when the raw bytes hold a surrogate escape, and it words its
@@ -29,9 +34,12 @@ problems in the format's own terms.
 from __future__ import annotations
 
 import codecs
+import gzip
 import json
+import math
 import os
 import re
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
@@ -39,6 +47,7 @@ from typing import Any, Protocol
 import orjson
 
 from ...errors import InputError
+from .compressed import TooLarge, read_maybe_gzip
 from .fields import first_line, json_type
 
 MAX_DEPTH = 100  # arrays/objects inside each other; real releases stay under 12
@@ -59,6 +68,8 @@ class Readable(Protocol):
 
     def read_bytes(self) -> bytes: ...
 
+    def open(self, mode: str = "r") -> Any: ...
+
 
 def loads(raw: bytes | str, *, exact_integers: bool = True) -> Any:
     """``raw`` parsed: orjson when it reads it exactly as ``json`` would, else ``json``.
@@ -77,20 +88,62 @@ def loads(raw: bytes | str, *, exact_integers: bool = True) -> Any:
         return json.loads(raw)
 
 
-_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str, allow_nan=False)
+
+
+def finite(value: Any) -> Any:
+    """``value`` with every non-finite float written as protobuf's JSON mapping writes it (the
+    strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``): a bare NaN is not JSON, and strict
+    readers (DuckDB's among them) refuse a column holding one."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
+def json_text(value: Any, **options: Any) -> str:
+    """``json.dumps(value, **options)`` that is always valid JSON: non-finite numbers as
+    :func:`finite` writes them. What every stored JSON column is written with."""
+    try:
+        return json.dumps(value, allow_nan=False, **options)
+    except ValueError:
+        return json.dumps(finite(value), allow_nan=False, **options)
 
 
 def compact(value: Any) -> str:
-    """An ``extra`` column's JSON (read by queries, compact): orjson, ``json`` for what it refuses."""
+    """An ``extra`` column's JSON (read by queries, compact): orjson, ``json`` for what it refuses.
+    orjson would write a non-finite number as null: it goes to ``json``, which keeps it as text."""
     try:
-        return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
+        if not _has_non_finite(value):
+            return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
     except (orjson.JSONEncodeError, TypeError):
-        return _ENCODER.encode(value)
+        pass
+    return readable(value)
 
 
 def readable(value: Any) -> str:
     """Structured output as a reader sees it in the trace view: json's spacing, not compact."""
-    return _ENCODER.encode(value)
+    try:
+        return _ENCODER.encode(value)
+    except ValueError:
+        return _ENCODER.encode(finite(value))
+
+
+def _has_non_finite(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, float):
+            if not math.isfinite(node):
+                return True
+        elif isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, (list, tuple)):
+            stack.extend(node)
+    return False
 
 
 def text_or_none(value: Any) -> str | None:
@@ -137,9 +190,64 @@ def first_json(path: Path) -> Any | None:
     """The first JSON file under ``path``, parsed, for a cheap ``can_read``; None if none reads."""
     try:
         files = json_files(Path(path))
-        return loads(files[0].read_bytes().decode("utf-8-sig")) if files else None
-    except (OSError, ValueError, RecursionError):
+        return loads(read_maybe_gzip(files[0]).decode("utf-8-sig")) if files else None
+    except (OSError, EOFError, ValueError, RecursionError, zlib.error):
         return None
+
+
+# --------------------------------------------------------------------------- any JSON / JSONL / gzip file
+
+def read_raw(file: Readable | str | Path, rel: str | Path, problems: list[InputError]) -> bytes | None:
+    """The file's bytes, inflated in a stream when it is gzip (by its magic bytes) and refused
+    past the inflated size limit; None with one sentence naming ``rel`` when it cannot be read."""
+    try:
+        return read_maybe_gzip(file)
+    except TooLarge as exc:
+        problems.append(InputError(rel, None, f"{exc}."))
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:  # BadGzipFile is an OSError: first
+        problems.append(InputError(rel, None, f"is not a complete gzip file ({first_line(exc)})."))
+    except OSError as exc:
+        problems.append(InputError(rel, None, f"cannot be read ({exc.strerror or first_line(exc)})."))
+    return None
+
+
+def decode_text(raw: bytes, rel: str | Path, problems: list[InputError], why: str = "") -> str | None:
+    """``raw`` as UTF-8 text (a byte-order mark dropped), or None with the byte and line that do
+    not decode; ``why`` ends the sentence (e.g. "; OTLP/JSON is UTF-8")."""
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        problems.append(InputError(rel, None, f"is not UTF-8 text (byte {exc.start}, line {line}, cannot be "
+                                              f"decoded){why}."))
+        return None
+
+
+def parse_documents(text: str, rel: str | Path, problems: list[InputError], *, lines: bool,
+                    lead: str = "") -> list[tuple[Any, int | None]] | None:
+    """The JSON documents of ``text``: the whole text (``lines`` False) or each non-empty line,
+    with the line each starts on (None for a whole text), every value checked for depth and lone
+    surrogates. None after the first problem; ``lead`` starts its sentence (e.g. "is not OTLP/JSON: ")."""
+    chunks = ([(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()] if lines
+              else [(None, text)])
+    out: list[tuple[Any, int | None]] = []
+    for n, chunk in chunks:
+        where = f"line {n} " if n is not None else ""
+        try:
+            value = loads(chunk)
+        except RecursionError:
+            problems.append(InputError(rel, None, f"{lead}{where}nests arrays or objects more than {MAX_DEPTH} "
+                                                  "levels deep; no release is shaped like that."))
+            return None
+        except ValueError as exc:
+            problems.append(InputError(rel, None, f"{lead}{where}is not valid JSON ({first_line(exc)})."))
+            return None
+        named = f"{rel}: line {n}" if n is not None else rel
+        if (problem := check_value(value, named, surrogates=bool(_SURROGATE_ESCAPE.search(chunk)))) is not None:
+            problems.append(problem)
+            return None
+        out.append((value, n))
+    return out
 
 
 # --------------------------------------------------------------------------- a release file
@@ -149,15 +257,9 @@ def load_json(file: Readable, problems: list[InputError], expected: str = "a JSO
 
     ``expected`` names what the format wants in the file, for the message about a bare ``null``.
     """
-    try:
-        text = file.read_bytes().decode("utf-8-sig")
-    except OSError as exc:
-        problems.append(InputError(str(file), None, f"cannot be read ({exc.strerror or exc})."))
-        return None
-    except UnicodeDecodeError as exc:
-        problems.append(InputError(str(file), None, f"is not UTF-8 text (byte {exc.start} cannot be decoded)."))
-        return None
-    return parse_json_text(text, str(file), problems, expected)
+    raw = read_raw(file, str(file), problems)
+    text = decode_text(raw, str(file), problems) if raw is not None else None
+    return parse_json_text(text, str(file), problems, expected) if text is not None else None
 
 
 def parse_json_text(text: str, file: str | Path, problems: list[InputError],

@@ -10,12 +10,11 @@ records (:mod:`..trajectory`) meet the store in the same words.
 """
 from __future__ import annotations
 
-import json
-import math
 from pathlib import Path
 from typing import Any
 
 from ...errors import AtlasError
+from .jsonfiles import json_text
 
 # Edge kinds (data/README.md, "edges").
 TOOL_CALL = "tool_call"  # into the step that ran a tool the source step called
@@ -40,21 +39,7 @@ def extra_json(fields: dict[str, Any], drop_empty: bool = False) -> str:
         return value is None or (drop_empty and isinstance(value, (list, dict)) and not value)
 
     kept = {k: v for k, v in fields.items() if not absent(v)}
-    try:
-        return json.dumps(kept, ensure_ascii=False, allow_nan=False)
-    except ValueError:  # a NaN or an infinity: bare NaN is not JSON, and strict readers (DuckDB's too) refuse it
-        return json.dumps(_finite(kept), ensure_ascii=False, allow_nan=False)
-
-
-def _finite(value: Any) -> Any:
-    """``value`` with every non-finite float written as protobuf's JSON mapping writes it (a string)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
+    return json_text(kept, ensure_ascii=False)
 
 
 def edge_row(run_id: str, corpus: str, src: int, dst: int, kind: str, provenance: str) -> dict:
