@@ -433,5 +433,10 @@ def test_a_judge_runs_where_an_event_loop_already_runs(store, server):
     async def inside() -> object:
         return run_judge(store, JudgeConfig("all_at_once", "slow-4", server.url), {"difficulty": ["3"]})
 
-    result = asyncio.run(inside())
+    # In a thread of its own: the suite's worker may already run a loop in its main thread (the
+    # browser tests' Playwright), where this test's own asyncio.run could not start one.
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        result = pool.submit(lambda: asyncio.run(inside())).result()
     assert result.judged == LEVEL_3_RUNS and result.meter.new_calls == LEVEL_3_RUNS

@@ -28,15 +28,21 @@ positive_int = whole_number(1)  # counts of things that must exist: rooms
 count = whole_number(0)  # seeds, and worker counts (ingest, demo), where 0 means "this process only"
 
 
-def positive_seconds(text: str) -> float:
-    """A time in seconds, more than 0 (``receive --idle``)."""
+def number_at_least(text: str, low: float, what: str, bound: str, above: bool = False) -> float:
+    """A finite number >= ``low`` (> ``low`` with ``above``), else argparse's sentence: ``what``
+    names the value ('a number of seconds'), ``bound`` the range ('a number of seconds above 0')."""
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, not {text}")
+        raise argparse.ArgumentTypeError(f"'{text}' is not {what}") from None
+    if not (value > low if above else value >= low) or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be {bound}, not {text}")
     return value
+
+
+def positive_seconds(text: str) -> float:
+    """A time in seconds, more than 0 (``receive --idle``)."""
+    return number_at_least(text, 0.0, "a number of seconds", "a number of seconds above 0", above=True)
 
 
 def port_number(text: str) -> int:
@@ -64,3 +70,24 @@ def parse_slice(items: list[str]) -> dict[str, list]:
                 raise AtlasError(f"--slice temperature={value!r} is not a number.") from None
         out.setdefault(key, []).append(value)
     return out
+
+
+def non_negative(text: str) -> float:
+    """A number >= 0 (a price, a budget)."""
+    return number_at_least(text, 0.0, "a number", "a number >= 0")
+
+
+def positive_number(text: str) -> float:
+    """A number above 0 (seconds, a cost)."""
+    value = non_negative(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be above 0")
+    return value
+
+
+def share(text: str) -> float:
+    """A share above 0 and at most 1 (a sampling rate)."""
+    value = positive_number(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"must be a share above 0 and at most 1, not {text}")
+    return value

@@ -15,31 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..schema import SLICE_COLUMNS as SLICE_KEYS
-from .argument_types import parse_slice, positive_int
-
-
-def _non_negative(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a number >= 0, not {text}")
-    return value
-
-
-def _positive(text: str) -> float:
-    value = _non_negative(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError("must be above 0")
-    return value
-
-
-def _share(text: str) -> float:
-    value = _positive(text)
-    if value > 1:
-        raise argparse.ArgumentTypeError(f"must be a share above 0 and at most 1, not {text}")
-    return value
+from .argument_types import non_negative, parse_slice, positive_int, positive_number, share
 
 
 def add_parsers(sub: Any) -> None:
@@ -61,24 +37,24 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--max-connections", type=positive_int, default=4, metavar="N",
                    help="calls in flight at once (default 4)")
     p.add_argument("--max-calls", type=positive_int, metavar="N", help="stop after N new calls (cached replies are free)")
-    p.add_argument("--max-cost", type=_non_negative, metavar="X", help="stop once new calls cost X (needs the prices)")
-    p.add_argument("--price-in", type=_non_negative, metavar="X", help="price per million input tokens")
-    p.add_argument("--price-out", type=_non_negative, metavar="X", help="price per million output tokens")
-    p.add_argument("--timeout", type=_positive, default=120.0, metavar="S", help="per-call timeout (default 120 s)")
+    p.add_argument("--max-cost", type=non_negative, metavar="X", help="stop once new calls cost X (needs the prices)")
+    p.add_argument("--price-in", type=non_negative, metavar="X", help="price per million input tokens")
+    p.add_argument("--price-out", type=non_negative, metavar="X", help="price per million output tokens")
+    p.add_argument("--timeout", type=positive_number, default=120.0, metavar="S", help="per-call timeout (default 120 s)")
     p.add_argument("--max-retries", type=positive_int, default=5, metavar="N",
                    help="retries of a call on 429, 5xx, timeouts (default 5)")
-    p.add_argument("--temperature", type=_non_negative, default=0.0, metavar="T", help="sampling temperature (default 0)")
+    p.add_argument("--temperature", type=non_negative, default=0.0, metavar="T", help="sampling temperature (default 0)")
     p.add_argument("--max-tokens", type=positive_int, metavar="N", help="reply token limit (default: the endpoint's)")
     p.add_argument("--window", type=positive_int, default=40, metavar="N",
                    help="step-score: steps per call for long runs (default 40)")
     p.add_argument("--follow", action="store_true",
                    help="keep judging: each round judges the slice's runs settled since the last one (a received "
                         "corpus as it grows), until Ctrl-C or SIGTERM")
-    p.add_argument("--sample", type=_share, default=1.0, metavar="R",
+    p.add_argument("--sample", type=share, default=1.0, metavar="R",
                    help="--follow: judge this share of the runs (0 < R <= 1; seeded by the run id, so a run's "
                         "inclusion is stable; default 1)")
     p.add_argument("--seed", type=int, default=0, help="--follow: the sample's seed (default 0)")
-    p.add_argument("--every", type=_positive, default=10.0, metavar="SECONDS",
+    p.add_argument("--every", type=positive_number, default=10.0, metavar="SECONDS",
                    help="--follow: seconds between rounds, and how long a run's steps must stay unchanged before it "
                         "is judged (default 10)")
     p.set_defaults(run=run, reads=True, writes=True)

@@ -27,6 +27,7 @@ from email.utils import parsedate_to_datetime
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import AtlasError
+from .cache import Cached
 
 BACKOFF_BASE_S = 0.5
 BACKOFF_CAP_S = 30.0
@@ -57,17 +58,11 @@ def api_key(env_name: str) -> str | None:
     return value if value else None
 
 
-@dataclass
-class Answer:
-    """One call's outcome: a reply (``content``, maybe empty) or ``failure`` with its kind."""
+@dataclass(frozen=True)
+class Answer(Cached):
+    """One call's outcome: a reply (``content``, maybe empty; what the cache keeps) or
+    ``failure`` with its kind."""
 
-    content: str | None
-    finish_reason: str | None
-    tokens_in: int | None
-    tokens_out: int | None
-    latency_s: float
-    retries: int
-    json_mode: bool
     failure: str | None = None  # "refused" | "failed" (contract.REASONS), with ``detail``
     detail: str = ""
 

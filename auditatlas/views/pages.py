@@ -157,7 +157,7 @@ REVIEW = PageState(
         Field("seed", "int", default=0, low=0, help="the random order's seed"),
         Field("position", "int", default=0, low=0, help="the open step's place in the queue (0 = first)",
               expects="a place in the queue (0, 1, 2, …)", fallback="opening the first step"),
-        Field("reviewer", "str", default="", help="the reviewer's name, given with every verdict"),
+        Field("reviewer", "str", default="", max_chars=200, help="the reviewer's name, given with every verdict"),
     ),
 )
 
