@@ -27,9 +27,11 @@ What a batch becomes before it is written (the schema's shape, the slice keys on
 the chains, the run counts, the ranks) is ``auditatlas.store_batches``; how its Parquet parts
 are written sorted by run and merged at commit is ``auditatlas.store_parts``; how a writer that adds
 a few runs at a time (the live receiver) keeps them in sorted segments instead of one run
-order is ``auditatlas.store_segments`` (``SourceWriter.carry_segments``). This module
-re-exports the names adapters, workers and tests use (``conform``, ``prepare``,
-``write_part``, ``write_prepared``, ``ROW_GROUP_ROWS``).
+order is ``auditatlas.store_segments`` (``SourceWriter.carry_segments``). The manifest
+(``store_manifest``), the writer lock and recovery (``store_lock``) and the store's health
+(``store_health``) are modules of their own; this module is the writer, and re-exports the names
+adapters, workers and tests use (``read_manifest``, ``health``, ``store_lock``, ``conform``,
+``prepare``, ``write_part``, ``write_prepared``, ``ROW_GROUP_ROWS``).
 
 A *source* is an ingest unit (``whowhen``, ``catchbench``, ``demo``...), not a corpus: one
 source may bring rows of several corpora (the CatchBench release brings the PRE configs and the
@@ -37,17 +39,13 @@ Who&When judge predictions), and every row carries its own ``corpus``.
 """
 from __future__ import annotations
 
-import json
 import os
-import re
 import shutil
 import sys
 import tempfile
-import threading
 import time
 import uuid
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Collection, Iterable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -56,11 +54,38 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from . import leases
 from . import store_segments as segs
-from .errors import StoreBusy, StoreError
-from .schema import LATER_TABLES, SORT_KEYS, TABLES, empty_table
+from .errors import StoreError
+from .schema import SORT_KEYS, TABLES, empty_table
 from .store_batches import TableLike, conform, prepare  # noqa: F401 - re-exported
+from .store_health import health, source_problem  # noqa: F401 - the store's names, where callers find them
+from .store_lock import RETIRE_GRACE_S, lock_holder, recover, store_lock  # noqa: F401
+from .store_manifest import (  # noqa: F401 - the manifest's names, where callers have always found them
+    _SOURCE_NAME,
+    DEFAULT_STORE,
+    DERIVED_DIR,
+    FORMAT,
+    LOCK,
+    LOCK_HOLDER,
+    MANIFEST,
+    REVIEWS_SOURCE,
+    STAGING_PREFIX,
+    TMP_PREFIX,
+    TOURS_SOURCE,
+    Notify,
+    StagedCheck,
+    data_manifest,
+    is_empty,
+    manifest_bytes,
+    read_manifest,
+    side_sources,
+    source_corpora,
+    source_run_ids,
+    store_dir,
+    table_files,
+    write_manifest,
+)
+from .store_manifest import write_manifest as _write_manifest
 from .store_parts import (  # noqa: F401
     ROW_GROUP_ROWS,
     key_lt,
@@ -74,374 +99,6 @@ from .store_parts import (  # noqa: F401
     write_prepared,
 )
 from .validate import CHECKED_TABLES, check_added, check_staged
-
-MANIFEST = "MANIFEST.json"
-# 3: runs carry anomalous_steps and chain_length (the run list sorts on them without steps).
-# 4: steps carry chain_role and chain_length (every chain view reads them); the manifest
-#    entry of a source lists the corpora of its runs (run_corpora).
-# 5: one word per meaning: prediction_sets.origin (release | rescore), configs.config_source.
-FORMAT = 5
-LOCK = ".lock"
-LOCK_HOLDER = ".lock-holder"
-STAGING_PREFIX = ".staging-"
-TMP_PREFIX = ".tmp-"  # scratch folders a write makes inside the store (removed by recovery)
-DERIVED_DIR = "derived"  # the query layer's cache of derived tables (queries/derived.py)
-RETIRE_GRACE_S = 120.0
-DEFAULT_STORE = Path(__file__).resolve().parent.parent / "data" / "store"
-_SOURCE_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,80}$")
-
-Notify = Callable[[str], None]
-StagedCheck = Callable[[Path], None]  # raises (one sentence) when the staged source must not land
-
-
-def store_dir(path: str | Path | None = None) -> Path:
-    """The store folder: explicit path, else $AUDITATLAS_STORE, else ./data/store."""
-    if path:
-        return Path(path)
-    env = os.environ.get("AUDITATLAS_STORE")
-    return Path(env) if env else DEFAULT_STORE
-
-
-# =============================================================================================
-# Reading the manifest
-
-
-def read_manifest(root: str | Path) -> dict:
-    """The manifest, or an empty one when the store does not exist yet.
-
-    Raises StoreError with one sentence naming the problem and what to do.
-    """
-    root = Path(root)
-    if root.exists() and not root.is_dir():
-        raise StoreError(f"{root} is a file, not a store folder; point --store or AUDITATLAS_STORE at a folder.")
-    path = root / MANIFEST
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        return {"format": FORMAT, "sources": {}, "retired": []}
-    except OSError as exc:
-        raise StoreError(f"{path} cannot be read ({exc.strerror or exc}); check the folder's permissions.") from exc
-    try:
-        manifest = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise StoreError(f"{path} is corrupt (not JSON: {exc.msg}); restore it or rebuild the store "
-                         "(delete the folder, then `auditatlas demo` or `auditatlas ingest`).") from exc
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("sources"), dict):
-        raise StoreError(f"{path}: field 'sources' is missing; the file is not an Audit Atlas store manifest.")
-    if manifest.get("format", 1) != FORMAT:
-        raise StoreError(f"{path}: the store was written in format {manifest.get('format', 1)} by an older Audit Atlas; "
-                         f"this version reads format {FORMAT}. Rebuild it (delete the folder, then `auditatlas demo` "
-                         "or re-ingest your releases).")
-    manifest.setdefault("retired", [])
-    return manifest
-
-
-# The sources people add to by hand: reviewers' verdicts (``verdicts.py``) and authors' tours
-# (``views/tours.py``). Named here, where the store decides what a write to them keeps.
-REVIEWS_SOURCE = "reviews"
-TOURS_SOURCE = "tours"
-
-
-def side_sources() -> tuple[str, ...]:
-    """The sources people add to by hand (reviewers' verdicts, authors' tours): no derived
-    table, step vector or search index reads them, so a write to them keeps those caches."""
-    return (REVIEWS_SOURCE, TOURS_SOURCE)
-
-
-def data_manifest(manifest: Mapping[str, Any]) -> dict:
-    """``manifest`` less the side sources (and their retired folders): the store version as
-    every table but the verdicts and the tours sees it."""
-    side = side_sources()
-    return {**manifest, "sources": {k: v for k, v in manifest.get("sources", {}).items() if k not in side},
-            "retired": [r for r in manifest.get("retired", []) if r.get("source") not in side]}
-
-
-def manifest_bytes(manifest: Mapping[str, Any]) -> bytes:
-    """The manifest as the store writes it (``_write_manifest``), less the side sources
-    (``data_manifest``). The derived tables hash these bytes, so a build keyed by another
-    process reading the same file is found, and a verdict or a tour saved (each replaces its
-    own source) does not rebuild them: none of them reads verdicts or tours. (The search index
-    keys on less: the sources holding steps, ``auditatlas.search.index.index_key``.)
-    """
-    if any(name in manifest.get("sources", {}) for name in side_sources()):
-        manifest = data_manifest(manifest)
-    return json.dumps(manifest, indent=2, sort_keys=True).encode()
-
-
-def table_files(root: str | Path, table: str, manifest: dict | None = None) -> list[str]:
-    """Parquet parts holding ``table`` across all sources, in source-name then part order.
-
-    Sources whose folder is missing are skipped here; :func:`health` reports them.
-    """
-    root = Path(root)
-    manifest = manifest if manifest is not None else read_manifest(root)
-    files: list[str] = []
-    for name in sorted(manifest["sources"]):
-        folder = root / manifest["sources"][name]["dir"] / table
-        try:
-            if folder.is_dir():
-                files.extend(str(p) for p in table_parts(folder.parent, table))
-        except OSError as exc:  # a folder it may not enter: never a view silently without the source
-            raise StoreError(_unreadable_source(name, folder.parent, exc)) from exc
-    return files
-
-
-def _unreadable_source(name: str, folder: Path, exc: OSError) -> str:
-    return (f"source '{name}': its folder {folder} cannot be read ({exc.strerror or exc}); check its permissions, "
-            f"re-ingest it or remove it with `auditatlas remove {name}`.")
-
-
-def is_empty(root: str | Path) -> bool:
-    return not read_manifest(root)["sources"]
-
-
-def source_corpora(root: str | Path, manifest: dict | None = None) -> dict[str, list[str]]:
-    """The corpora whose runs each store source holds: ``{source: [corpus, ...]}`` (sorted).
-
-    Recorded in the source's manifest entry (``run_corpora``) when it is written. A source
-    entry without the record (written before it existed) is answered from its runs parts'
-    ``corpus`` column, here and nowhere else.
-    """
-    root = Path(root)
-    manifest = manifest if manifest is not None else read_manifest(root)
-    held: dict[str, list[str]] = {}
-    for name, entry in sorted(manifest["sources"].items()):
-        recorded = entry.get("run_corpora")
-        held[name] = sorted(recorded) if isinstance(recorded, list) else _read_run_corpora(root / str(entry.get("dir", "")))
-    return held
-
-
-def source_run_ids(root: str | Path, source: str) -> set[str]:
-    """The run ids source ``source`` holds now (empty when the store has no such source).
-
-    For a writer that adds runs to a source (the live receiver) and must not reuse an id; read
-    under the writer lock, it is exactly what a following :meth:`SourceWriter.carry` carries.
-    """
-    root = Path(root)
-    entry = read_manifest(root)["sources"].get(source)
-    if entry is None:
-        return set()
-    held: set[str] = set()
-    for part in table_parts(root / str(entry["dir"]), "runs"):
-        held.update(r for r in pq.read_table(part, columns=["run_id"]).column("run_id").to_pylist() if r is not None)
-    return held
-
-
-def _read_run_corpora(folder: Path) -> list[str]:
-    held: set[str] = set()
-    for part in table_parts(folder, "runs"):
-        with pq.ParquetFile(part) as f:
-            held.update(f.read(columns=["corpus"]).column("corpus").unique().to_pylist())
-    return sorted(c for c in held if c is not None)
-
-
-def health(root: str | Path, deep: bool = False) -> list[str]:
-    """Problems that make the store (or one of its sources) unreadable, one sentence each.
-
-    Checks the manifest, that every source folder and table exists, and (``deep``) that every
-    Parquet footer can be read. An empty list means healthy.
-    """
-    root = Path(root)
-    try:
-        manifest = read_manifest(root)
-    except StoreError as exc:
-        return [str(exc)]
-    if root.exists() and not os.access(root, os.R_OK | os.X_OK):
-        return [f"{root} cannot be read (permission denied); check the folder's permissions."]
-    return [problem for name, entry in sorted(manifest["sources"].items())
-            if (problem := source_problem(root, name, entry, deep)) is not None]
-
-
-def source_problem(root: Path, name: str, entry: Mapping[str, Any], deep: bool = False) -> str | None:
-    """The sentence saying why source ``name`` cannot be read, or None (see :func:`health`)."""
-    folder = root / str(entry.get("dir", ""))
-    try:
-        if not folder.is_dir():
-            return (f"source '{name}' is listed in the manifest but its folder {folder} is missing; "
-                    f"re-ingest it or remove it with `auditatlas remove {name}`.")
-        if not os.access(folder, os.R_OK | os.X_OK):
-            raise PermissionError(13, "permission denied")
-        for table in TABLES:
-            if (folder / table).is_dir() and not os.access(folder / table, os.R_OK | os.X_OK):
-                raise PermissionError(13, "permission denied")
-            parts = table_parts(folder, table)
-            if not parts and table in LATER_TABLES and not (folder / table).exists():
-                continue  # written before the table existed: it holds none of its rows
-            if not parts:
-                return (f"source '{name}' has no Parquet file for table '{table}' ({folder / table}); "
-                        f"re-ingest it or remove it with `auditatlas remove {name}`.")
-            if deep:
-                bad = _unreadable_part(parts)
-                if bad:
-                    return (f"source '{name}': {bad} is corrupt (not readable Parquet); "
-                            f"re-ingest it or remove it with `auditatlas remove {name}`.")
-    except OSError as exc:
-        return _unreadable_source(name, folder, exc)
-    return None
-
-
-def _unreadable_part(parts: list[Path]) -> str | None:
-    for part in parts:
-        try:
-            pq.read_metadata(part)
-        except Exception:  # noqa: BLE001 - any failure to read a footer means corrupt
-            return str(part)
-    return None
-
-
-# =============================================================================================
-# The writer lock
-
-
-_PROCESS_LOCKS: dict[str, threading.RLock] = {}
-_PROCESS_LOCKS_GUARD = threading.Lock()
-_HELD: dict[str, list] = {}  # root -> [file descriptor, depth]
-
-
-def _process_lock(key: str) -> threading.RLock:
-    with _PROCESS_LOCKS_GUARD:
-        return _PROCESS_LOCKS.setdefault(key, threading.RLock())
-
-
-def lock_holder(root: str | Path) -> str:
-    try:
-        return (Path(root) / LOCK_HOLDER).read_text().strip() or "another writer"
-    except OSError:
-        return "another writer"
-
-
-@contextmanager
-def store_lock(root: str | Path, wait: bool = True, notify: Notify | None = None) -> Iterator[None]:
-    """Hold the store's writer lock (re-entrant within a process, an flock across processes).
-
-    A writer that finds the lock taken says so through ``notify`` and waits, or with
-    ``wait=False`` raises StoreBusy naming the holder.
-    """
-    import fcntl
-
-    root = Path(root)
-    if root.exists() and not root.is_dir():
-        raise StoreError(f"{root} is a file, not a store folder; point --store or AUDITATLAS_STORE at a folder.")
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise StoreError(f"the store folder {root} cannot be made ({exc.strerror or exc}); "
-                         "point --store or AUDITATLAS_STORE at a folder you can write.") from exc
-    key = str(root.resolve())
-    rlock = _process_lock(key)
-    if not rlock.acquire(blocking=False):
-        if not wait:
-            raise StoreBusy(f"the store {root} is being written by {lock_holder(root)}; try again when it finishes.")
-        if notify:
-            notify(f"waiting for the store lock held by {lock_holder(root)}…")
-        rlock.acquire()
-    try:
-        held = _HELD.get(key)
-        if held is None:
-            try:
-                fd = os.open(root / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-            except OSError as exc:
-                raise StoreError(f"{root} cannot be written ({exc.strerror or exc}); "
-                                 "check the folder's permissions.") from exc
-            try:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    if not wait:
-                        raise StoreBusy(f"the store {root} is being written by {lock_holder(root)}; "
-                                        "try again when it finishes.") from None
-                    if notify:
-                        notify(f"waiting for the store lock held by {lock_holder(root)}…")
-                    fcntl.flock(fd, fcntl.LOCK_EX)
-            except BaseException:
-                os.close(fd)
-                raise
-            _write_holder(root)
-            held = _HELD[key] = [fd, 0]
-        held[1] += 1
-        try:
-            yield
-        finally:
-            held[1] -= 1
-            if held[1] == 0:
-                del _HELD[key]
-                try:
-                    (root / LOCK_HOLDER).unlink(missing_ok=True)
-                finally:
-                    fcntl.flock(held[0], fcntl.LOCK_UN)
-                    os.close(held[0])
-    finally:
-        rlock.release()
-
-
-def _write_holder(root: Path) -> None:
-    command = " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv[:4]))
-    text = f"process {os.getpid()} ({command or 'python'}) since {datetime.now(timezone.utc).isoformat(timespec='seconds')}"
-    try:
-        (root / LOCK_HOLDER).write_text(text)
-    except OSError:
-        pass
-
-
-# =============================================================================================
-# Recovery
-
-
-def recover(root: str | Path, notify: Notify | None = None) -> list[str]:
-    """Remove leftovers of interrupted writes; call with the lock held. Returns what it removed.
-
-    Leftovers: staging folders, temporary manifests, scratch folders, source folders the
-    manifest does not know (a crash between the rename and the manifest switch), and retired
-    folders past their grace period.
-    """
-    root = Path(root)
-    if not root.is_dir():
-        return []
-    manifest = read_manifest(root)
-    removed: list[str] = []
-    for path in sorted(root.iterdir()):
-        if path.name.startswith((STAGING_PREFIX, TMP_PREFIX, ".manifest-")):
-            _remove(path)
-            removed.append(path.name)
-    live = {Path(e["dir"]).name for e in manifest["sources"].values()}
-    now = time.time()
-    keep_retired, expired = [], []
-    for item in manifest["retired"]:
-        (expired if now - float(item.get("at", 0)) >= RETIRE_GRACE_S else keep_retired).append(item)
-    retired_names = {Path(item["dir"]).name for item in keep_retired}
-    sources = root / "sources"
-    if sources.is_dir():
-        for path in sorted(sources.iterdir()):
-            if path.name not in live and path.name not in retired_names:
-                _remove(path)
-                removed.append(f"sources/{path.name}")
-    if expired:
-        manifest["retired"] = keep_retired
-        _write_manifest(root, manifest)
-    removed += _dead_derived_scratch(root)
-    if removed and notify:
-        notify("removed leftovers of interrupted writes: " + ", ".join(removed))
-    return removed
-
-
-def _dead_derived_scratch(root: Path) -> list[str]:
-    """Remove ``derived/.tmp-*`` folders whose build died (its lease is free, auditatlas.leases)."""
-    home = root / DERIVED_DIR
-    if not home.is_dir():
-        return []
-    removed = []
-    for path in sorted(home.iterdir()):
-        if path.name.startswith(TMP_PREFIX) and leases.remove_if_free(path):
-            removed.append(f"{DERIVED_DIR}/{path.name}")
-    return removed
-
-
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        path.unlink(missing_ok=True)
-
 
 # =============================================================================================
 # Writing a source
@@ -817,17 +474,3 @@ def scratch_dir(root: str | Path, purpose: str) -> Path:
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     return Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{purpose}-", dir=root))
-
-
-def _write_manifest(root: Path, manifest: dict) -> None:
-    manifest = {**manifest, "format": FORMAT}
-    fd, tmp = tempfile.mkstemp(prefix=".manifest-", dir=root)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(manifest, fh, indent=2, sort_keys=True)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, root / MANIFEST)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

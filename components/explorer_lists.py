@@ -16,7 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from auditatlas.search.answer import phrase_regex  # noqa: F401 - one literal pattern for both scans
-from components import run_labels
+from components import run_columns
 
 SORTS: dict[str, str] = {  # output column -> what the reader sees
     "run": "run", "corpus": "corpus", "backbone": "backbone", "difficulty": "difficulty", "outcome": "outcome",
@@ -104,7 +104,7 @@ def run_table(frame: pd.DataFrame, open_run: str | None, key: str, on_open: Call
         if picked:
             on_open(str(frame.loc[picked[0], "run"]))
 
-    shown, labels_config = run_labels.label_first(frame, frame.get("difficulty"))
+    shown, labels_config = run_columns.label_first(frame, frame.get("difficulty"))
     st.dataframe(
         shown, hide_index=True, key=table_key, on_select=chosen, selection_mode="single-row",
         selection_default={"selection": {"rows": rows[:1]}} if rows else None,
@@ -117,7 +117,7 @@ def search_table(frame: pd.DataFrame, links: list[str], key: str, on_open: Calla
     shown = frame[["run", "step", "action", "agent", "found_in", "snippet"]].copy()
     shown["snippet"] = [("…" if cut else "") + (s or "").replace("\n", " ") + "…"
                         for s, cut in zip(frame["snippet"], frame["cut_before"])]
-    shown, labels_config = run_labels.label_first(shown, frame.get("difficulty"))
+    shown, labels_config = run_columns.label_first(shown, frame.get("difficulty"))
     shown.insert(0, "link", links)
     table_key = f"{key}-{abs(hash(tuple(links)))}"
 

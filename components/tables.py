@@ -12,7 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from auditatlas.figures.tables import csv_safe, file_name  # noqa: F401 - one CSV form for app and export
-from components import run_labels
+from components import run_columns
 
 
 def table(frame: pd.DataFrame, key: str, caption: str | None = None, download: pd.DataFrame | None = None,
@@ -20,13 +20,13 @@ def table(frame: pd.DataFrame, key: str, caption: str | None = None, download: p
     """Show ``frame`` as text cells (never HTML) with a CSV download beside it.
 
     A table that lists runs (a ``run_id`` column) shows each run's short label beside its full
-    id (components.run_labels); the download keeps the frame's own columns, or is ``download``
+    id (components.run_columns); the download keeps the frame's own columns, or is ``download``
     where the shown cells are text made of numbers (the CSV keeps the numbers)."""
     if caption:
         st.caption(caption)
-    shown, run_columns = run_labels.with_labels(frame)
-    if run_columns:
-        kwargs["column_config"] = {**run_columns, **(kwargs.get("column_config") or {})}
+    shown, label_columns = run_columns.with_labels(frame)
+    if label_columns:
+        kwargs["column_config"] = {**label_columns, **(kwargs.get("column_config") or {})}
     st.dataframe(shown, hide_index=True, key=f"table-{key}", **kwargs)
     st.download_button(
         "Download CSV",

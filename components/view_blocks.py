@@ -13,7 +13,7 @@ from typing import Any
 import streamlit as st
 
 from auditatlas.views import blocks as b
-from components import run_labels, trace_graph
+from components import run_columns, trace_graph
 from components.safe import md
 from components.tables import csv_safe, file_name, table
 
@@ -91,7 +91,7 @@ def _table(block: b.Table) -> None:
     kwargs: dict[str, Any] = {}
     config: dict[str, Any] = {}
     if "run" in block.frame.columns and "run_id" in block.frame.columns:  # run labels beside the full ids
-        config.update(run_labels.columns([str(v) for v in block.frame["run"]]))
+        config.update(run_columns.columns([str(v) for v in block.frame["run"]]))
     config.update({c.name: _column(c) for c in block.columns})
     if config:
         kwargs["column_config"] = config

@@ -6,7 +6,7 @@ import json
 import pytest
 
 import queries
-from auditatlas import store
+from auditatlas import store, store_lock
 from auditatlas.errors import StoreError
 
 
@@ -42,11 +42,11 @@ def test_rewriting_a_source_replaces_it(tmp_path):
     assert len(manifest["retired"]) == 2
     assert len(list((tmp_path / "sources").iterdir())) == 3
     # ...and a later write past the grace period removes them: one folder per source again.
-    store.RETIRE_GRACE_S, grace = 0.0, store.RETIRE_GRACE_S
+    store_lock.RETIRE_GRACE_S, grace = 0.0, store_lock.RETIRE_GRACE_S
     try:
         store.write_source(tmp_path, "beta", _run("beta", 1))
     finally:
-        store.RETIRE_GRACE_S = grace
+        store_lock.RETIRE_GRACE_S = grace
     assert sorted(p.name.split("-")[0] for p in (tmp_path / "sources").iterdir()) == ["alpha", "beta"]
     assert json.loads((tmp_path / "MANIFEST.json").read_text())["retired"] == []
 
