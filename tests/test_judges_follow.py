@@ -48,7 +48,10 @@ class Follower:
              "--model", MODEL, "--base-url", url, "--slice", "corpus=live", "--max-connections", "1",
              "--follow", "--every", "0.5"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         self.lines: list[str] = []
-        threading.Thread(target=lambda: self.lines.extend(iter(self.proc.stdout.readline, "")), daemon=True).start()
+        # One reader of its output, to its end: its last line is read here, never by a second reader.
+        self.reader = threading.Thread(target=lambda: self.lines.extend(iter(self.proc.stdout.readline, "")),
+                                       daemon=True)
+        self.reader.start()
 
     def kill(self) -> None:
         self.proc.send_signal(signal.SIGKILL)
@@ -56,7 +59,9 @@ class Follower:
 
     def stop(self) -> str:
         self.proc.send_signal(signal.SIGTERM)
-        _, err = self.proc.communicate(timeout=30)
+        self.proc.wait(30)
+        self.reader.join(10)
+        err = self.proc.stderr.read()
         assert self.proc.returncode == 0, err
         return err
 
