@@ -16,7 +16,7 @@ from conftest import WHOWHEN
 from queries import runner
 from test_judges import Server, _truths
 
-pytestmark = [pytest.mark.xdist_group("judges")]
+pytestmark = [pytest.mark.xdist_group("judges_app")]
 PAGE = "pages/rescore.py"
 KEY_ENV = "ATLAS_APP_JUDGE_KEY"
 KEY = "sk-app-test-0123456789-never-shown"

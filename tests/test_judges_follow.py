@@ -26,7 +26,7 @@ from receive_support import post
 from test_judges import Server
 from test_receive_durability import Receiver
 
-pytestmark = [pytest.mark.xdist_group("judges")]
+pytestmark = [pytest.mark.xdist_group("judges_follow")]
 MODEL = "slow-700"  # each call 0.7 s: a kill lands between a cached reply and one in flight
 
 
