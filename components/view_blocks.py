@@ -66,6 +66,8 @@ def draw_one(block: b.Block, on_select: Mapping[str, Callable[[], None]] | None 
     elif isinstance(block, b.Fold):
         with st.expander(markdown(block.label), expanded=block.open):
             draw(block.blocks)
+    elif isinstance(block, b.Badge):
+        badge(block)
     elif isinstance(block, b.Row):
         for column, blocks in zip(st.columns(list(block.widths), **({"gap": block.gap} if block.gap else {})),
                                   block.columns):
@@ -73,6 +75,16 @@ def draw_one(block: b.Block, on_select: Mapping[str, Callable[[], None]] | None 
                 draw(blocks)
     else:
         raise TypeError(f"not a view block: {block!r}")
+
+
+def badge(block: b.Badge) -> None:
+    """The page's badge, one row at its top (keyed, so a test finds it on every page)."""
+    with st.container(key="page-badge", horizontal=True, gap="small"):
+        if block.simulated:
+            st.badge(md(block.simulated_text), color="orange", help=b.SIMULATED_HELP)
+        st.badge(md(block.labels), color="blue",
+                 help="The labels the numbers read: released, reviewed (the latest verdicts) or agreed; the sidebar's "
+                      "Labels choice changes them.")
 
 
 def _column(column: b.Column) -> Any:

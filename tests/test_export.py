@@ -40,7 +40,11 @@ def test_overview_file_holds_the_slice_numbers_the_link_and_the_store_version():
     assert html.escape(f"/?backbone={backbone}".replace(" ", "+")) in page or f"backbone={backbone}" in page
     for source in _sources(root):
         assert source in page
-    assert "Simulated data" in page and "made</dt>" in page
+    assert "made</dt>" in page
+    # The page's one badge, first thing after the facts: the simulated corpus and the labels.
+    badge = page[page.index('<p class="badge">'):]
+    assert badge.index("Simulated data: maadbench-sim") < badge.index("Labels: released") < badge.index("</p>")
+    assert page.count('<p class="badge">') == 1
     assert page.count('id="lib-plotly"') == 1  # two heatmaps, one plotly.js
     assert page.count('data-figure="figure-') == 2
     assert page.count("data:text/csv;charset=utf-8,") == page.count("<table ")

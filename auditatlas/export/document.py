@@ -118,11 +118,19 @@ class Document:
                 self.parts.append(f"<details open><summary>{words_html(block.label)}</summary>")
                 self.draw(block.blocks)
                 self.parts.append("</details>")
+            elif isinstance(block, b.Badge):
+                self.badge(block)
             elif isinstance(block, b.Row):
                 for blocks in block.columns:
                     self.draw(blocks)
             else:
                 raise TypeError(f"not a view block: {block!r}")
+
+    def badge(self, block: b.Badge) -> None:
+        """The view's badge: the simulated corpora (with why not to cite them) and the labels."""
+        simulated = (f'<span class="simulated" title="{esc(b.SIMULATED_HELP)}">{esc(block.simulated_text)}</span>'
+                     if block.simulated else "")
+        self.parts.append(f'<p class="badge">{simulated}<span class="labels">{esc(block.labels)}</span></p>')
 
     def facts(self, pairs: Sequence[tuple[str, str]]) -> None:
         """Name-value pairs (a tour stop's link, slice and choices) in the file's facts box."""
@@ -233,6 +241,8 @@ dl.facts dt {{ color: #57606a; }} dl.facts dd {{ margin: 0; word-break: break-al
 .warning {{ background: #fff8c5; border: 1px solid #d4a72c; border-radius: 6px; padding: 6px 10px; }}
 .info {{ background: #ddf4ff; border: 1px solid #54aeff; border-radius: 6px; padding: 6px 10px; }}
 .simulated {{ background: #ffebe9; border: 1px solid #ff8182; border-radius: 6px; padding: 6px 10px; font-weight: 600; }}
+.badge {{ display: flex; flex-wrap: wrap; gap: 8px; }} .badge span {{ border-radius: 6px; padding: 3px 10px; }}
+.badge .labels {{ background: #ddf4ff; border: 1px solid #54aeff; }}
 .table-box {{ max-height: 560px; overflow: auto; border: 1px solid #d0d7de; border-radius: 4px; }}
 table {{ border-collapse: collapse; font-size: 12.5px; width: 100%; }}
 th, td {{ border-bottom: 1px solid #eaeef2; padding: 3px 8px; text-align: left; vertical-align: top; white-space: pre-wrap; }}

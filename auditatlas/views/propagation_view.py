@@ -45,7 +45,7 @@ def intro() -> list[b.Block]:
 
 
 def summary(query: Query, slice_: Mapping[str, Any]) -> tuple[list[b.Block], Slice | None]:
-    """The slice in numbers, why a corpus has no chains, the simulated mark; None: no runs."""
+    """The slice in numbers and why a corpus has no chains; None: no runs."""
     sources = P.step_counts(query, slice_)
     corpora = P.corpora(sources, P.chain_counts(query, slice_))
     if corpora.empty:
@@ -55,11 +55,6 @@ def summary(query: Query, slice_: Mapping[str, Any]) -> tuple[list[b.Block], Sli
                                 int(corpora["runs"].sum()), int(corpora["steps"].sum()),
                                 int(corpora["failed_steps"].sum()), int(corpora["chains"].sum()))]
     out += [b.note("{} has no chains here: {}.", corpus, reason) for corpus, reason in status.reasons.items()]
-    known = query("corpora")
-    simulated = sorted(set(known.loc[known["kind"] == "simulated", "corpus"]) & set(corpora["corpus"]))
-    if simulated:
-        out.append(b.note("Simulated data ({}): explore the tool with it, do not cite its numbers.",
-                          ", ".join(simulated)))
     return out, Slice(sources, corpora, status)
 
 
