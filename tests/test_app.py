@@ -43,6 +43,23 @@ def test_every_page_runs(app, page):
     assert not app.exception, app.exception
 
 
+def test_a_board_line_without_a_published_value_reads_a_dash(app):
+    """POST localization sets the paper's values beside its released judges; a re-scored line has
+    none, and its cell reads "—" (never "None")."""
+    from conftest import WHOWHEN
+
+    if not WHOWHEN.exists():
+        pytest.skip("needs ../shared/data/who-and-when")
+    app.switch_page("pages/boards.py")
+    app.query_params["tab"] = "POST"
+    app.run()
+    assert not app.exception, app.exception
+    published = [t.value[c] for t in app.dataframe for c in t.value.columns if str(c).endswith(" published")]
+    cells = [v for column in published for v in column]
+    assert cells and all(isinstance(v, str) for v in cells), cells
+    assert "—" in cells and any(v[0].isdigit() for v in cells), cells
+
+
 def test_link_restores_the_slice(app):
     """A shared link (?backbone=...&difficulty=...) reproduces the author's slice.
 

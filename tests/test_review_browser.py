@@ -101,9 +101,13 @@ def test_the_step_and_the_verdict_buttons_share_the_first_screen(server, browser
     page = new_page(browser, outside, width=1400, height=1000)
     page.goto(f"{server}/review?queue=random&seed=0&reviewer=kim")
     wait_idle(page, "Step 1 of 14")
-    for name in ("Anomaly (A)", "Normal (N)", "Unsure (U)"):
-        box = page.get_by_role("button", name=name).bounding_box()
+    for name, key in (("Anomaly", "A"), ("Normal", "N"), ("Unsure", "U")):
+        button = page.get_by_role("button", name=name)
+        box = button.bounding_box()
         assert box is not None and box["y"] + box["height"] <= 1000, (name, box)
+        # The label whole, its key shown once (Streamlit's own shortcut hint), nothing cut.
+        assert button.inner_text().split() == [name, key], button.inner_text()
+        assert button.evaluate("b => [...b.querySelectorAll('*')].every(e => e.scrollWidth <= e.clientWidth + 1)"), name
     for label in ("Input", "Output"):
         box = page.get_by_text(label, exact=True).first.bounding_box()
         assert box is not None and box["y"] < 1000, (label, box)
