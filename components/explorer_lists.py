@@ -8,7 +8,7 @@ page runs the named queries with them.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,7 +93,8 @@ def pager(key: str, pages: int) -> None:
         st.pagination(pages, key=key, max_visible_pages=9)
 
 
-def run_table(frame: pd.DataFrame, open_run: str | None, key: str, on_open: Callable[[str], None]) -> None:
+def run_table(frame: pd.DataFrame, open_run: str | None, key: str, on_open: Callable[[str], None],
+              names: Mapping[str, str] | None = None) -> None:
     """The page of runs; selecting a row opens the run (``on_open(run_id)``)."""
     frame = frame.reset_index(drop=True)
     rows = frame.index[frame["run"] == open_run].tolist() if open_run else []
@@ -104,7 +105,7 @@ def run_table(frame: pd.DataFrame, open_run: str | None, key: str, on_open: Call
         if picked:
             on_open(str(frame.loc[picked[0], "run"]))
 
-    shown, labels_config = run_columns.label_first(frame, frame.get("difficulty"))
+    shown, labels_config = run_columns.label_first(frame, frame.get("difficulty"), names)
     st.dataframe(
         shown, hide_index=True, key=table_key, on_select=chosen, selection_mode="single-row",
         selection_default={"selection": {"rows": rows[:1]}} if rows else None,
@@ -112,12 +113,13 @@ def run_table(frame: pd.DataFrame, open_run: str | None, key: str, on_open: Call
     )
 
 
-def search_table(frame: pd.DataFrame, links: list[str], key: str, on_open: Callable[[str, int], None]) -> None:
+def search_table(frame: pd.DataFrame, links: list[str], key: str, on_open: Callable[[str, int], None],
+                 names: Mapping[str, str] | None = None) -> None:
     """Search hits with a link column; selecting a row opens that run at that step."""
     shown = frame[["run", "step", "action", "agent", "found_in", "snippet"]].copy()
     shown["snippet"] = [("…" if cut else "") + (s or "").replace("\n", " ") + "…"
                         for s, cut in zip(frame["snippet"], frame["cut_before"])]
-    shown, labels_config = run_columns.label_first(shown, frame.get("difficulty"))
+    shown, labels_config = run_columns.label_first(shown, frame.get("difficulty"), names)
     shown.insert(0, "link", links)
     table_key = f"{key}-{abs(hash(tuple(links)))}"
 

@@ -15,6 +15,8 @@ ensure_app_navigation()
 import pandas as pd
 
 from auditatlas import graph as tg
+from auditatlas.run_labels import names_of
+from auditatlas.set_labels import set_labels
 from auditatlas.views import EXPLORER, labels_of
 from auditatlas.views import explorer_view as view
 from components import cached, export_button, trace_graph, view_blocks, view_state
@@ -70,6 +72,7 @@ def _rule_mode_changed() -> None:
         _update(threshold=st.session_state.get("explorer_threshold_default", 0.5), top_k=None, decide="rank")
 
 
+set_names: dict[str, str] = {}  # the open run's prediction sets by their labels (rule_controls)
 RULE_WORDS = {"top_k": "top-k steps of the run", "threshold": "steps scoring ≥ a cut",
               "own": "the set's own decisions"}
 
@@ -90,7 +93,8 @@ with st.expander(view.RUNS_HEADING, expanded=state.run is None):
     runs_page = cached.query("explorer_runs", params)
     view_blocks.draw(view.run_list_page(total, page, pages))
     if total:
-        lists.run_table(runs_page.drop(columns=["total"], errors="ignore"), state.run, "runs-table", open_run)
+        lists.run_table(runs_page.drop(columns=["total"], errors="ignore"), state.run, "runs-table", open_run,
+                        names_of(cached.query, runs_page["run"]))
     lists.pager("runs_page", pages)
 
 # --- Text search -----------------------------------------------------------------------------
@@ -119,7 +123,7 @@ with st.expander("Search the slice's step text", expanded=bool(state.q)):
             base = links.page_base(st.context.url)
             hit_links = [links.link(slice_, state, base=base, run=r, step=int(s), expand=[])
                          for r, s in zip(hits["run"], hits["step"])]
-            lists.search_table(hits, hit_links, "search-table", open_step)
+            lists.search_table(hits, hit_links, "search-table", open_step, names_of(cached.query, hits["run"]))
         lists.pager("search_page", hit_pages)
 
 
@@ -133,10 +137,12 @@ def rule_controls(run_sets: pd.DataFrame) -> tuple[str | None, tg.DecisionRule |
     view_blocks.draw(view.set_not_drawn(cached.query, state.set_id, ids))
     c1, c2, c3 = st.columns([4, 2, 2])
     st.session_state["explorer_set"] = chosen
+    set_names.update(set_labels(run_sets.to_dict("records")))
     c1.selectbox("Prediction set (detector or judge)", [None] + ids, key="explorer_set", placeholder="none",
-                 format_func=lambda s: "none" if s is None else s, on_change=_from_widget, disabled=not ids,
-                 args=("explorer_set", "set_id"),
-                 help="Step-level prediction sets that score this run.")
+                 format_func=lambda s: "none" if s is None else set_names.get(s, s), on_change=_from_widget,
+                 disabled=not ids, args=("explorer_set", "set_id"),
+                 help="Step-level prediction sets that score this run, by method, protocol, model and seed (the "
+                      "set's id is in the link and the Detectors page's Prediction sets tab).")
     if chosen is None:
         if not ids:
             with c2:
@@ -219,7 +225,7 @@ def run_view(run: dict) -> None:
     collapsed = view.collapsed_scopes(graph, opened, selected)
     view_blocks.draw(view.collapsed_note(graph, collapsed, "open them above" + (
         ", the open step's scope is shown." if selected is not None else ".")))
-    view_blocks.draw(view.confusion(graph, set_id))
+    view_blocks.draw(view.confusion(graph, set_names.get(set_id)))
 
     # The graph takes the page's whole width (it wraps its rows to the width it gets, so more
     # width means fewer rows); the step table follows it.

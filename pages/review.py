@@ -107,7 +107,7 @@ def queue_view() -> None:
     reading, deciding = st.columns([3, 2], gap="medium")
     with reading:
         st.subheader(f"Step {position + 1:,} of {len(queue):,}")
-        st.markdown(f"Run **{md(run_labels.run_label(run_id, run.get('difficulty')))}**, step **{step_idx}** · "
+        st.markdown(f"Run **{md(run_labels.row_label(run))}**, step **{step_idx}** · "
                     f"{md(step.get('action') or '—')} · agent {md(step.get('agent') or '—')}")
         st.caption(f"run id {md(run_id)}")
         review_item.label_line(step, run)

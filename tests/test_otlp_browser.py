@@ -11,6 +11,8 @@ Chromium).
 """
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from auditatlas.ingest import ingest
@@ -70,6 +72,7 @@ def test_a_received_trace_opens_in_the_explorer_of_a_running_app(tmp_path, brows
         body = page.inner_text("body").replace("\u2060", "")  # components.safe.md's word joiner after ':'
         assert f"live:{trace_id}" in body and "backbone gpt-4o" in body and "5 steps" in body, body[:3000]
         assert "Step 2 · TOOL:web_search · agent planner" in body
+        assert re.search(r"Run planner · \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\n", body), body[:3000]  # its root span, its start
         frame = graph_frame(page)
         drawn = frame.evaluate("""() => {
             const net = window.traceNetwork, pos = net.getPositions();
@@ -80,7 +83,7 @@ def test_a_received_trace_opens_in_the_explorer_of_a_running_app(tmp_path, brows
                     hint: document.body.innerText};
         }""")
     # Steps in start order: planner, its LLM call, the tool that call made, writer, writer's LLM call.
-    assert drawn["labels"] == ["0 AGENT", "1 LLM", "2 TOOL:web_…", "3 AGENT", "4 LLM"]  # actions cut at 10 characters
+    assert drawn["labels"] == ["0 AGENT", "1 LLM", "2 TOOL:web_search", "3 AGENT", "4 LLM"]  # whole, not cut
     assert drawn["rows"] == 2  # planner's row and writer's
     assert drawn["edges"] == ["child (observed)", "child (observed)", "handoff (observed)", "tool_call (observed)"]
     assert "One row per agent" in drawn["hint"]

@@ -296,10 +296,15 @@ def cost_frame(cost: pd.DataFrame) -> pd.DataFrame:
 
 
 def sets_frame(sets: pd.DataFrame) -> pd.DataFrame:
+    """The prediction sets, each by its label first (``set_labels``), its id last, to copy."""
+    from ..set_labels import set_labels
+
     out = sets[["set_id", "detector", "granularity", "origin", "family", "supervision", "seed", "n_predictions",
                 "n_test_predictions", "n_test_unscored", "source_file", "created_at", "shown", "not_shown"]].copy()
     out["shown"] = np.where(out["shown"], "yes", "no: " + out["not_shown"])
-    return out.drop(columns="not_shown")
+    names = set_labels(sets.to_dict("records"))
+    out.insert(0, "prediction set", [names[str(s)] for s in out["set_id"]])
+    return out[[c for c in out.columns if c not in ("set_id", "not_shown")] + ["set_id"]]
 
 
 def cell_error_rows(errors: pd.DataFrame, kind: str) -> pd.DataFrame:
