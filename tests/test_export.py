@@ -372,3 +372,28 @@ def test_every_declared_page_exports_through_its_view(tmp_path):
         made = export_view(queries.runner(root), root, needs.get(page.path, page.path))
         assert f"<h1>Audit Atlas · {html.escape(page.title)}" in made.html, page.path
         assert made.warnings == (), (page.path, made.warnings)
+
+
+def test_links_lead_to_the_served_app_or_say_that_they_need_it(capsys, tmp_path):
+    """A file opened from disk cannot follow /explorer?...: with the app's address (the CLI's
+    --app-url, the app's own button) each link into the app leads there; without it, each names
+    the page and says that it needs the app. Never a relative link into the app."""
+    from auditatlas import cli
+
+    root = shared_store("demo-300-s0")
+    bare = _export(root, "/search?q=the")
+    assert 'href="/' not in bare and "needs the app" in bare
+    assert bare.count('<span class="needs-app" title="needs the app">/explorer?') >= 10  # every hit's open cell
+    assert "they need the app: this file was made without the app&#x27;s address" in bare
+    served = _export(root, "/search?q=the", app_url="http://127.0.0.1:8765/atlas/")
+    assert 'href="/' not in served and "needs the app" not in served
+    assert served.count('<a href="http://127.0.0.1:8765/atlas/explorer?') == bare.count('class="needs-app" title=')
+    assert "into the app at http://127.0.0.1:8765/atlas" in served
+    out = tmp_path / "x.html"
+    assert cli.main(["--store", str(root), "export", "/search?q=the", "--out", str(out), "--app-url", "localhost:8501"]) == 1
+    assert capsys.readouterr().err.strip() == ("error: The app's address 'localhost:8501' is not an http(s) address "
+                                               "such as http://localhost:8501.")
+    assert not out.exists()
+    assert cli.main(["--store", str(root), "export", "/search?q=the", "--out", str(out),
+                     "--app-url", "http://localhost:8501"]) == 0
+    assert '<a href="http://localhost:8501/explorer?' in out.read_text(encoding="utf-8")
