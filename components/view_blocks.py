@@ -18,7 +18,7 @@ from components.safe import md
 from components.tables import csv_safe, file_name, table
 
 _DRAW_TEXT = {"": st.markdown, "note": st.caption, "info": st.info, "warning": st.warning, "error": st.error,
-              "success": st.success, "simulated": st.info, "sentence": lambda text: st.markdown("#### " + text)}
+              "success": st.success, "simulated": st.info, "hint": st.caption, "sentence": lambda text: st.markdown("#### " + text)}
 
 
 def markdown(words: b.Words) -> str:

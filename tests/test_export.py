@@ -320,6 +320,9 @@ def test_every_declared_page_exports_with_its_title_store_version_and_link(app_s
         assert made.warnings == (), (page.path, made.warnings)  # every choice held: the view asked for
         outside = LIBRARIES.sub("", text)
         assert "<script src=" not in outside.lower() and URL.findall(outside) == [], page.path
+        # Nothing to click in a file: the app's "click a cell" hints are left out, in its charts too.
+        # (A file's own table headers sort on a click: that one works here.)
+        assert not re.findall(r"(?i)\b(?:click|select) (?:a|on|to|the)\b(?! column header)[^<]{0,40}", outside), page.path
     explorer, cell = files["/explorer"], files["/propagation"]
     assert f"<td>{origin}</td>" in explorer and 'data-graph="graph-1"' in explorer
     [(rescored,)] = _hand(app_store, "SELECT count(*) FROM prediction_sets WHERE origin = 'rescore'")

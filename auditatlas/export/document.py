@@ -117,6 +117,8 @@ class Document:
 
     def words(self, text: b.Text) -> None:
         """A ``views.blocks.Text``: our words (with their marks) and the values, as text."""
+        if text.kind == "hint":  # how to use the app's widgets: nothing to click in a file
+            return
         if text.kind in ("warning", "error"):
             self.warnings.append(text.sentence)
         kind = {"error": "warning", "success": "info"}.get(text.kind, text.kind)

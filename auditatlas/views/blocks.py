@@ -22,8 +22,9 @@ import pandas as pd
 # Our words alone (a plain string), or our words with values (a ``Text``).
 Words = Union[str, "Text"]
 # How a sentence is shown: "" plain, note (small print), info, warning, error, success,
-# simulated (the "not a released corpus" mark), sentence (a tour author's sentence above a view).
-KINDS = ("", "note", "info", "warning", "error", "success", "simulated", "sentence")
+# simulated (the "not a released corpus" mark), sentence (a tour author's sentence above a view),
+# hint (how to use the app's widgets, "click a cell": drawn by the app, left out of the export).
+KINDS = ("", "note", "info", "warning", "error", "success", "simulated", "sentence", "hint")
 
 
 @dataclass(frozen=True)
@@ -202,9 +203,13 @@ def error(words: str, *values: Any) -> Text:
     return Text(words, values, "error")
 
 
+def hint(words: str, *values: Any) -> Text:
+    return Text(words, values, "hint")
+
+
 def say(words: str, *values: Any) -> Text:
     return Text(words, values)
 
 
 __all__ = ["Badge", "Block", "Blocks", "Column", "Facts", "Figure", "Fold", "Graph", "Heading", "Jumps", "KINDS", "Link",
-           "Metric", "Metrics", "Pre", "Row", "SIMULATED_HELP", "Table", "Text", "Words", "as_text", "error", "info", "note", "say", "warning"]
+           "Metric", "Metrics", "Pre", "Row", "SIMULATED_HELP", "Table", "Text", "Words", "as_text", "error", "hint", "info", "note", "say", "warning"]

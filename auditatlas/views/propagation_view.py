@@ -75,7 +75,9 @@ def heatmap_head() -> list[b.Block]:
             b.note("Cell = share of failed steps of the row's action followed, later in the same scope, by at least "
                    "one failed step of the column's action. n under a row = its failed source steps. \"–\": the "
                    "action never failed for that backbone. Grey: no scope in the store has the column's action after "
-                   "the row's, so the pair cannot occur. Click a cell to list its chains.")]
+                   "the row's, so the pair cannot occur. Pale cells: fewer than {} failed source steps in the row, a "
+                   "share that one step more or less moves a lot.", figs.SMALL_N),
+            b.hint("Click a cell to list its chains.")]
 
 
 def heatmap_figure(cells: pd.DataFrame, drawn: list[str]):
@@ -95,7 +97,7 @@ def heatmap_tail(cells: pd.DataFrame) -> list[b.Block]:
 
 
 def no_cell() -> list[b.Block]:
-    return [b.note("Click a heatmap cell, or choose a backbone and both actions, to list the chains behind it.")]
+    return [b.hint("Click a heatmap cell, or choose a backbone and both actions, to list the chains behind it.")]
 
 
 def cell_rate(cells: pd.DataFrame, backbone: str, src: str, later: str) -> list[b.Block]:
