@@ -17,6 +17,7 @@ import streamlit as st
 
 from auditatlas.search.answer import phrase_regex  # noqa: F401 - one literal pattern for both scans
 from components import run_columns
+from components.tables import pinned_keys
 
 SORTS: dict[str, str] = {  # output column -> what the reader sees
     "run": "run", "corpus": "corpus", "backbone": "backbone", "difficulty": "difficulty", "outcome": "outcome",
@@ -109,7 +110,7 @@ def run_table(frame: pd.DataFrame, open_run: str | None, key: str, on_open: Call
     st.dataframe(
         shown, hide_index=True, key=table_key, on_select=chosen, selection_mode="single-row",
         selection_default={"selection": {"rows": rows[:1]}} if rows else None,
-        column_config={**RUN_COLUMNS, **labels_config}, width="stretch", height=min(38 + 35 * max(len(frame), 1), 420),
+        column_config=pinned_keys(shown, {**RUN_COLUMNS, **labels_config}), width="stretch", height=min(38 + 35 * max(len(frame), 1), 420),
     )
 
 
@@ -131,11 +132,11 @@ def search_table(frame: pd.DataFrame, links: list[str], key: str, on_open: Calla
 
     st.dataframe(
         shown, hide_index=True, key=table_key, on_select=chosen, selection_mode="single-row", width="stretch",
-        column_config={
+        column_config=pinned_keys(shown, {
             "link": st.column_config.LinkColumn("open", display_text="open ↗", width="small",
                                                 help="This step in the explorer, as a link (opens a new tab)."),
             **labels_config,
             "found_in": st.column_config.TextColumn("found in", width="small"),
             "snippet": st.column_config.TextColumn("snippet", width="large"),
-        },
+        }),
     )

@@ -182,7 +182,7 @@ def step_table(frame: pd.DataFrame, selected: int | None, run_id: str) -> None:
     st.dataframe(frame, hide_index=True, key=key, on_select=chosen, selection_mode="single-row",
                  selection_default={"selection": {"rows": [selected]}} if selected is not None else None,
                  width="stretch", height=min(38 + 35 * len(frame), 560), placeholder="—",
-                 column_config={"step": st.column_config.NumberColumn("step", width="small"),
+                 column_config={"step": st.column_config.NumberColumn("step", width="small", pinned=True),
                                 "score": st.column_config.NumberColumn("score", format="%.4g")})
 
 

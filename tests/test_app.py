@@ -60,6 +60,23 @@ def test_a_board_line_without_a_published_value_reads_a_dash(app):
     assert "—" in cells and any(v[0].isdigit() for v in cells), cells
 
 
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_table_keeps_its_key_column_pinned(app, page):
+    """A wide table scrolled sideways still says whose row it is: its first column (and a run's
+    label, where it lists runs) is pinned at the left."""
+    import json
+
+    app.switch_page(page)
+    app.run()
+    assert not app.exception, app.exception
+    assert len(app.dataframe) >= 2
+    for table in app.dataframe:
+        config = json.loads(table.proto.columns or "{}")
+        keys = [table.value.columns[0], *(["run"] if "run" in table.value.columns else [])]
+        assert all(config.get(str(k), {}).get("pinned") is True for k in keys), (keys, config)
+
+
 def test_link_restores_the_slice(app):
     """A shared link (?backbone=...&difficulty=...) reproduces the author's slice.
 
