@@ -28,6 +28,9 @@ slice_ = st.session_state.get("slice", {})
 link_view = view_state.read(EXPLORER, bound=False, show=False)
 state = links.from_values(link_view.values, st.query_params, link_view.problems)
 SEARCH_PAGE_SIZE = 50
+# How often the run list looks for runs received since it was drawn (a receiver writing traces
+# in): a stat of the store's manifest, and one cached count once the store changed.
+LIVE_EVERY_S = 5.0
 SNIPPET_CONTEXT = 60
 
 
@@ -87,6 +90,7 @@ view_state.report(state.problems)
 with st.expander(view.RUNS_HEADING, expanded=state.run is None):
     request = lists.run_list_controls(cached.query("slice_options"))
     count_params = {k: v for k, v in request.params.items() if k not in ("sort", "descending")}
+    listed_stamp = cached.store_stamp()  # the store version the list is drawn from
     total = int(cached.query("explorer_runs_count", {"slice": slice_, **count_params})["total"].iloc[0])
     page, pages = lists.page_number("runs_page", total, request.page_size)
     params = {"slice": slice_, **request.params, "limit": request.page_size, "offset": (page - 1) * request.page_size}
@@ -96,6 +100,26 @@ with st.expander(view.RUNS_HEADING, expanded=state.run is None):
         lists.run_table(runs_page.drop(columns=["total"], errors="ignore"), state.run, "runs-table", open_run,
                         names_of(cached.query, runs_page["run"]))
     lists.pager("runs_page", pages)
+
+
+
+@st.fragment(run_every=LIVE_EVERY_S)
+def new_runs_notice(count_query: dict, seen_total: int, seen_stamp: int) -> None:
+    """Runs received since the list was drawn, offered with a button that draws it again (only
+    this fragment reruns on its timer: the page stays as it is until the reader asks)."""
+    if cached.store_stamp() == seen_stamp:
+        return
+    now = int(cached.query("explorer_runs_count", count_query)["total"].iloc[0])
+    if now <= seen_total:
+        return
+    notice, button = st.columns([4, 1], vertical_alignment="center")
+    with notice:
+        view_blocks.draw(view.new_runs(now - seen_total))
+    if button.button("Show them", key="explorer_new_runs"):
+        st.rerun(scope="app")
+
+
+new_runs_notice({"slice": slice_, **count_params}, total, listed_stamp)
 
 # --- Text search -----------------------------------------------------------------------------
 with st.expander("Search the slice's step text", expanded=bool(state.q)):

@@ -64,6 +64,11 @@ def run_list_page(total: int, page: int, pages: int) -> list[b.Block]:
                                                 total, page, pages)]
 
 
+def new_runs(n: int) -> list[b.Block]:
+    """The live run list's notice: runs the store received since the list was drawn."""
+    return [b.info("{:,} new run{} received since this list was drawn.", n, "" if n == 1 else "s")]
+
+
 def run_list(query: Query, slice_: Mapping[str, Any]) -> list[b.Block]:
     """The run list the page opens on when no run is chosen: the slice's runs in its default order
     (by run id), the label first and the full id last, as the page's table shows them."""
