@@ -16,11 +16,11 @@ from components import run_columns
 
 
 def pinned_keys(frame: pd.DataFrame, config: dict | None = None) -> dict:
-    """``config`` with the table's key columns pinned at its left, so a wide table scrolled
-    sideways still says whose row it is: its first column, and a run's label where it has one."""
+    """``config`` with the table's key column (its first) pinned at its left, so a wide table
+    scrolled sideways still says whose row it is. Only the first: a pinned column moves ahead of
+    every unpinned one, and the columns after the key are in the order a reader needs them."""
     config = dict(config or {})
-    keys = list(dict.fromkeys([*frame.columns[:1], *(["run"] if "run" in frame.columns else [])]))
-    for name in keys:
+    for name in frame.columns[:1]:
         config[name] = {**(config.get(name) or {}), "pinned": True}
     return config
 
