@@ -62,7 +62,7 @@ def add_parsers(sub: Any) -> None:
 
 def run(args: argparse.Namespace, root: Path) -> int:
     from ..judges.engine import JudgeConfig, judge
-    from .detector_commands import ProgressBar
+    from .progress_bar import ProgressBar
 
     config = JudgeConfig(
         protocol=args.protocol.replace("-", "_"), model=args.model, base_url=args.base_url,
