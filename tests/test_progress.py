@@ -3,16 +3,12 @@ a line per tenth elsewhere) and the app's ``st.progress``."""
 from __future__ import annotations
 
 import io
-import subprocess
-import sys
-from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
 from auditatlas.commands.progress_bar import ProgressBar
 from auditatlas.progress import share
-
-REPO = Path(__file__).resolve().parents[1]
+from cli_support import run_cli
 
 
 class Terminal(io.StringIO):
@@ -54,10 +50,8 @@ def test_a_phase_is_heard_as_its_share_of_the_whole():
     assert [round(f, 6) for f, _ in heard] == [0.5, 0.7, 0.9, 0.9]
 
 
-def test_the_ingest_command_draws_its_progress_per_tenth(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "auditatlas.cli", "--store", str(tmp_path / "store"), "demo",
-                           "--rooms", "40", "--no-catchbench", "--workers", "0"],
-                          capture_output=True, text=True, cwd=REPO, timeout=120)
+def test_the_demo_command_draws_its_progress_per_tenth(tmp_path):
+    done = run_cli("--store", str(tmp_path / "store"), "demo", "--rooms", "40", "--no-catchbench", "--workers", "0")
     assert done.returncode == 0, done.stderr[-2000:]
     shares = [line.split("]")[0] + "]" for line in done.stderr.splitlines() if line.startswith("[")]
     assert shares[-1] == "[100%]" and len(shares) == len(set(shares)) <= 11
