@@ -9,6 +9,7 @@ from auditatlas.views import page_frame
 from auditatlas.views.pages import PAGES
 from components import cached, tour_draft, view_blocks
 from components.filters import labels_sidebar, slice_sidebar
+from components.progress_view import ProgressView
 from components.safe import md
 
 # No page_icon: a material-symbol favicon is fetched from fonts.gstatic.com (offline means offline).
@@ -27,11 +28,7 @@ def ensure_store() -> None:
 
     with st.status("First launch: building the embedded default corpus (simulated MAADBench, the CatchBench "
                    "release and a standard detector panel)…", expanded=True) as status:
-        bar = st.progress(0.0)
-
-        def progress(fraction: float, message: str) -> None:
-            bar.progress(min(max(fraction, 0.0), 1.0), text=md(message))
-
+        progress = ProgressView()
         if ensure_default_store(root, progress=progress, notify=lambda message: st.write(md(message))):
             progress(1.0, "Scoring the boards and fitting label doubt once, so that /boards and /review open "
                           "without waiting…")

@@ -7,7 +7,7 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -151,19 +151,29 @@ def source_corpora(root: str | Path, manifest: dict | None = None) -> dict[str, 
     return held
 
 
-def source_run_ids(root: str | Path, source: str) -> set[str]:
-    """The run ids source ``source`` holds now (empty when the store has no such source).
+def source_run_ids(root: str | Path, source: str, bases: Collection[str]) -> set[str]:
+    """The run ids source ``source`` holds now whose base is one of ``bases`` (the id itself, or
+    the id with a ``~<n>`` suffix a writer gave a later run of the same trace); empty when the
+    store has no such source.
 
     For a writer that adds runs to a source (the live receiver) and must not reuse an id; read
     under the writer lock, it is exactly what a following :meth:`SourceWriter.carry` carries.
+    Only the ids asked about are kept, read one part's column at a time: a receiver writing
+    every second must not hold every run id of a corpus that grows all day.
     """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     root = Path(root)
     entry = read_manifest(root)["sources"].get(source)
-    if entry is None:
+    if entry is None or not bases:
         return set()
+    wanted = pa.array(sorted(set(bases)), pa.string())
     held: set[str] = set()
     for part in table_parts(root / str(entry["dir"]), "runs"):
-        held.update(r for r in pq.read_table(part, columns=["run_id"]).column("run_id").to_pylist() if r is not None)
+        ids = pq.read_table(part, columns=["run_id"]).column("run_id")
+        base = pc.replace_substring_regex(ids, pattern=r"~[0-9]+$", replacement="")
+        held.update(r for r in pc.filter(ids, pc.is_in(base, value_set=wanted)).to_pylist() if r is not None)
     return held
 
 

@@ -87,7 +87,7 @@ class TreeMemory:
 def _child_score(store: str, detector: str, mode: str) -> dict:
     sys.path.insert(0, str(REPO))
     from auditatlas.cluster import client_session
-    from auditatlas.commands.detector_commands import ProgressBar
+    from auditatlas.commands.progress_bar import ProgressBar
     from auditatlas.detectors.engine import score
 
     bar = ProgressBar(sys.stderr)

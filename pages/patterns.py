@@ -18,6 +18,7 @@ from auditatlas.patterns import MAX_CLUSTERS, build, similar, vectors
 from auditatlas.views import patterns_view as view
 from auditatlas.views.pages import PATTERNS
 from components import cached, export_button, view_blocks, view_state
+from components.progress_view import ProgressView
 from components.safe import md
 
 slice_ = st.session_state.get("slice", {})
@@ -38,8 +39,7 @@ def _load() -> vectors.StepVectors:
     if build.is_built(build.vectors_home(root) / build.version_key(root)):
         return vectors.load(root, cached.query)
     with st.status("Building the step vectors of this store version (once per version)…", expanded=True) as status:
-        bar = st.progress(0.0)
-        found = vectors.load(root, cached.query, lambda f, m: bar.progress(min(max(f, 0.0), 1.0), text=md(m)))
+        found = vectors.load(root, cached.query, ProgressView())
         status.update(label="Step vectors ready.", state="complete", expanded=False)
     return found
 
@@ -71,9 +71,7 @@ count_box.number_input("Clusters", min_value=2, max_value=MAX_CLUSTERS, value=in
                        step=1, key="patterns_clusters", on_change=_from_widget, args=("patterns_clusters", "clusters"),
                        kwargs={"cluster": None})
 with st.status("Clustering the slice's anomalous steps…", expanded=False) as status:
-    bar = st.progress(0.0)
-    result = view.grouped(found, cached.query, slice_, values,
-                          progress=lambda f, m: bar.progress(min(max(f, 0.0), 1.0), text=md(m)))
+    result = view.grouped(found, cached.query, slice_, values, progress=ProgressView())
     if isinstance(result, list):
         status.update(label="No clusters.", state="error")
     else:

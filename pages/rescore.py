@@ -29,6 +29,7 @@ from auditatlas.judges.engine import JudgeConfig, judge
 from auditatlas.views import rescore_view as view
 from auditatlas.views.pages import JUDGE_PROTOCOLS, RESCORE
 from components import cached, export_button, view_blocks, view_state
+from components.progress_view import ProgressView
 from components.safe import md
 
 slice_ = {k: v for k, v in st.session_state.get("slice", {}).items() if v}
@@ -50,12 +51,12 @@ def _request(what: str) -> None:
 
 def _run_rescore(chosen: list[str], feature_set: str, seeds: int) -> None:
     st.session_state["rescore_running"] = True
-    bar = st.progress(0.0, text="Starting…")
+    bar = ProgressView()
     cancel = st.empty()  # the Cancel button lives only as long as the run
     cancel.button("Cancel", key="rescore_cancel", help="Stops the run after the current job; nothing is written.")
     try:
         result = engine.score(cached.store_root(), chosen, slice_, seeds, feature_set,
-                              progress=lambda f, m: bar.progress(min(max(f, 0.0), 1.0), text=md(m)))
+                              progress=bar)
     except AtlasError as exc:
         st.session_state["rescore_running"] = False
         cancel.empty()
@@ -63,7 +64,7 @@ def _run_rescore(chosen: list[str], feature_set: str, seeds: int) -> None:
         return
     st.session_state["rescore_running"] = False
     cancel.empty()
-    bar.progress(1.0, text="Done.")
+    bar.done()
     st.session_state["rescore_last"] = {
         "source": result.source, "seconds": result.seconds, "notes": result.notes,
         "sets": [{"set_id": s.set_id, "detector": s.detector, "supervision": s.supervision, "seed": s.seed,
@@ -114,13 +115,13 @@ def _optional(value) -> float | None:
 def _run_judge(config: JudgeConfig) -> None:
     st.session_state["judge_running"] = True
     with st.status("Judging the slice…", expanded=True) as status:
-        bar = st.progress(0.0, text="Starting…")
+        bar = ProgressView()
         cancel = st.empty()  # the Cancel button lives only as long as the run
         cancel.button("Cancel", key="judge_cancel", help="Stops the judge; nothing is written (every reply so far "
                                                          "is cached: running it again costs nothing for them).")
         try:
             result = judge(cached.store_root(), config, slice_,
-                           progress=lambda f, m: bar.progress(min(max(f, 0.0), 1.0), text=md(m)))
+                           progress=bar)
         except AtlasError as exc:
             st.session_state["judge_running"] = False
             cancel.empty()
@@ -129,7 +130,7 @@ def _run_judge(config: JudgeConfig) -> None:
             return
         st.session_state["judge_running"] = False
         cancel.empty()
-        bar.progress(1.0, text="Done.")
+        bar.done()
         status.update(label=f"Judged {result.judged:,} of {result.runs:,} runs.", state="complete", expanded=False)
     st.session_state["judge_last"] = {"source": result.source, "seconds": result.seconds, "notes": result.notes,
                                       "lines": result.lines(), "sets": result.set_ids}
@@ -192,11 +193,11 @@ if scorable:
                                   bind="query-params")
     st.button("Compute the matrix", disabled=not cross_chosen, key="cross_run", on_click=_request, args=("cross",))
     if st.session_state.pop("cross_requested", False) and cross_chosen:
-        bar = st.progress(0.0, text="Starting…")
+        bar = ProgressView()
         try:
             result = cross_backbone(cached.store_root(), cross_chosen, slice_, int(cross_seeds), DEFAULT_FEATURE_SET,
                                     corpus=cross_corpus,
-                                    progress=lambda f, m: bar.progress(min(max(f, 0.0), 1.0), text=md(m)))
+                                    progress=bar)
         except AtlasError as exc:
             st.warning(md(str(exc)))
         else:

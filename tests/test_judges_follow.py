@@ -27,7 +27,7 @@ from test_judges import Server
 from test_receive_durability import Receiver
 
 pytestmark = [pytest.mark.xdist_group("judges_follow")]
-MODEL = "slow-700"  # each call 0.7 s: a kill lands between a cached reply and one in flight
+MODEL = "slow-1000"  # each call 1 s: a kill lands between a cached reply and one in flight
 
 
 def _free_port() -> int:
@@ -125,10 +125,11 @@ def test_follower_judges_received_runs_and_resumes_without_duplicates(tmp_path):
         _wait("runs 1 and 2 judged", lambda: _runs_judged(store) >= runs, 25, follower.lines)
         assert server.calls(MODEL) == 2
 
-        # Two more runs; the follower is killed once the second one's call is in flight (calls go
-        # one at a time, so the third run's reply is in the cache by then and no set was written).
-        for n in (3, 4):
-            assert post(receiver.url, _trace(n)).status == 200
+        # Two more runs in one request, so one receiver write holds both and one round judges both;
+        # the follower is killed once the second one's call is in flight (calls go one at a time,
+        # so the third run's reply is in the cache by then and no set was written).
+        both = json_doc(openinference_trace(f"{3:032x}") + openinference_trace(f"{4:032x}"))
+        assert post(receiver.url, json.dumps(both).encode()).status == 200
         _wait("the fourth run's call", lambda: server.calls(MODEL) >= 4, 25, follower.lines)
         follower.kill()
         assert _runs_judged(store) == runs

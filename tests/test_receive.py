@@ -14,7 +14,7 @@ import pytest
 
 from auditatlas.errors import AtlasError
 from auditatlas.ingest import ingest
-from auditatlas.store import health, read_manifest, table_files
+from auditatlas.store import health, read_manifest, source_run_ids, table_files
 from otlp_fixtures import TRACE_A, TRACE_B, S, genai_trace, json_doc, openinference_trace, pb_request, sid, write_json
 from receive_support import post, rows, running
 
@@ -254,6 +254,10 @@ def test_a_late_span_reopens_its_trace_and_a_forgotten_trace_continues_in_a_run_
     whole = [r for r in rows(store, "steps", "live") if r["run_id"] == f"live:{TRACE_A}"]
     assert whole == rows(tmp_path / "file", "steps", "live")
     assert [r["run_id"] for r in rows(store, "runs", "live")] == [f"live:{TRACE_A}", f"live:{TRACE_A}~2", f"live:{TRACE_B}"]
+    # What a write asks of the held ids: those of its own traces and their later runs, no other.
+    assert source_run_ids(store, "live", {f"live:{TRACE_A}"}) == {f"live:{TRACE_A}", f"live:{TRACE_A}~2"}
+    assert source_run_ids(store, "live", {f"live:{TRACE_B}", "live:ffff"}) == {f"live:{TRACE_B}"}
+    assert source_run_ids(store, "live", set()) == set() == source_run_ids(store, "other", {f"live:{TRACE_B}"})
     # Every write keeps the receiver's promise: each segment the manifest lists is in run order
     # on its own (store_segments), and together they hold every step once.
     import pyarrow.parquet as pq

@@ -28,7 +28,7 @@ from receive_support import post
 
 REPO = Path(__file__).resolve().parent.parent
 PROTOBUF = "application/x-protobuf"
-KILLS = 5  # bench/receive_kills.py runs the same loop with 20
+KILLS = 3  # bench/receive_kills.py runs the same loop with 20
 
 
 def free_port() -> int:

@@ -248,10 +248,8 @@ def test_rows_become_arrow_every_few_runs_without_changing_them(room_files, tmp_
     assert len(out.runs) == 30 and len(out.steps) == sum(whole.tables["runs"].column("n_steps").to_pylist()[:30])
 
 
-def test_progress_line_with_and_without_its_share():
+def test_progress_sentence_leaves_the_share_to_its_drawer():
     from auditatlas.ingest.stream import format_progress
 
     info = {"done": 40, "total": 100, "elapsed": 2.0, "steps": 1000, "units": "rooms", "problems": 0}
-    assert format_progress(info) == "[ 40%] 40/100 rooms, 1,000 steps, 500 steps/s, 3 s left"
-    # The demo prints its own share in front: the line must not repeat it.
-    assert format_progress(info, share=False) == "40/100 rooms, 1,000 steps, 500 steps/s, 3 s left"
+    assert format_progress(info) == "40/100 rooms, 1,000 steps, 500 steps/s, 3 s left"

@@ -8,16 +8,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from ..schema import SLICE_COLUMNS as SLICE_KEYS
 from .argument_types import count, parse_slice, positive_int
+from .progress_bar import ProgressBar
 
 
 def add_parsers(sub: Any) -> None:
@@ -56,37 +55,6 @@ def _detectors(names: list[str]) -> list[str]:
     for name in names:
         out.extend(engine_detectors() if name == "all" else [name])
     return list(dict.fromkeys(out))
-
-
-class ProgressBar:
-    """A one-line bar on a terminal; on a pipe or file, one line per tenth (logs stay short)."""
-
-    def __init__(self, stream: TextIO | None = None) -> None:
-        self.stream = stream if stream is not None else sys.stderr  # looked up now: it may be replaced
-        self.tty = self.stream.isatty()
-        self.last_tenth = -1
-        self.began = time.perf_counter()
-
-    def __call__(self, fraction: float, message: str) -> None:
-        fraction = min(max(float(fraction), 0.0), 1.0)
-        elapsed = time.perf_counter() - self.began
-        if self.tty:
-            width = shutil.get_terminal_size((100, 20)).columns
-            filled = int(round(fraction * 30))
-            line = f"[{'#' * filled}{'-' * (30 - filled)}] {fraction:4.0%} {elapsed:5.1f}s {message}"
-            self.stream.write("\r" + line[: width - 1].ljust(width - 1))
-            self.stream.flush()
-        else:
-            tenth = int(fraction * 10)
-            if tenth > self.last_tenth:
-                self.last_tenth = tenth
-                self.stream.write(f"[{fraction:4.0%}] {elapsed:5.1f}s {message}\n")
-                self.stream.flush()
-
-    def close(self) -> None:
-        if self.tty:
-            self.stream.write("\n")
-            self.stream.flush()
 
 
 def run(args: argparse.Namespace, root: Path) -> int:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..schema import SLICE_COLUMNS as SLICE_KEYS
-from .argument_types import non_negative, parse_slice, positive_int, positive_number, share
+from .argument_types import count, non_negative, parse_slice, positive_int, positive_number, share
 
 
 def add_parsers(sub: Any) -> None:
@@ -41,8 +41,8 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--price-in", type=non_negative, metavar="X", help="price per million input tokens")
     p.add_argument("--price-out", type=non_negative, metavar="X", help="price per million output tokens")
     p.add_argument("--timeout", type=positive_number, default=120.0, metavar="S", help="per-call timeout (default 120 s)")
-    p.add_argument("--max-retries", type=positive_int, default=5, metavar="N",
-                   help="retries of a call on 429, 5xx, timeouts (default 5)")
+    p.add_argument("--max-retries", type=count, default=5, metavar="N",
+                   help="retries of a call on 429, 5xx, timeouts (default 5; 0: none)")
     p.add_argument("--temperature", type=non_negative, default=0.0, metavar="T", help="sampling temperature (default 0)")
     p.add_argument("--max-tokens", type=positive_int, metavar="N", help="reply token limit (default: the endpoint's)")
     p.add_argument("--window", type=positive_int, default=40, metavar="N",
@@ -62,7 +62,7 @@ def add_parsers(sub: Any) -> None:
 
 def run(args: argparse.Namespace, root: Path) -> int:
     from ..judges.engine import JudgeConfig, judge
-    from .detector_commands import ProgressBar
+    from .progress_bar import ProgressBar
 
     config = JudgeConfig(
         protocol=args.protocol.replace("-", "_"), model=args.model, base_url=args.base_url,

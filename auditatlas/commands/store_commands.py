@@ -13,6 +13,7 @@ from pathlib import Path
 from ..errors import AtlasError, first_line
 from . import say
 from .argument_types import count, port_number, positive_int, positive_seconds
+from .progress_bar import ProgressBar
 
 # The default store scores every registry detector with 5 seeds; above this size that panel
 # would take far longer than the corpus itself (run `auditatlas score` on a slice instead).
@@ -163,23 +164,6 @@ def _remove(root: Path, source: str) -> int:
     return 0
 
 
-class _ProgressLine:
-    """Progress of a long ingest on stderr: at most one line a second, and the last one."""
-
-    def __init__(self) -> None:
-        self.last = 0.0
-
-    def __call__(self, info: dict) -> None:
-        import time
-
-        from ..ingest.stream import format_progress
-
-        now = time.monotonic()
-        if now - self.last >= 1.0 or info["done"] >= info["total"]:
-            self.last = now
-            print(format_progress(info), file=sys.stderr, flush=True)
-
-
 def _ingest(fmt: str, path: str | None, root: Path, options: dict, wait: bool = True,
             scheduler: str | None = None, workers: int | None = None) -> int:
     """``options``: adapter options by name, checked against the declaration of ``fmt``;
@@ -191,7 +175,11 @@ def _ingest(fmt: str, path: str | None, root: Path, options: dict, wait: bool = 
         print(f"error: {problem}", file=sys.stderr)
         return 2
     parallel = {k: v for k, v in (("scheduler", scheduler), ("workers", workers)) if v is not None}
-    batch, entry = ingest(fmt, path, root, wait=wait, notify=say, progress=_ProgressLine(), **parallel, **options)
+    bar = ProgressBar()
+    try:
+        batch, entry = ingest(fmt, path, root, wait=wait, notify=say, progress=bar, **parallel, **options)
+    finally:
+        bar.close()
     for note in batch.notes:
         print(f"note: {note}", file=sys.stderr)
     rows = ", ".join(f"{n} {t}" for t, n in entry["rows"].items() if n)
@@ -203,14 +191,15 @@ def _demo(root: Path, rooms: int, seed: int, with_catchbench: bool, panel: bool 
           scheduler: str | None = None, workers: int | None = None) -> int:
     from ..ingest import demo
 
-    def progress(fraction: float, message: str) -> None:
-        print(f"[{fraction:4.0%}] {message}", file=sys.stderr, flush=True)
-
     parallel = {"scheduler": scheduler, "workers": workers, "notify": say}
-    if with_catchbench:
-        counts = demo.build_default_store(root, rooms=rooms, seed=seed, progress=progress, panel=panel, **parallel)
-    else:
-        counts = demo.build_demo(root, rooms=rooms, seed=seed, progress=progress, **parallel)
+    bar = ProgressBar()
+    try:
+        if with_catchbench:
+            counts = demo.build_default_store(root, rooms=rooms, seed=seed, progress=bar, panel=panel, **parallel)
+        else:
+            counts = demo.build_demo(root, rooms=rooms, seed=seed, progress=bar, **parallel)
+    finally:
+        bar.close()
     for sentence in counts.pop("written_but", []):
         print(f"warning: {sentence}", file=sys.stderr)
     print(f"built the simulated default corpus in {root}: {json.dumps(counts, sort_keys=True)}")

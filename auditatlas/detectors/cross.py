@@ -22,11 +22,12 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AtlasError, UndefinedMetric
+from ..progress import Progress, or_quiet
 from ..query_function import Query
 from ..stats import roc_auc, spread
 from ..view_state.state_fields import copy_shared
 from .executors import Cancelled, ShouldStop, execute
-from .features import DEFAULT_FEATURE_SET, Progress, check_feature_set, step_features
+from .features import DEFAULT_FEATURE_SET, check_feature_set, step_features
 from .jobs import Unit, score_parts
 from .request import detector_list, scorable_corpora, seed_list, slice_corpora
 from .splits import TEST_SIZE, group_split
@@ -101,7 +102,7 @@ def cross_backbone(
     slice holds both anomalous and normal labeled steps.
     """
     root = Path(root)
-    report = progress or (lambda fraction, message: None)
+    report = or_quiet(progress)
     chosen = detector_list(detectors)
     seed_values = seed_list(seeds)
     check_feature_set(feature_set)

@@ -37,10 +37,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UndefinedMetric
+from ..progress import Progress, or_quiet
 from ..view_state.state_fields import copy_shared
 from . import registry
 from .executors import Cancelled, ShouldStop, execute
-from .features import DEFAULT_FEATURE_SET, Progress, StepFeatures, check_feature_set, step_features
+from .features import DEFAULT_FEATURE_SET, StepFeatures, check_feature_set, step_features
 from .jobs import PARTITION_ROWS, Unit, score_parts
 from .prediction_sets import SetSummary, set_record, write_sets
 from .provenance import data_sources, versions
@@ -110,7 +111,7 @@ def score(
     """
     began = time.perf_counter()
     root = Path(root)
-    report = progress or (lambda fraction, message: None)
+    report = or_quiet(progress)
     chosen = detector_list(detectors)
     seed_values = seed_list(seeds)
     check_feature_set(feature_set)

@@ -19,7 +19,7 @@ features are computed, and detectors fitted, one corpus at a time.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AtlasError
+from ..progress import Progress, or_quiet
 from ..query_function import Query
 
 NUMERIC_COLUMNS: tuple[str, ...] = (
@@ -45,7 +46,6 @@ FEATURE_SETS: dict[str, str] = {
 }
 DEFAULT_FEATURE_SET = "structural"
 
-Progress = Callable[[float, str], None]
 
 
 @dataclass
@@ -95,7 +95,7 @@ def step_features(
     """Features of every step of ``corpus`` in ``slice`` (the slice's corpus filter is replaced),
     read through ``query`` (a named query's name and parameters -> its frame)."""
     check_feature_set(feature_set)
-    report = progress or (lambda fraction, message: None)
+    report = or_quiet(progress)
     sliced = {**dict(slice or {}), "corpus": [corpus]}
     runs = query("step_feature_runs", {"slice": sliced})
     vocab = query("step_feature_vocab", {"slice": sliced})

@@ -31,6 +31,7 @@ from types import ModuleType
 from typing import Any
 
 from ..errors import first_line
+from ..progress import Progress
 
 
 @dataclass(frozen=True)
@@ -179,7 +180,7 @@ def ingest(
     client: Any = None,
     scheduler: str | None = None,
     workers: int | None = None,
-    progress: Callable[[dict], None] | None = None,
+    progress: Progress | None = None,
     **options: Any,
 ) -> tuple[Batch, dict]:
     """Read ``path`` with the adapter of ``fmt`` and replace its source in ``store``.

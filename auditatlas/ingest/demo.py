@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import first_line
-from ..simulator import CORPUS, DEFAULT_ROOMS, KIND, SOURCE, Progress, simulate
+from ..progress import Progress, or_quiet
+from ..simulator import CORPUS, DEFAULT_ROOMS, KIND, SOURCE, simulate
 
 __all__ = ["CORPUS", "DEFAULT_ROOMS", "KIND", "SOURCE", "build_default_store", "build_demo", "simulate"]
 
@@ -32,15 +33,10 @@ def build_demo(store: Path, rooms: int = DEFAULT_ROOMS, seed: int = 0, progress:
     ``check(staging)`` may refuse the staged corpus before it lands.
     """
     from .simulated import build
-    from .stream import format_progress
 
-    report = progress or (lambda fraction, message: None)
+    report = or_quiet(progress)
     report(0.0, f"simulating and importing {rooms:,} rooms")
-
-    def on_chunk(info: dict[str, Any]) -> None:
-        report(info["done"] / max(info["total"], 1), format_progress(info, share=False))
-
-    result = build(store, rooms, seed, scheduler=scheduler, workers=workers, progress=on_chunk, notify=notify,
+    result = build(store, rooms, seed, scheduler=scheduler, workers=workers, progress=report, notify=notify,
                    check=check)
     report(1.0, "demo corpus ready")
     return result
@@ -83,7 +79,7 @@ def build_default_store(store: Path, rooms: int = DEFAULT_ROOMS, seed: int = 0,
     """
     from ..store import store_lock
 
-    report = progress or (lambda fraction, message: None)
+    report = or_quiet(progress)
     with store_lock(store, notify=notify):  # the whole default store is one writer's job
         return _build_default(store, rooms, seed, report, seeds if panel else 0, scheduler, workers, notify)
 

@@ -21,9 +21,8 @@ from typing import Any
 import pyarrow as pa
 
 from ..errors import IngestFailed, InputError
+from ..progress import Progress
 from ..store import SourceWriter, prepare, write_prepared
-
-Progress = Callable[[dict], None]
 
 
 @dataclass
@@ -138,9 +137,9 @@ def _run(plan: Plan, store: str | Path, client: Any, progress: Progress | None, 
                 writer.record(written)
             done += sizes[index]
             if progress:
-                elapsed = time.perf_counter() - began
-                progress({"done": done, "total": total, "units": plan.units, "steps": counters.get("steps", 0),
-                          "elapsed": elapsed, "problems": len(problems)})
+                info = {"done": done, "total": total, "units": plan.units, "steps": counters.get("steps", 0),
+                        "elapsed": time.perf_counter() - began, "problems": len(problems)}
+                progress(done / total if total else 1.0, format_progress(info))
         if close is not None:
             close()
         if problems:
@@ -199,13 +198,12 @@ def _size(chunk: Any) -> int:
         return 1
 
 
-def format_progress(info: dict, *, share: bool = True) -> str:
-    """One terminal line: units and steps done, steps per second, time left; ``share=False``
-    leaves out the leading "[ 40%]" for a caller that prints its own."""
+def format_progress(info: dict) -> str:
+    """What a chunk's progress says: units and steps done, steps per second, time left (the share
+    done travels beside it, for whoever draws the progress to show)."""
     done, total, elapsed = info["done"], info["total"], max(info["elapsed"], 1e-9)
     rate = info["steps"] / elapsed
     left = (total - done) * elapsed / done if done else float("nan")
     left_text = f"{left:,.0f} s left" if done else "estimating"
-    head = f"[{done / total if total else 1:4.0%}] " if share else ""
-    return (f"{head}{done:,}/{total:,} {info['units']}, {info['steps']:,} steps, "
+    return (f"{done:,}/{total:,} {info['units']}, {info['steps']:,} steps, "
             f"{rate:,.0f} steps/s, {left_text}" + (f", {info['problems']} problem(s)" if info["problems"] else ""))

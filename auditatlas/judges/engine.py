@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import AtlasError
+from ..progress import Progress, or_quiet
 from ..view_state.state_fields import copy_shared
 from . import contract
 from .cache import Cached, ReplyCache, reply_key
@@ -57,7 +58,6 @@ SOURCE_PREFIX = "judge-"
 PAGE_RUNS = 200
 DEFAULT_WINDOW = 40
 
-Progress = Callable[[float, str], None]
 ShouldStop = Callable[[], bool]
 
 
@@ -189,7 +189,7 @@ def judge(root: str | Path, config: JudgeConfig, slice: Mapping[str, Any] | None
     total = int(counts["runs"].sum()) if runs is None else len(runs)
     chosen = None if runs is None else frozenset(runs)
     began = time.perf_counter()
-    report = progress or (lambda fraction, message: None)
+    report = or_quiet(progress)
     cache = ReplyCache(root)
     try:
         state = _State(config, template, total, report, should_stop)

@@ -21,7 +21,6 @@ import hashlib
 import json
 import shutil
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,7 @@ import scipy.sparse as sp
 from .. import leases
 from ..analyses import Query
 from ..errors import AtlasError
+from ..progress import Progress, or_quiet
 from ..store import data_manifest, read_manifest
 from . import text
 
@@ -41,7 +41,6 @@ BATCH_RUNS = 25_000  # runs per read: about 230,000 steps of simulated MAADBench
 SCRATCH_PREFIX, STALE_AFTER_S, FRESH_KEEP = leases.SCRATCH_PREFIX, leases.STALE_AFTER_S, leases.FRESH_KEEP
 DONE = "done.json"  # written last: a folder without it is no build
 
-Progress = Callable[[float, str], None]
 
 
 def vectors_home(root: str | Path) -> Path:
@@ -66,7 +65,7 @@ def is_built(folder: Path) -> bool:
 def build(query: Query, folder: Path, progress: Progress | None = None) -> None:
     """Write the vectors of the store ``query`` reads into ``folder`` (absent, or left alone
     when another process finished it first)."""
-    report = progress or (lambda fraction, message: None)
+    report = or_quiet(progress)
     with leases.build_into(folder, is_built) as (scratch, out):
         runs = query("pattern_runs")
         vocab = query("pattern_vocab")

@@ -19,7 +19,7 @@ import hashlib
 import json
 import os
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +31,7 @@ from ..analyses import Query
 from ..analyses.relabel import is_released
 from ..analyses.review_queue import queue as review_queue
 from ..errors import AtlasError
+from ..progress import Progress, or_quiet
 from ..view_state.state_fields import copy_shared
 from . import DEFAULT_CLUSTERS
 from . import text as text_mod
@@ -42,7 +43,6 @@ EXAMPLES = 3
 TERM_SAMPLE = 100  # a cluster's steps nearest its centre whose text names its top terms
 CACHE = "clusters"  # under the vectors' build folder: one file per slice, seed and count
 
-Progress = Callable[[float, str], None]
 
 
 @dataclass
@@ -107,7 +107,7 @@ def anomalous_rows(vectors: StepVectors, query: Query, slice_: Mapping[str, Any]
 def failure_clusters(vectors: StepVectors, query: Query, slice_: Mapping[str, Any] | None = None, seed: int = 0,
                      n_clusters: int = DEFAULT_CLUSTERS, progress: Progress | None = None) -> FailureClusters:
     """The clusters of the slice's anomalous steps (cached per store version, slice, seed, count)."""
-    report = progress or (lambda fraction, message: None)
+    report = or_quiet(progress)
     if n_clusters < 2:
         raise AtlasError(f"Ask for at least 2 clusters, not {n_clusters}.")
     rows, source = anomalous_rows(vectors, query, slice_)

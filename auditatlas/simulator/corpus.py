@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import numpy as np
 
+from ..progress import Progress
 from .model import BACKBONES, DIFFICULTIES, SHORTS, TOOL_MODES, Draw, calibration, play_room
 from .rooms import DOMAINS, conversion_flags, room_content, run_room
-
-Progress = Callable[[float, str], None]
 
 CORPUS = "maadbench-sim"
 KIND = "simulated"

@@ -88,7 +88,7 @@ class Table:
     styles: pd.DataFrame | None = field(default=None, compare=False)
     columns: tuple[Column, ...] = ()
     height: int | None = None
-    placeholder: str | None = None  # what an empty cell shows in the app
+    placeholder: str | None = "—"  # what an empty cell shows in the app (Streamlit would write "None")
 
 
 @dataclass(frozen=True)

@@ -60,12 +60,14 @@ def grid_head(grid, sets: pd.DataFrame) -> tuple[list[b.Block], bool]:
         return [b.warning("This slice holds no steps of this corpus. Widen the filters in the sidebar.")], False
     return [b.say("**{} detector(s)** from {} prediction set(s); rests on {}.", len(grid.detectors), len(sets),
                   grid.rests_on()),
-            b.note("Cell: ROC-AUC of the detector's step scores against step labels, on the labeled test steps of "
-                   "that action, mean ± sample std over its sets (seeds), with positives (+) and negatives (−) per "
-                   "set. A cell without positives or without negatives is undefined: grey, with the reason, never "
-                   "0.5."),
-            b.Text(dv.INTERVAL_CAPTION, kind="note"),
-            *(b.Text(n, kind="note") for n in grid.notes)], True
+            *(b.Text(n, kind="note") for n in grid.notes),
+            # How a cell is computed folds away: the grid itself is the page's answer.
+            b.Fold("How a cell is read", (
+                b.note("Cell: ROC-AUC of the detector's step scores against step labels, on the labeled test steps "
+                       "of that action, mean ± sample std over its sets (seeds), with positives (+) and negatives "
+                       "(−) per set. A cell without positives or without negatives is undefined: grey, with the "
+                       "reason, never 0.5."),
+                b.Text(dv.INTERVAL_CAPTION, kind="note")))], True
 
 
 def grid_maps(grid, shown, facet: str, side_by_side: bool) -> list[b.Block]:

@@ -16,12 +16,12 @@ import pandas as pd
 from ..analyses.board_kept import Remember
 from ..errors import AtlasError
 from ..patterns import clusters, similar, tables
+from ..progress import Progress
 from ..run_labels import names_of, run_label
 from ..view_state.state_fields import describe_slice
 from . import blocks as b
 
 Query = Callable[..., pd.DataFrame]
-Progress = Callable[[float, str], None]
 MEMBERS_SHOWN = 2000  # a cluster's steps listed on the page (the CSV download has them all)
 STEP_LINK = b.Column("explorer", link_text="open step", width="small")
 

@@ -17,9 +17,10 @@ source into one run order at every write, since ``<corpus>:<trace id>`` ids fall
 held ones) a write took time and memory in proportion to the corpus (bench/README.md, session
 17). Only the rows a write adds are checked against the store's invariants.
 
-Left in proportion to the corpus, each small: the held run ids are read (``source_run_ids``: the
-``run_id`` column of ``runs``, one row per trace) so no id is reused, and every carried part's
-Parquet footer is read (its rows, and its run_id statistics for re-opened traces). A write that
+Left in proportion to the corpus, each small: the ``run_id`` column of ``runs`` is scanned, one
+part at a time, for the ids this write's traces could collide with (``source_run_ids``: only
+those are kept, so a receiver running all day does not hold every id of its corpus), and every
+carried part's Parquet footer is read (its rows, and its run_id statistics for re-opened traces). A write that
 merges every segment (the geometric rule's carry, now and then) costs the corpus once.
 
 Run ids are the file mapping's (``<corpus>:<trace id>``). A trace that is not held any more
@@ -59,7 +60,9 @@ def write_traces(root: Path, corpus: str, due: list[Due], origin: str,
                  notify: Callable[[str], None] | None = None) -> Written:
     """Add (or replace) the runs of ``due`` in the source of ``corpus``, atomically."""
     with store.SourceWriter(root, corpus, notify=notify) as writer:
-        held = store.source_run_ids(root, corpus)
+        # Only the ids this write could collide with: its traces' own and their later runs'.
+        held = store.source_run_ids(root, corpus, {f"{corpus}:{item.trace_id}" for item in due}
+                                    | {item.run_id for item in due if item.run_id is not None})
         run_ids = _run_ids(corpus, due, held)
         spans = [s for item in due for s in item.spans]
         mapped = map_spans(spans, corpus, origin)
