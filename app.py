@@ -5,8 +5,9 @@ import streamlit as st
 
 from auditatlas.errors import AtlasError, StoreError
 from auditatlas.store import is_empty
+from auditatlas.views import page_frame
 from auditatlas.views.pages import PAGES
-from components import cached, tour_draft
+from components import cached, tour_draft, view_blocks
 from components.filters import labels_sidebar, slice_sidebar
 from components.progress_view import ProgressView
 from components.safe import md
@@ -61,16 +62,18 @@ stop_on_broken_store()
 
 # The label choice rides in the slice mapping: whatever takes the slice reads the chosen labels.
 st.session_state["slice"] = {**slice_sidebar(cached.query("slice_options")), "labels": labels_sidebar()}
-# Every view says which labels it reads and how far the verdicts reach into its slice (our words
-# and counts only, so drawn as they are).
-st.caption(cached.label_caption(st.session_state["slice"]))
-
 # The pages are their declarations (auditatlas/views): adding one is a declaration plus its module.
 # No page icons: the current page's icon becomes the favicon, fetched from fonts.gstatic.com.
 # The default page lives at "/" (Streamlit gives it no other path): link to the Overview as "/?...".
 pages = [st.Page(p.script, title=p.title, default=True) if p.path == "/" else
          st.Page(p.script, title=p.title, url_path=p.path.strip("/")) for p in PAGES]
 current = st.navigation(pages)
+declared = next((p for p in PAGES if p.path.strip("/") == current.url_path), PAGES[0])
+# Every page wears one badge, drawn here once: which labels its numbers read (how far the
+# verdicts reach into its slice) and which of its corpora are simulated (views/page_frame.py,
+# the exports' badge too).
+if declared.badge:
+    view_blocks.draw([page_frame.badge(cached.query, st.session_state["slice"])])
 # Every page's view can be added to the tour being made (components/tour_draft.py).
-tour_draft.sidebar(next((p for p in PAGES if p.path.strip("/") == current.url_path), PAGES[0]))
+tour_draft.sidebar(declared)
 current.run()

@@ -35,7 +35,8 @@ plotly heatmap, ``bench/bare_chart.py``), what a page that opens on a chart cost
 ours (Streamlit's plotly.js module is loaded and run on a tab's first chart); and for the in-app reopen, two such
 bare pages behind ``st.navigation`` (``bench/bare_app.py``), switched between through the sidebar
 as above: what Streamlit and Chromium alone cost for a page switch (it also gets a cold and a
-warm figure, with the navigation in its sidebar). Not a test: nothing is asserted; the load
+warm figure, with the navigation in its sidebar). Then the everyday clicks (bench/clicks.py), warm,
+each beside a bare page's button rerun timed in the same run. Not a test: nothing is asserted; the load
 (``os.getloadavg``) is printed beside the figures. Every request leaving localhost is counted
 (it must be 0).
 """
@@ -53,6 +54,7 @@ from urllib.parse import unquote, urlparse
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench import clicks  # noqa: E402
 from components import serve  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -256,6 +258,11 @@ def main() -> None:
                         help="checkouts whose app is served, each in turn per link (before/after interleaved; "
                              "default: this one)")
     parser.add_argument("--no-bare", action="store_true", help="leave out the bare references")
+    parser.add_argument("--clicks", type=int, default=5,
+                        help="each everyday click timed this many times, warm, beside a bare page's button rerun "
+                             "(bench/clicks.py; 0: none)")
+    parser.add_argument("--clicks-only", action="store_true", help="time the clicks alone, no page opens")
+    parser.add_argument("--verdicts", action="store_true", help="time a /review verdict too (it writes to the store)")
     parser.add_argument("--table", type=Path, nargs="*", help="print the table of earlier runs' JSON files, run nothing")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "pages.json")
     args = parser.parse_args()
@@ -267,6 +274,11 @@ def main() -> None:
         parser.error("--store is required")
     if args.shots:
         args.shots.mkdir(parents=True, exist_ok=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    if args.clicks_only:
+        clicked = time_clicks(args)
+        print(clicks.table(clicked))
+        return
     run = a_run(args.store)
     links = [link.format(run=run) for link in (args.only or LINKS)]
     rows = []
@@ -292,9 +304,16 @@ def main() -> None:
                                                        args.reopens, repo=repo),
                              **({"repo": str(repo)} if args.repo else {})})
                 print(json.dumps(rows[-1]), flush=True)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(rows, indent=1))
     print(table(rows))
+    if args.clicks:
+        print(clicks.table(time_clicks(args)))
+
+
+def time_clicks(args) -> list[dict]:
+    rows = clicks.run(args.store, CHROMIUM, ARGS, args.clicks or 5, args.verdicts)
+    args.out.with_name(args.out.stem + "-clicks.json").write_text(json.dumps(rows, indent=1))
+    return rows
 
 
 if __name__ == "__main__":

@@ -122,13 +122,6 @@ def keep_boards(notify: Callable[[str], None]) -> None:
     keep(str(store_root()), lambda sentence: notify(sentence[:1].upper() + sentence[1:]), lead="")
 
 
-def label_caption(slice_: Mapping[str, Any] | None) -> str:
-    """The line saying which labels the views read (``auditatlas.analyses.labels_in_use``)."""
-    from auditatlas.analyses.labels_in_use import caption_for
-
-    return caption_for(query, slice_)
-
-
 def board_corpora() -> dict[str, list[str]]:
     """For every board, the corpora in the store it can be computed on (cached queries)."""
     from auditatlas.analyses.board_registry import registry

@@ -8,7 +8,7 @@ page runs the named queries with them.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +17,7 @@ import streamlit as st
 
 from auditatlas.search.answer import phrase_regex  # noqa: F401 - one literal pattern for both scans
 from components import run_columns
+from components.tables import pinned_keys
 
 SORTS: dict[str, str] = {  # output column -> what the reader sees
     "run": "run", "corpus": "corpus", "backbone": "backbone", "difficulty": "difficulty", "outcome": "outcome",
@@ -93,7 +94,8 @@ def pager(key: str, pages: int) -> None:
         st.pagination(pages, key=key, max_visible_pages=9)
 
 
-def run_table(frame: pd.DataFrame, open_run: str | None, key: str, on_open: Callable[[str], None]) -> None:
+def run_table(frame: pd.DataFrame, open_run: str | None, key: str, on_open: Callable[[str], None],
+              names: Mapping[str, str] | None = None) -> None:
     """The page of runs; selecting a row opens the run (``on_open(run_id)``)."""
     frame = frame.reset_index(drop=True)
     rows = frame.index[frame["run"] == open_run].tolist() if open_run else []
@@ -104,20 +106,21 @@ def run_table(frame: pd.DataFrame, open_run: str | None, key: str, on_open: Call
         if picked:
             on_open(str(frame.loc[picked[0], "run"]))
 
-    shown, labels_config = run_columns.label_first(frame, frame.get("difficulty"))
+    shown, labels_config = run_columns.label_first(frame, frame.get("difficulty"), names)
     st.dataframe(
         shown, hide_index=True, key=table_key, on_select=chosen, selection_mode="single-row",
         selection_default={"selection": {"rows": rows[:1]}} if rows else None,
-        column_config={**RUN_COLUMNS, **labels_config}, width="stretch", height=min(38 + 35 * max(len(frame), 1), 420),
+        column_config=pinned_keys(shown, {**RUN_COLUMNS, **labels_config}), width="stretch", height=min(38 + 35 * max(len(frame), 1), 420),
     )
 
 
-def search_table(frame: pd.DataFrame, links: list[str], key: str, on_open: Callable[[str, int], None]) -> None:
+def search_table(frame: pd.DataFrame, links: list[str], key: str, on_open: Callable[[str, int], None],
+                 names: Mapping[str, str] | None = None) -> None:
     """Search hits with a link column; selecting a row opens that run at that step."""
     shown = frame[["run", "step", "action", "agent", "found_in", "snippet"]].copy()
     shown["snippet"] = [("…" if cut else "") + (s or "").replace("\n", " ") + "…"
                         for s, cut in zip(frame["snippet"], frame["cut_before"])]
-    shown, labels_config = run_columns.label_first(shown, frame.get("difficulty"))
+    shown, labels_config = run_columns.label_first(shown, frame.get("difficulty"), names)
     shown.insert(0, "link", links)
     table_key = f"{key}-{abs(hash(tuple(links)))}"
 
@@ -129,11 +132,11 @@ def search_table(frame: pd.DataFrame, links: list[str], key: str, on_open: Calla
 
     st.dataframe(
         shown, hide_index=True, key=table_key, on_select=chosen, selection_mode="single-row", width="stretch",
-        column_config={
+        column_config=pinned_keys(shown, {
             "link": st.column_config.LinkColumn("open", display_text="open ↗", width="small",
                                                 help="This step in the explorer, as a link (opens a new tab)."),
             **labels_config,
             "found_in": st.column_config.TextColumn("found in", width="small"),
             "snippet": st.column_config.TextColumn("snippet", width="large"),
-        },
+        }),
     )

@@ -17,6 +17,7 @@ from auditatlas.view_state.state_fields import APP_PARAMS, names_in, values_of
 from auditatlas.views import PageState
 from auditatlas.views.app_link import parse_link
 from components import cached
+from components.explorer_links import app_root
 
 
 def current_link(page: PageState) -> str:
@@ -27,13 +28,13 @@ def current_link(page: PageState) -> str:
 
 
 @lru_cache(maxsize=16)
-def exported(link: str, root: str, stamp: int) -> Export:
-    """The view ``link`` as its export draws it, per store version."""
-    return export_view(cached.query, root, link)
+def exported(link: str, root: str, stamp: int, app_url: str | None = None) -> Export:
+    """The view ``link`` as its export draws it, per store version; its links lead to ``app_url``."""
+    return export_view(cached.query, root, link, app_url=app_url)
 
 
-def _file(link: str, root: str, stamp: int) -> bytes:
-    return exported(link, root, stamp).html.encode("utf-8")
+def _file(link: str, root: str, stamp: int, app_url: str | None) -> bytes:
+    return exported(link, root, stamp, app_url).html.encode("utf-8")
 
 
 def draw(page: PageState) -> None:
@@ -46,7 +47,9 @@ def draw(page: PageState) -> None:
         st.button("Export this view", disabled=True, help=reason, key=f"export-{page.path}")
         return
     root, stamp = str(cached.store_root()), cached.store_stamp()
-    st.download_button("Export this view", data=lambda: _file(link, root, stamp),
+    # The file's links lead back to this app, at the address the reader's browser uses.
+    app_url = app_root(st.context.url) or None
+    st.download_button("Export this view", data=lambda: _file(link, root, stamp, app_url),
                        file_name=file_name(f"auditatlas-{page.title}").removesuffix(".csv") + ".html",
                        mime="text/html", on_click="ignore", key=f"export-{page.path}",
                        help="One self-contained HTML file of this view (tables with their CSV, interactive charts, "

@@ -6,7 +6,7 @@ paste into the explorer's "Run id contains" box. Both are text cells, never mark
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pandas as pd
@@ -16,7 +16,8 @@ from auditatlas import run_labels
 from auditatlas.run_labels import run_label
 
 LABEL_HELP = ("A short label that tells runs apart: for MAADBench rooms the room id, difficulty, outcome and the "
-              "time the room ended; otherwise the run's own id. The full id is in the 'run id' column.")
+              "time the room ended; for traces of your own the root span's name and the run's start time (UTC); "
+              "otherwise the run's own id. The full id is in the 'run id' column.")
 ID_HELP = "The full run id: select the cell and copy it (Ctrl+C, or Cmd+C on a Mac)."
 CHAR_PX, CELL_PAD_PX, MAX_LABEL_PX = 6.8, 28, 420  # the grid's 14 px sans font: under 7 px a character
 
@@ -33,10 +34,12 @@ def labels(ids: Iterable[Any], difficulty: Iterable[Any] | None = None) -> list[
     return [run_label(r, d) for r, d in zip(ids, difficulty if difficulty is not None else [None] * len(ids))]
 
 
-def label_first(frame: pd.DataFrame, difficulty: Iterable[Any] | None = None) -> tuple[pd.DataFrame, dict]:
+def label_first(frame: pd.DataFrame, difficulty: Iterable[Any] | None = None,
+                names: Mapping[str, str] | None = None) -> tuple[pd.DataFrame, dict]:
     """A list whose ``run`` column holds full ids, as shown: the label first (what the reader
-    picks by), the full id last as ``run_id``; and the column config for both."""
-    shown = run_labels.label_first(frame, difficulty)
+    picks by), the full id last as ``run_id``; and the column config for both. ``names``: the
+    names runs carry (``run_labels.names_of``)."""
+    shown = run_labels.label_first(frame, difficulty, names)
     return shown, columns(list(shown["run"]))
 
 

@@ -15,6 +15,16 @@ from auditatlas.figures.tables import csv_safe, file_name  # noqa: F401 - one CS
 from components import run_columns
 
 
+def pinned_keys(frame: pd.DataFrame, config: dict | None = None) -> dict:
+    """``config`` with the table's key column (its first) pinned at its left, so a wide table
+    scrolled sideways still says whose row it is. Only the first: a pinned column moves ahead of
+    every unpinned one, and the columns after the key are in the order a reader needs them."""
+    config = dict(config or {})
+    for name in frame.columns[:1]:
+        config[name] = {**(config.get(name) or {}), "pinned": True}
+    return config
+
+
 def table(frame: pd.DataFrame, key: str, caption: str | None = None, download: pd.DataFrame | None = None,
           **kwargs) -> None:
     """Show ``frame`` as text cells (never HTML) with a CSV download beside it.
@@ -25,8 +35,7 @@ def table(frame: pd.DataFrame, key: str, caption: str | None = None, download: p
     if caption:
         st.caption(caption)
     shown, label_columns = run_columns.with_labels(frame)
-    if label_columns:
-        kwargs["column_config"] = {**label_columns, **(kwargs.get("column_config") or {})}
+    kwargs["column_config"] = pinned_keys(shown, {**label_columns, **(kwargs.get("column_config") or {})})
     st.dataframe(shown, hide_index=True, key=f"table-{key}", **kwargs)
     st.download_button(
         "Download CSV",

@@ -15,10 +15,10 @@ import streamlit as st
 from auditatlas.views import blocks as b
 from components import run_columns, trace_graph
 from components.safe import md
-from components.tables import csv_safe, file_name, table
+from components.tables import csv_safe, file_name, pinned_keys, table
 
 _DRAW_TEXT = {"": st.markdown, "note": st.caption, "info": st.info, "warning": st.warning, "error": st.error,
-              "success": st.success, "simulated": st.info, "sentence": lambda text: st.markdown("#### " + text)}
+              "success": st.success, "simulated": st.info, "hint": st.caption, "sentence": lambda text: st.markdown("#### " + text)}
 
 
 def markdown(words: b.Words) -> str:
@@ -66,6 +66,8 @@ def draw_one(block: b.Block, on_select: Mapping[str, Callable[[], None]] | None 
     elif isinstance(block, b.Fold):
         with st.expander(markdown(block.label), expanded=block.open):
             draw(block.blocks)
+    elif isinstance(block, b.Badge):
+        badge(block)
     elif isinstance(block, b.Row):
         for column, blocks in zip(st.columns(list(block.widths), **({"gap": block.gap} if block.gap else {})),
                                   block.columns):
@@ -73,6 +75,16 @@ def draw_one(block: b.Block, on_select: Mapping[str, Callable[[], None]] | None 
                 draw(blocks)
     else:
         raise TypeError(f"not a view block: {block!r}")
+
+
+def badge(block: b.Badge) -> None:
+    """The page's badge, one row at its top (keyed, so a test finds it on every page)."""
+    with st.container(key="page-badge", horizontal=True, gap="small"):
+        if block.simulated:
+            st.badge(md(block.simulated_text), color="orange", help=b.SIMULATED_HELP)
+        st.badge(md(block.labels), color="blue",
+                 help="The labels the numbers read: released, reviewed (the latest verdicts) or agreed; the sidebar's "
+                      "Labels choice changes them.")
 
 
 def _column(column: b.Column) -> Any:
@@ -108,6 +120,7 @@ def _table(block: b.Table) -> None:
     styles = block.styles.reset_index(drop=True).set_axis(frame.columns, axis=1)
     if caption:
         st.caption(caption)
+    kwargs["column_config"] = pinned_keys(frame, kwargs.get("column_config"))
     st.dataframe(frame.style.apply(lambda _: styles, axis=None), hide_index=True, key=f"table-{block.name}", **kwargs)
     st.download_button("Download CSV", csv_safe(frame if block.download is None else block.download)
                        .to_csv(index=False).encode(), file_name=file_name(block.name), mime="text/csv",

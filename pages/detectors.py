@@ -12,6 +12,7 @@ ensure_app_navigation()
 
 from auditatlas.analyses import detector_comparison as dv
 from auditatlas.figures.detectors import heatmap_cell
+from auditatlas.set_labels import set_labels
 from auditatlas.views import detectors_view as view
 from auditatlas.views.pages import DETECTOR_TABS, DETECTOR_VIEW_MODES, DETECTORS, RULES
 from components import auroc_grid, backbone_maps, cached, export_button, view_blocks, view_state
@@ -110,7 +111,10 @@ def grid_tab() -> None:
     action = c1.selectbox("Action", [dv.ALL_ACTIONS, *actions], key="action", bind="query-params")
     detector = c2.selectbox("Detector", detectors, key="detector", bind="query-params")
     own_sets = list(sets.loc[sets["detector"] == detector, "set_id"])
-    set_id = c3.selectbox("Prediction set (seed)", own_sets, key="set", bind="query-params")
+    # By id: a widget bound to the URL writes the option's text there, and a link names the set by its id.
+    set_names = set_labels(sets.loc[sets["detector"] == detector].to_dict("records"))
+    set_id = c3.selectbox("Prediction set (seed)", own_sets, key="set", bind="query-params",
+                          help="; ".join(f"{s}: {set_names[s]}" for s in own_sets) or None)
     link.not_held("action", "action", action)
     link.not_held("detector", "detector", detector)
     link.not_held("set", "prediction set", set_id)

@@ -15,6 +15,8 @@ ensure_app_navigation()
 import pandas as pd
 
 from auditatlas import graph as tg
+from auditatlas.run_labels import names_of
+from auditatlas.set_labels import set_labels
 from auditatlas.views import EXPLORER, labels_of
 from auditatlas.views import explorer_view as view
 from components import cached, export_button, trace_graph, view_blocks, view_state
@@ -26,6 +28,9 @@ slice_ = st.session_state.get("slice", {})
 link_view = view_state.read(EXPLORER, bound=False, show=False)
 state = links.from_values(link_view.values, st.query_params, link_view.problems)
 SEARCH_PAGE_SIZE = 50
+# How often the run list looks for runs received since it was drawn (a receiver writing traces
+# in): a stat of the store's manifest, and one cached count once the store changed.
+LIVE_EVERY_S = 5.0
 SNIPPET_CONTEXT = 60
 
 
@@ -70,6 +75,7 @@ def _rule_mode_changed() -> None:
         _update(threshold=st.session_state.get("explorer_threshold_default", 0.5), top_k=None, decide="rank")
 
 
+set_names: dict[str, str] = {}  # the open run's prediction sets by their labels (rule_controls)
 RULE_WORDS = {"top_k": "top-k steps of the run", "threshold": "steps scoring ≥ a cut",
               "own": "the set's own decisions"}
 
@@ -84,14 +90,36 @@ view_state.report(state.problems)
 with st.expander(view.RUNS_HEADING, expanded=state.run is None):
     request = lists.run_list_controls(cached.query("slice_options"))
     count_params = {k: v for k, v in request.params.items() if k not in ("sort", "descending")}
+    listed_stamp = cached.store_stamp()  # the store version the list is drawn from
     total = int(cached.query("explorer_runs_count", {"slice": slice_, **count_params})["total"].iloc[0])
     page, pages = lists.page_number("runs_page", total, request.page_size)
     params = {"slice": slice_, **request.params, "limit": request.page_size, "offset": (page - 1) * request.page_size}
     runs_page = cached.query("explorer_runs", params)
     view_blocks.draw(view.run_list_page(total, page, pages))
     if total:
-        lists.run_table(runs_page.drop(columns=["total"], errors="ignore"), state.run, "runs-table", open_run)
+        lists.run_table(runs_page.drop(columns=["total"], errors="ignore"), state.run, "runs-table", open_run,
+                        names_of(cached.query, runs_page["run"]))
     lists.pager("runs_page", pages)
+
+
+
+@st.fragment(run_every=LIVE_EVERY_S)
+def new_runs_notice(count_query: dict, seen_total: int, seen_stamp: int) -> None:
+    """Runs received since the list was drawn, offered with a button that draws it again (only
+    this fragment reruns on its timer: the page stays as it is until the reader asks)."""
+    if cached.store_stamp() == seen_stamp:
+        return
+    now = int(cached.query("explorer_runs_count", count_query)["total"].iloc[0])
+    if now <= seen_total:
+        return
+    notice, button = st.columns([4, 1], vertical_alignment="center")
+    with notice:
+        view_blocks.draw(view.new_runs(now - seen_total))
+    if button.button("Show them", key="explorer_new_runs"):
+        st.rerun(scope="app")
+
+
+new_runs_notice({"slice": slice_, **count_params}, total, listed_stamp)
 
 # --- Text search -----------------------------------------------------------------------------
 with st.expander("Search the slice's step text", expanded=bool(state.q)):
@@ -119,7 +147,7 @@ with st.expander("Search the slice's step text", expanded=bool(state.q)):
             base = links.page_base(st.context.url)
             hit_links = [links.link(slice_, state, base=base, run=r, step=int(s), expand=[])
                          for r, s in zip(hits["run"], hits["step"])]
-            lists.search_table(hits, hit_links, "search-table", open_step)
+            lists.search_table(hits, hit_links, "search-table", open_step, names_of(cached.query, hits["run"]))
         lists.pager("search_page", hit_pages)
 
 
@@ -133,10 +161,12 @@ def rule_controls(run_sets: pd.DataFrame) -> tuple[str | None, tg.DecisionRule |
     view_blocks.draw(view.set_not_drawn(cached.query, state.set_id, ids))
     c1, c2, c3 = st.columns([4, 2, 2])
     st.session_state["explorer_set"] = chosen
+    set_names.update(set_labels(run_sets.to_dict("records")))
     c1.selectbox("Prediction set (detector or judge)", [None] + ids, key="explorer_set", placeholder="none",
-                 format_func=lambda s: "none" if s is None else s, on_change=_from_widget, disabled=not ids,
-                 args=("explorer_set", "set_id"),
-                 help="Step-level prediction sets that score this run.")
+                 format_func=lambda s: "none" if s is None else set_names.get(s, s), on_change=_from_widget,
+                 disabled=not ids, args=("explorer_set", "set_id"),
+                 help="Step-level prediction sets that score this run, by method, protocol, model and seed (the "
+                      "set's id is in the link and the Detectors page's Prediction sets tab).")
     if chosen is None:
         if not ids:
             with c2:
@@ -176,7 +206,7 @@ def step_table(frame: pd.DataFrame, selected: int | None, run_id: str) -> None:
     st.dataframe(frame, hide_index=True, key=key, on_select=chosen, selection_mode="single-row",
                  selection_default={"selection": {"rows": [selected]}} if selected is not None else None,
                  width="stretch", height=min(38 + 35 * len(frame), 560), placeholder="—",
-                 column_config={"step": st.column_config.NumberColumn("step", width="small"),
+                 column_config={"step": st.column_config.NumberColumn("step", width="small", pinned=True),
                                 "score": st.column_config.NumberColumn("score", format="%.4g")})
 
 
@@ -219,7 +249,7 @@ def run_view(run: dict) -> None:
     collapsed = view.collapsed_scopes(graph, opened, selected)
     view_blocks.draw(view.collapsed_note(graph, collapsed, "open them above" + (
         ", the open step's scope is shown." if selected is not None else ".")))
-    view_blocks.draw(view.confusion(graph, set_id))
+    view_blocks.draw(view.confusion(graph, set_names.get(set_id)))
 
     # The graph takes the page's whole width (it wraps its rows to the width it gets, so more
     # width means fewer rows); the step table follows it.

@@ -107,7 +107,7 @@ def queue_view() -> None:
     reading, deciding = st.columns([3, 2], gap="medium")
     with reading:
         st.subheader(f"Step {position + 1:,} of {len(queue):,}")
-        st.markdown(f"Run **{md(run_labels.run_label(run_id, run.get('difficulty')))}**, step **{step_idx}** · "
+        st.markdown(f"Run **{md(run_labels.row_label(run))}**, step **{step_idx}** · "
                     f"{md(step.get('action') or '—')} · agent {md(step.get('agent') or '—')}")
         st.caption(f"run id {md(run_id)}")
         review_item.label_line(step, run)
@@ -117,15 +117,15 @@ def queue_view() -> None:
             st.markdown("**Your verdict**")
             buttons = st.columns(3)
             given = [v for v, column in zip(verdicts.VERDICTS, buttons)
-                     if column.form_submit_button(f"{v.capitalize()} ({KEYS[v]})", key=f"review_{v}", width="stretch",
+                     if column.form_submit_button(v.capitalize(), key=f"review_{v}", width="stretch",
                                                   shortcut=KEYS[v])]
             failure_mode = st.text_input("Failure mode (optional)", key="review_failure_mode")
             note = st.text_area("Note (optional)", key="review_note", height=68)
             st.caption("Keys (outside a text field): A anomaly, N normal, U unsure; ← previous, → skip.")
         nav = st.columns([1, 1, 2])
-        nav[0].button("Previous (←)", disabled=position == 0, on_click=_go, kwargs={"position": position - 1},
+        nav[0].button("Previous", disabled=position == 0, on_click=_go, kwargs={"position": position - 1},
                       key="review_prev", shortcut="Left")
-        nav[1].button("Skip (→)", on_click=_go, kwargs={"position": position + 1}, key="review_skip", shortcut="Right")
+        nav[1].button("Skip", on_click=_go, kwargs={"position": position + 1}, key="review_skip", shortcut="Right")
         nav[2].link_button("Open in the Explorer", explorer_url(run_id, step_idx, slice=slice_))
         review_item.signal(item, order.name)
         review_item.history(cached.query("step_verdicts", {"run": run_id, "step": step_idx}))

@@ -12,6 +12,7 @@ from components.shell import ensure_app_navigation
 
 ensure_app_navigation()
 
+from auditatlas.run_labels import names_of
 from auditatlas.search import LABEL_CHOICES, SearchAnswer
 from auditatlas.views import search_view as view
 from auditatlas.views.pages import SEARCH
@@ -53,6 +54,7 @@ if not isinstance(answer, SearchAnswer):  # the query cannot be read: one senten
 view_blocks.draw(view.note(answer))
 if answer.note and not answer.ranked and choice.unavailable and "being built" in choice.unavailable:
     st.button("Search again (ranked once the index is built)", key="search_again")
-view_blocks.draw(view.hits(answer, slice_, base=page_base(st.context.url)))
+view_blocks.draw(view.hits(answer, slice_, base=page_base(st.context.url),
+                           names=names_of(cached.query, [h.run_id for h in answer.hits])))
 if answer.hits:
     search_hits.pager(answer, lambda page: _go(page=page))

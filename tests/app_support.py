@@ -15,6 +15,14 @@ def page_texts(at: AppTest) -> str:
     return "\n".join(str(p) for p in parts)
 
 
+def badge_texts(at: AppTest) -> list[str]:
+    """The page badge's items (``components/view_blocks.badge``) as the reader sees them."""
+    import re
+
+    found = [re.fullmatch(r":(\w+)-badge\[(.*)\]", str(m.value), re.S) for m in at.markdown]
+    return [m[2].replace("\\", "").replace("\u2060", "") for m in found if m]
+
+
 def open_page(store: Path, monkeypatch, page: str, timeout: float = 240, **params) -> AppTest:
     """The app on ``store``, opened straight on ``page`` with ``params`` as the link's query
     (as a deep link does: a first run of the entry page would draw the Overview for nothing)."""

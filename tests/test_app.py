@@ -43,6 +43,40 @@ def test_every_page_runs(app, page):
     assert not app.exception, app.exception
 
 
+def test_a_board_line_without_a_published_value_reads_a_dash(app):
+    """POST localization sets the paper's values beside its released judges; a re-scored line has
+    none, and its cell reads "—" (never "None")."""
+    from conftest import WHOWHEN
+
+    if not WHOWHEN.exists():
+        pytest.skip("needs ../shared/data/who-and-when")
+    app.switch_page("pages/boards.py")
+    app.query_params["tab"] = "POST"
+    app.run()
+    assert not app.exception, app.exception
+    published = [t.value[c] for t in app.dataframe for c in t.value.columns if str(c).endswith(" published")]
+    cells = [v for column in published for v in column]
+    assert cells and all(isinstance(v, str) for v in cells), cells
+    assert "—" in cells and any(v[0].isdigit() for v in cells), cells
+
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_table_keeps_its_key_column_pinned(app, page):
+    """A wide table scrolled sideways still says whose row it is: its first column is pinned at
+    the left."""
+    import json
+
+    app.switch_page(page)
+    app.run()
+    assert not app.exception, app.exception
+    assert len(app.dataframe) >= 2
+    for table in app.dataframe:
+        config = json.loads(table.proto.columns or "{}")
+        first = str(table.value.columns[0])
+        assert config.get(first, {}).get("pinned") is True, (first, config)
+
+
 def test_link_restores_the_slice(app):
     """A shared link (?backbone=...&difficulty=...) reproduces the author's slice.
 

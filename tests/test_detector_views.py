@@ -613,16 +613,40 @@ def test_a_click_on_a_heatmap_cell_names_its_backbone_action_and_detector(toy):
     backbones = list(grid.backbones)
     fig = heatmaps(grid, backbones)
     dets = list(grid.detectors["detector"])
-    assert len(fig.data) == 3 * len(backbones)  # per panel: the grey layer, the scores, the clickable layer
+    assert len(fig.data) == 4 * len(backbones)  # per panel: the grey layer, the scores, the veil, the clickable layer
     for panel, backbone in enumerate(backbones):
         actions = list(grid.actions.loc[grid.actions["backbone"] == backbone, "action"])
-        clickable = fig.data[3 * panel + 2]
+        clickable = fig.data[4 * panel + 3]
         assert len(clickable.customdata) == len(actions) * len(dets)  # every cell, defined or grey
         for k, (x, y, data) in enumerate(zip(clickable.x, clickable.y, clickable.customdata)):
             row, column = divmod(k, len(dets))
-            assert (x, y) == (column, fig.data[3 * panel + 1].y[row])  # drawn over its own cell
+            assert (x, y) == (column, fig.data[4 * panel + 1].y[row])  # drawn over its own cell
             assert heatmap_cell({"customdata": list(data)}) == (backbone, actions[row], dets[column])
     assert heatmap_cell({"x": 0, "y": "SOLVE_CLUE"}) is None and heatmap_cell({"customdata": "text"}) is None
+
+
+def test_heatmap_cells_on_few_steps_are_pale_and_hovers_wrap(toy):
+    """A cell resting on fewer than 10 positives or negatives is veiled (its value still drawn);
+    a hover is short lines, never one line running off the chart; side by side, panels wrap so a
+    detector's column keeps 34 px on a 900 px page."""
+    from auditatlas.figures.detectors import heatmaps, panels_per_row
+
+    grid = dv.compute_grid(_query(toy), CORPUS, {}, by_backbone=True)
+    backbones = list(grid.backbones)
+    fig = heatmaps(grid, backbones)
+    dets = list(grid.detectors["detector"])
+    for panel, backbone in enumerate(backbones):
+        actions = list(grid.actions.loc[grid.actions["backbone"] == backbone, "action"])
+        veil = fig.data[4 * panel + 2].z
+        cells = grid.cells[grid.cells["backbone"] == backbone].set_index(["action", "detector"])
+        for i, action in enumerate(actions):
+            for j, det in enumerate(dets):
+                c = cells.loc[(action, det)] if (action, det) in cells.index else None
+                few = c is not None and c["auc_mean"] == c["auc_mean"] and min(c["n_pos_min"], c["n_neg_min"]) < 10
+                assert (veil[i][j] == 1.0) == few, (action, det)
+        for data in fig.data[4 * panel + 3].customdata:
+            assert all(len(line) <= 80 for line in data[3].split("<br>")), data[3]
+    assert [panels_per_row(n) for n in (3, 5, 11, 16, 40)] == [3, 3, 2, 1, 1]
 
 
 @pytest.mark.parametrize("cell, rule, top_k", [(("det:s0", "A", "X"), "own", 10.0), (("det:s1", "A", "X"), "own", 25)])

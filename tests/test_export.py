@@ -40,7 +40,11 @@ def test_overview_file_holds_the_slice_numbers_the_link_and_the_store_version():
     assert html.escape(f"/?backbone={backbone}".replace(" ", "+")) in page or f"backbone={backbone}" in page
     for source in _sources(root):
         assert source in page
-    assert "Simulated data" in page and "made</dt>" in page
+    assert "made</dt>" in page
+    # The page's one badge, first thing after the facts: the simulated corpus and the labels.
+    badge = page[page.index('<p class="badge">'):]
+    assert badge.index("Simulated data: maadbench-sim") < badge.index("Labels: released") < badge.index("</p>")
+    assert page.count('<p class="badge">') == 1
     assert page.count('id="lib-plotly"') == 1  # two heatmaps, one plotly.js
     assert page.count('data-figure="figure-') == 2
     assert page.count("data:text/csv;charset=utf-8,") == page.count("<table ")
@@ -316,6 +320,9 @@ def test_every_declared_page_exports_with_its_title_store_version_and_link(app_s
         assert made.warnings == (), (page.path, made.warnings)  # every choice held: the view asked for
         outside = LIBRARIES.sub("", text)
         assert "<script src=" not in outside.lower() and URL.findall(outside) == [], page.path
+        # Nothing to click in a file: the app's "click a cell" hints are left out, in its charts too.
+        # (A file's own table headers sort on a click: that one works here.)
+        assert not re.findall(r"(?i)\b(?:click|select) (?:a|on|to|the)\b(?! column header)[^<]{0,40}", outside), page.path
     explorer, cell = files["/explorer"], files["/propagation"]
     assert f"<td>{origin}</td>" in explorer and 'data-graph="graph-1"' in explorer
     [(rescored,)] = _hand(app_store, "SELECT count(*) FROM prediction_sets WHERE origin = 'rescore'")
@@ -368,3 +375,28 @@ def test_every_declared_page_exports_through_its_view(tmp_path):
         made = export_view(queries.runner(root), root, needs.get(page.path, page.path))
         assert f"<h1>Audit Atlas · {html.escape(page.title)}" in made.html, page.path
         assert made.warnings == (), (page.path, made.warnings)
+
+
+def test_links_lead_to_the_served_app_or_say_that_they_need_it(capsys, tmp_path):
+    """A file opened from disk cannot follow /explorer?...: with the app's address (the CLI's
+    --app-url, the app's own button) each link into the app leads there; without it, each names
+    the page and says that it needs the app. Never a relative link into the app."""
+    from auditatlas import cli
+
+    root = shared_store("demo-300-s0")
+    bare = _export(root, "/search?q=the")
+    assert 'href="/' not in bare and "needs the app" in bare
+    assert bare.count('<span class="needs-app" title="needs the app">/explorer?') >= 10  # every hit's open cell
+    assert "they need the app: this file was made without the app&#x27;s address" in bare
+    served = _export(root, "/search?q=the", app_url="http://127.0.0.1:8765/atlas/")
+    assert 'href="/' not in served and "needs the app" not in served
+    assert served.count('<a href="http://127.0.0.1:8765/atlas/explorer?') == bare.count('class="needs-app" title=')
+    assert "into the app at http://127.0.0.1:8765/atlas" in served
+    out = tmp_path / "x.html"
+    assert cli.main(["--store", str(root), "export", "/search?q=the", "--out", str(out), "--app-url", "localhost:8501"]) == 1
+    assert capsys.readouterr().err.strip() == ("error: The app's address 'localhost:8501' is not an http(s) address "
+                                               "such as http://localhost:8501.")
+    assert not out.exists()
+    assert cli.main(["--store", str(root), "export", "/search?q=the", "--out", str(out),
+                     "--app-url", "http://localhost:8501"]) == 0
+    assert '<a href="http://localhost:8501/explorer?' in out.read_text(encoding="utf-8")

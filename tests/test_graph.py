@@ -229,9 +229,10 @@ def test_page_is_self_contained_and_escapes_text():
 
 
 def test_columns_are_as_wide_as_the_widest_step_label():
-    """Short labels ("0 OC") keep the 72 px minimum; a 13-character line ("12 get_reserv…") needs
-    13 x 8.4 px (monospace at 14 px) + a 14 px gap = 123.2 px; a flagged anomaly's second line
-    "TP · origin" (11) needs 106.4 px; the widest is capped at 140."""
+    """Short labels ("0 OC") keep the 72 px minimum; a 23-character line ("12 get_reservation_det…",
+    the action cut at 20) needs 23 x 8.4 px (monospace at 14 px) + a 14 px gap = 207.2 px; a flagged
+    anomaly's second line "TP · origin" (11) needs 106.4 px; the widest is capped at 14 + 24 x 8.4
+    = 215.6 (a 20-character action after a 3-digit step number)."""
     from components import trace_graph
 
     assert trace_graph.column_px(authored()) == 72.0
@@ -242,8 +243,8 @@ def test_columns_are_as_wide_as_the_widest_step_label():
         steps = STEPS.assign(step_idx=range(by, by + 8), action=action)
         return tg.build(steps, EDGES.assign(src_idx=EDGES["src_idx"] + by, dst_idx=EDGES["dst_idx"] + by), "r")
 
-    assert trace_graph.column_px(shifted(10, "get_reservation_details")) == pytest.approx(123.2)
-    assert trace_graph.column_px(shifted(100000, "get_reservation_details")) == 140.0  # 17 characters
+    assert trace_graph.column_px(shifted(10, "get_reservation_details")) == pytest.approx(207.2)
+    assert trace_graph.column_px(shifted(100000, "get_reservation_details")) == pytest.approx(215.6)  # 27 characters
 
 
 def test_collapsed_page_renders():

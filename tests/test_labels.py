@@ -167,7 +167,7 @@ def test_the_sidebar_choice_the_caption_and_a_bad_link_value(reviewed, monkeypat
     choice that is none, then one with a choice (the sidebar's radio is bound to the URL)."""
     from streamlit.testing.v1 import AppTest
 
-    from app_support import page_texts
+    from app_support import badge_texts, page_texts
     from conftest import REPO
 
     monkeypatch.setenv("AUDITATLAS_STORE", str(reviewed))
@@ -178,13 +178,13 @@ def test_the_sidebar_choice_the_caption_and_a_bad_link_value(reviewed, monkeypat
     assert not at.exception, at.exception
     assert [_plain(w.value) for w in at.warning] == [
         "The link's labels 'mine' is not one of released, reviewed, agreed; using released."]
-    assert at.caption[0].value.startswith("Labels: released (7 steps reviewed, 5 of them to another label")
+    assert badge_texts(at)[-1].startswith("Labels: released (7 steps reviewed, 5 of them to another label")
     assert "3 runs, 11 steps, 11 labeled" in page_texts(at)
     at.query_params["labels"] = "agreed"  # (AppTest drops a bound widget's first set_value)
     at.run()
     assert at.sidebar.radio(key="labels").value == "agreed"
     assert not at.warning, [w.value for w in at.warning]  # a choice is shown: the old link's request is answered
-    assert at.caption[0].value == ("Labels: agreed (7 steps reviewed, 1 agree with the release; every other step "
+    assert badge_texts(at)[-1] == ("Labels: agreed (7 steps reviewed, 1 agree with the release; every other step "
                                    "counts as unlabeled).")
     assert "3 runs, 11 steps, 1 labeled" in page_texts(at)  # the Overview's slice line under agreed
 

@@ -3,13 +3,15 @@
 The real OpenTelemetry SDK with the real OTLP/HTTP exporter sends an instrumented agent's
 spans to the live receiver (auditatlas/ingest/receiver, the server `auditatlas receive` runs),
 which writes them into the store a Streamlit server has been serving since before the spans
-existed. The Explorer's deep link to the received run, opened in headless Chromium, shows its
-graph (one row per agent) and its steps: no restart in between.
+existed. The Explorer's run list, open meanwhile, offers the received run; its deep link, opened
+in headless Chromium, shows its graph (one row per agent) and its steps: no restart in between.
 
 Budget: one Streamlit server on a store of one small corpus, one page (the worker's shared
 Chromium).
 """
 from __future__ import annotations
+
+import re
 
 import pytest
 
@@ -57,11 +59,19 @@ def test_a_received_trace_opens_in_the_explorer_of_a_running_app(tmp_path, brows
     ingest("otlp", write_json(tmp_path / "t.json", openinference_trace()), store, corpus="files")
     outside: list[str] = []
     with streamlit_server(store) as url, running(store, corpus="live") as live:
+        # The run list, open while the trace arrives, offers it without a reload of the page.
+        page = new_page(browser, outside)
+        page.goto(f"{url}/explorer")
+        wait_idle(page, "1 runs; page 1 of 1")
         trace_id = _instrumented_agent(live.url)
         live.wait_writes(1)
         written = live.lines[-1]  # "wrote 1 traces (5 spans) to corpus live" (the plural is the receiver's)
         assert written.startswith("wrote 1 trace") and written.endswith("(5 spans) to corpus live")
-        page = new_page(browser, outside)
+        page.get_by_text("1 new run received since this list was drawn.").wait_for(timeout=60_000)
+        assert "1 runs; page 1 of 1" in page.inner_text("body")  # the list itself waits for the reader
+        page.get_by_role("button", name="Show them").click()
+        wait_idle(page, "2 runs; page 1 of 1")
+        assert page.get_by_text("new run received", exact=False).count() == 0
         page.goto(f"{url}/explorer?corpus=live&run=live:{trace_id}&step=2&lanes=agent")
         wait_idle(page, "Step detail")
         # The run's facts line may be drawn a moment after the step detail on a busy machine.
@@ -70,6 +80,7 @@ def test_a_received_trace_opens_in_the_explorer_of_a_running_app(tmp_path, brows
         body = page.inner_text("body").replace("\u2060", "")  # components.safe.md's word joiner after ':'
         assert f"live:{trace_id}" in body and "backbone gpt-4o" in body and "5 steps" in body, body[:3000]
         assert "Step 2 · TOOL:web_search · agent planner" in body
+        assert re.search(r"Run planner · \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\n", body), body[:3000]  # its root span, its start
         frame = graph_frame(page)
         drawn = frame.evaluate("""() => {
             const net = window.traceNetwork, pos = net.getPositions();
@@ -80,7 +91,7 @@ def test_a_received_trace_opens_in_the_explorer_of_a_running_app(tmp_path, brows
                     hint: document.body.innerText};
         }""")
     # Steps in start order: planner, its LLM call, the tool that call made, writer, writer's LLM call.
-    assert drawn["labels"] == ["0 AGENT", "1 LLM", "2 TOOL:web_…", "3 AGENT", "4 LLM"]  # actions cut at 10 characters
+    assert drawn["labels"] == ["0 AGENT", "1 LLM", "2 TOOL:web_search", "3 AGENT", "4 LLM"]  # whole, not cut
     assert drawn["rows"] == 2  # planner's row and writer's
     assert drawn["edges"] == ["child (observed)", "child (observed)", "handoff (observed)", "tool_call (observed)"]
     assert "One row per agent" in drawn["hint"]

@@ -310,6 +310,21 @@ def _texts(at) -> str:
     return page_texts(at).replace("\\", "")
 
 
+def test_runs_are_named_by_their_root_span_and_start_time(query):
+    """A trace id tells nothing: lists and the Explorer's heading name a run by its first root
+    span and when it started (every fixture trace starts at T0, 2023-11-14 22:13:20 UTC)."""
+    from auditatlas.views import explorer_view
+
+    blocks = explorer_view.run_list(query, MINE)
+    runs = next(b.frame for b in blocks if hasattr(b, "frame"))
+    labels = dict(zip(runs["run_id"], runs["run"]))
+    assert labels[run_id("mine", OI[0])] == "planner · 2023-11-14 22:13:20"
+    assert labels[run_id("mine", GENAI[5])] == "invoke_agent triage · 2023-11-14 22:13:20"
+    run = query("explorer_run", {"run": run_id("mine", OI[1]), "labels": "released"}).iloc[0].to_dict()
+    head = explorer_view.run_head(run, MINE)[0]
+    assert head.text.sentence == "Run planner · 2023-11-14 22:13:20"
+
+
 def test_explorer_page_on_a_received_style_run(store, monkeypatch):
     """The Explorer on an OTLP run: agent lanes from the link, the step's messages and attributes."""
     from app_support import open_page
@@ -318,6 +333,8 @@ def test_explorer_page_on_a_received_style_run(store, monkeypatch):
     assert at.selectbox(key="explorer_lanes").value == "agent"
     text = _texts(at)
     assert "**Step 1** · LLM · agent planner" in text
+    headings = [h.value.replace("\\", "").replace("\u2060", "") for h in at.subheader]  # as md() escaped them
+    assert "Run planner · 2023-11-14 22:13:20" in headings
     assert "backbone gpt-4o" in text and "outcome **failure**" in text
     codes = [c.value for c in at.code]
     assert "system: be brief\nuser: plan a trip" in codes

@@ -93,6 +93,23 @@ def test_ten_verdicts_by_keyboard_and_a_second_session_lose_nothing(server, stor
     assert len({(r, s) for r, s, _ in given["kim"]}) == 10
     assert len(history) == len(FIRST) + len(SECOND) and history["verdict_id"].is_unique
 
+    # Then kim reads the slice under the reviewed labels: the sidebar's choice, and the badge says
+    # how far the verdicts reach (the latest per step; lee pressed right after kim).
+    latest: dict[tuple[str, int], str] = {}
+    for i, (run, step, verdict) in enumerate(given["kim"]):
+        latest[(run, step)] = verdict
+        if i < len(given["lee"]):
+            latest[given["lee"][i][:2]] = given["lee"][i][2]
+    unsure = sum(v == "unsure" for v in latest.values())
+    kim.locator('[data-testid="stSidebar"]').get_by_text("reviewed", exact=True).click()  # the Labels radio
+    kim.wait_for_url("**labels=reviewed**", timeout=60_000)
+    badge = kim.locator(".st-key-page-badge")
+    kim.wait_for_function("() => (document.querySelector('.st-key-page-badge')?.innerText || '')"
+                          ".replaceAll('\u2060', '').includes('Labels: reviewed')", timeout=60_000, polling=100)
+    text = badge.inner_text().replace("\u2060", "")
+    assert f"Labels: reviewed ({len(latest)} steps reviewed, " in text, text
+    assert (f"{unsure} unsure kept as released" in text) == (unsure > 0), text
+
 
 def test_the_step_and_the_verdict_buttons_share_the_first_screen(server, browser):
     """A reviewer reads the step and decides without scrolling: at 1400x1000 the step's input and
@@ -101,9 +118,13 @@ def test_the_step_and_the_verdict_buttons_share_the_first_screen(server, browser
     page = new_page(browser, outside, width=1400, height=1000)
     page.goto(f"{server}/review?queue=random&seed=0&reviewer=kim")
     wait_idle(page, "Step 1 of 14")
-    for name in ("Anomaly (A)", "Normal (N)", "Unsure (U)"):
-        box = page.get_by_role("button", name=name).bounding_box()
+    for name, key in (("Anomaly", "A"), ("Normal", "N"), ("Unsure", "U")):
+        button = page.get_by_role("button", name=name)
+        box = button.bounding_box()
         assert box is not None and box["y"] + box["height"] <= 1000, (name, box)
+        # The label whole, its key shown once (Streamlit's own shortcut hint), nothing cut.
+        assert button.inner_text().split() == [name, key], button.inner_text()
+        assert button.evaluate("b => [...b.querySelectorAll('*')].every(e => e.scrollWidth <= e.clientWidth + 1)"), name
     for label in ("Input", "Output"):
         box = page.get_by_text(label, exact=True).first.bounding_box()
         assert box is not None and box["y"] < 1000, (label, box)

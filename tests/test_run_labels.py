@@ -56,3 +56,47 @@ def test_rooms_of_two_run_folders_read_apart():
 @pytest.mark.parametrize("value", [None, 7, math.nan])
 def test_a_missing_id_has_an_empty_label(value):
     assert run_label(value) == ""
+
+
+def test_a_run_that_carries_a_name_is_read_by_it():
+    """A trace of your own carries its root span's name and start time (the OTLP adapter writes
+    it); a long one keeps its tail, where the time is."""
+    from auditatlas.run_labels import label_first, row_label
+
+    trace = "mine:" + "a0" * 16
+    assert run_label(trace, None, "checkout · 2026-03-02 08:04:11") == "checkout · 2026-03-02 08:04:11"
+    assert run_label(trace, None, math.nan) == "a0" * 16
+    long = "x" * 60 + " · 2026-03-02 08:04:11"
+    assert run_label(trace, None, long).endswith("08:04:11") and len(run_label(trace, None, long)) == LABEL_CHARS
+    assert row_label({"run_id": trace, "extra": '{"run_name": "checkout · 2026-03-02 08:04:11"}'}) == \
+        "checkout · 2026-03-02 08:04:11"
+    assert row_label({"run_id": trace, "extra": "not json"}) == "a0" * 16
+    shown = label_first(pd.DataFrame({"run": [trace, ROOM], "steps": [3, 4]}), None, {trace: "checkout · 08:04"})
+    assert shown["run"].tolist() == ["checkout · 08:04", "room_0014 · failed · 2026-03-02 08:04"]
+    assert shown["run_id"].tolist() == [trace, ROOM]
+
+
+def test_prediction_sets_read_by_method_protocol_model_and_seed():
+    from auditatlas.set_labels import set_labels
+
+    rows = [{"set_id": "rescore-d5102f32-iforest-s0", "method": "iforest", "seed": 0},
+            {"set_id": "rescore-77aa0000-iforest-s0", "method": "iforest", "seed": 0.0},
+            {"set_id": "rescore-d5102f32-logreg-s1", "method": "logreg", "seed": 1, "protocol": None},
+            {"set_id": "judge-x", "method": "llm-judge", "protocol": "all-at-once", "model": "gpt-5.5", "seed": math.nan},
+            {"set_id": "release-file", "method": None}]
+    assert set_labels(rows) == {
+        "rescore-d5102f32-iforest-s0": "iforest · seed 0 (rescore-d5102f32-iforest-s0)",  # two read the same
+        "rescore-77aa0000-iforest-s0": "iforest · seed 0 (rescore-77aa0000-iforest-s0)",
+        "rescore-d5102f32-logreg-s1": "logreg · seed 1",
+        "judge-x": "llm-judge · all-at-once · gpt-5.5",
+        "release-file": "release-file"}
+
+
+@pytest.mark.parametrize("action, shown", [
+    ("AGENT:invoke_agent", "AGENT:invoke_agent"),  # whole: it fits
+    ("TOOL:a_really_long_tool_name", "a_really_long_tool_…"),  # the kind goes first, then the tail
+    ("LLM", "LLM")])
+def test_a_graph_node_shows_its_action_whole_where_it_fits(action, shown):
+    from auditatlas.figures.trace_graph import node_action
+
+    assert node_action(action) == shown

@@ -207,7 +207,7 @@ def test_the_page_shows_one_stop_the_sentence_above_and_moves_on(app_root, monke
     frames = [e.proto.srcdoc for e in at.get("iframe")]
     assert len(frames) == 1 and "Second stop." not in frames[0] and "traceNetwork" in frames[0]
     assert [m.value for m in at.markdown].count("#### Second stop\\.") == 1
-    assert "Run" in [h.value for h in at.subheader] and "r:b" in [c.value for c in at.code]
+    assert "Run b" in [h.value for h in at.subheader] and "r:b" in [c.value for c in at.code]  # label, then id
     assert at.button(key="tour_next").disabled
     at.button(key="tour_previous").click().run()
     assert not at.exception, at.exception

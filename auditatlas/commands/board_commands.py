@@ -24,7 +24,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     export = sub.add_parser("export", help="write one view of the app (its link) as a self-contained offline HTML file")
     export.add_argument("url", metavar="URL", help="the app's link, e.g. '/boards?tab=POST' or http://localhost:8501/explorer?run=...")
     export.add_argument("--out", required=True, metavar="FILE.html", help="the file to write")
-    export.set_defaults(run=lambda args, root: export_link(root, args.url, args.out), reads=True)
+    export.add_argument("--app-url", metavar="URL", help=APP_URL_HELP)
+    export.set_defaults(run=lambda args, root: export_link(root, args.url, args.out, args.app_url), reads=True)
 
 
 def _board(root: Path, name: str, corpus: str | None, as_json: bool, labels: str = DEFAULT_LABELS) -> int:
@@ -80,14 +81,18 @@ def _board(root: Path, name: str, corpus: str | None, as_json: bool, labels: str
     return 0
 
 
-def export_link(root: Path, url: str, out: str) -> int:
+APP_URL_HELP = ("the served app's address, e.g. http://localhost:8501: the file's links into the app lead there "
+                "(without it they name the page to open and say that they need the app)")
+
+
+def export_link(root: Path, url: str, out: str, app_url: str | None = None) -> int:
     import queries
 
     from ..export import ExportError, export_view
     from ..view_state.state_fields import refusal
 
     try:
-        done = export_view(queries.runner(root), root, url, strict=True)
+        done = export_view(queries.runner(root), root, url, strict=True, app_url=app_url)
     except ExportError:
         # The page's sentences end with what the page does instead ("using PRE"); the export
         # does nothing instead, it refuses, so that ending is left off.

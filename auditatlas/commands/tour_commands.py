@@ -12,7 +12,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 from ..errors import AtlasError
-from .board_commands import export_link
+from .board_commands import APP_URL_HELP, export_link
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -31,6 +31,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     export = sub.add_parser("export-tour", help="write a saved tour, every stop, as one self-contained offline HTML file")
     export.add_argument("name", metavar="NAME")
     export.add_argument("--out", required=True, metavar="FILE.html", help="the file to write")
+    export.add_argument("--app-url", metavar="URL", help=APP_URL_HELP)
     export.set_defaults(run=run, reads=True)
 
 
@@ -41,7 +42,7 @@ def run(args: argparse.Namespace, root: Path) -> int:
     from ..views import tours
 
     if args.command == "export-tour":
-        return export_link(root, "/tour?" + urlencode({"name": args.name}), args.out)
+        return export_link(root, "/tour?" + urlencode({"name": args.name}), args.out, args.app_url)
     query = queries.runner(root)
     action = getattr(args, "tours_command", None)
     if action == "show":

@@ -35,16 +35,37 @@ def json_text(text: str) -> str:
 # Our words' marks (``views.blocks.Text``), turned into HTML after the words are escaped and
 # before the values are put in: a value's own asterisks stay asterisks.
 _MARKS = ((re.compile(r"\*\*(.+?)\*\*"), r"<strong>\1</strong>"), (re.compile(r"`(.+?)`"), r"<code>\1</code>"),
-          (re.compile(r"(?<![*\w])\*(?!\s)(.+?)(?<!\s)\*(?![*\w])"), r"<em>\1</em>"),
-          (re.compile(r"\[([^\]]+)\]\((/[^)\s]*)\)"), r'<a href="\2">\1</a>'))
+          (re.compile(r"(?<![*\w])\*(?!\s)(.+?)(?<!\s)\*(?![*\w])"), r"<em>\1</em>"))
+_APP_LINK = re.compile(r"\[([^\]]+)\]\((/[^)\s]*)\)")  # [text](/page?...): a link into the app
+NEEDS_APP = "needs the app"
 
 
-def words_html(given: b.Words) -> str:
-    """``Words`` as HTML: our words with their marks, every value escaped."""
+def app_href(url: str, app_url: str | None) -> str | None:
+    """Where a link of the view points from the file: an app path (``/explorer?...``) under the
+    app's address when the export knows it, else None (from a file on disk it leads nowhere);
+    an absolute http(s) address as it is."""
+    if url.startswith(("http://", "https://")):
+        return url
+    if url.startswith("/") and app_url:
+        return app_url.rstrip("/") + url
+    return None
+
+
+def words_html(given: b.Words, app_url: str | None = None) -> str:
+    """``Words`` as HTML: our words with their marks, every value escaped; a link into the app
+    points to ``app_url`` (the served app), or says that it needs the app."""
     text = b.as_text(given)
     words = esc(text.words, quote=False)
     for pattern, repl in _MARKS:
         words = pattern.sub(repl, words)
+
+    def link(m: re.Match) -> str:
+        href = app_href(html.unescape(m.group(2)), app_url)
+        if href is None:
+            return f'{m.group(1)} <span class="needs-app">({NEEDS_APP})</span>'
+        return f'<a href="{esc(href)}">{m.group(1)}</a>'
+
+    words = _APP_LINK.sub(link, words)
     if not text.values:
         return words
     return words.format(*(esc(v) if isinstance(v, str) else v for v in text.values))
@@ -61,8 +82,11 @@ def cell_text(value: Any) -> str:
 
 @dataclass
 class Document:
-    """The parts of one export, in page order; ``render`` writes the file."""
+    """The parts of one export, in page order; ``render`` writes the file. ``app_url``: the served
+    app's address (``http://host:8501``), where the file's links into the app lead; without it
+    they say that they need the app."""
 
+    app_url: str | None = None
     parts: list[str] = field(default_factory=list)
     data: list[str] = field(default_factory=list)  # the JSON script elements (figures, graphs)
     n_tables: int = 0
@@ -70,10 +94,22 @@ class Document:
     n_graphs: int = 0
     warnings: list[str] = field(default_factory=list)  # every warning sentence, in order (the CLI says them)
 
+    def wh(self, words: b.Words) -> str:
+        return words_html(words, self.app_url)
+
+    def link(self, url: str, text: b.Words) -> str:
+        """A link of the view: to the app when the file knows where it is, else its text and why
+        it leads nowhere from here."""
+        href = app_href(url, self.app_url)
+        if href is None:
+            return (f'{self.wh(text)} <span class="needs-app" title="{esc(url)}">({NEEDS_APP}: open Audit Atlas '
+                    f'and go to <code>{esc(url)}</code>)</span>')
+        return f'<a href="{esc(href)}">{self.wh(text)}</a>'
+
     def heading(self, text: b.Words, level: int = 2, anchor: str | None = None) -> None:
         """A heading; ``anchor`` (our own id, never the store's text) lets a link jump to it."""
         ident = f' id="{esc(anchor)}"' if anchor else ""
-        self.parts.append(f"<h{level}{ident}>{words_html(text)}</h{level}>")
+        self.parts.append(f"<h{level}{ident}>{self.wh(text)}</h{level}>")
 
     def text(self, sentence: str, kind: str = "") -> None:
         """A sentence (ours or the store's), as text; ``kind``: "", note, warning, info, simulated."""
@@ -81,11 +117,13 @@ class Document:
 
     def words(self, text: b.Text) -> None:
         """A ``views.blocks.Text``: our words (with their marks) and the values, as text."""
+        if text.kind == "hint":  # how to use the app's widgets: nothing to click in a file
+            return
         if text.kind in ("warning", "error"):
             self.warnings.append(text.sentence)
         kind = {"error": "warning", "success": "info"}.get(text.kind, text.kind)
         cls = f' class="{kind}"' if kind else ""
-        self.parts.append(f"<p{cls}>{words_html(text)}</p>")
+        self.parts.append(f"<p{cls}>{self.wh(text)}</p>")
 
     def warning(self, sentence: str) -> None:
         self.words(b.Text.plain(sentence, "warning"))
@@ -98,9 +136,10 @@ class Document:
             elif isinstance(block, b.Text):
                 self.words(block)
             elif isinstance(block, b.Table):
-                self.table(block.frame, block.name, block.caption, block.download, block.styles)
+                self.table(block.frame, block.name, block.caption, block.download, block.styles,
+                           {c.name: c.link_text for c in block.columns if c.link_text is not None})
             elif isinstance(block, b.Metrics):
-                items = "".join(f"<dt>{words_html(m.label)}</dt><dd>{esc(m.value)}</dd>" for m in block.items)
+                items = "".join(f"<dt>{self.wh(m.label)}</dt><dd>{esc(m.value)}</dd>" for m in block.items)
                 self.parts.append(f'<dl class="facts">{items}</dl>')
             elif isinstance(block, b.Figure):
                 self.figure(block.figure)
@@ -113,16 +152,24 @@ class Document:
             elif isinstance(block, b.Jumps):
                 self.jumps(block.targets)
             elif isinstance(block, b.Link):
-                self.parts.append(f'<p class="link"><a href="{esc(block.url)}">{words_html(block.text)}</a></p>')
+                self.parts.append(f'<p class="link">{self.link(block.url, block.text)}</p>')
             elif isinstance(block, b.Fold):
-                self.parts.append(f"<details open><summary>{words_html(block.label)}</summary>")
+                self.parts.append(f"<details open><summary>{self.wh(block.label)}</summary>")
                 self.draw(block.blocks)
                 self.parts.append("</details>")
+            elif isinstance(block, b.Badge):
+                self.badge(block)
             elif isinstance(block, b.Row):
                 for blocks in block.columns:
                     self.draw(blocks)
             else:
                 raise TypeError(f"not a view block: {block!r}")
+
+    def badge(self, block: b.Badge) -> None:
+        """The view's badge: the simulated corpora (with why not to cite them) and the labels."""
+        simulated = (f'<span class="simulated" title="{esc(b.SIMULATED_HELP)}">{esc(block.simulated_text)}</span>'
+                     if block.simulated else "")
+        self.parts.append(f'<p class="badge">{simulated}<span class="labels">{esc(block.labels)}</span></p>')
 
     def facts(self, pairs: Sequence[tuple[str, str]]) -> None:
         """Name-value pairs (a tour stop's link, slice and choices) in the file's facts box."""
@@ -135,28 +182,36 @@ class Document:
         self.parts.append(f'<p class="jumps">{links}</p>')
 
     def pre(self, label: b.Words, body: str) -> None:
-        head = f'<div class="label">{words_html(label)}</div>' if label else ""
+        head = f'<div class="label">{self.wh(label)}</div>' if label else ""
         self.parts.append(f'<div class="pre">{head}<pre>{esc(body)}</pre></div>')
 
     def table(self, frame: pd.DataFrame, name: str, caption: b.Words | None = None,
-              download: pd.DataFrame | None = None, styles: pd.DataFrame | None = None) -> None:
+              download: pd.DataFrame | None = None, styles: pd.DataFrame | None = None,
+              links: dict[str, str] | None = None) -> None:
         """``frame`` as an HTML table (sortable by a click on a header), its CSV as a download.
 
         ``styles``: CSS per cell (our own colours, same shape as ``frame``); ``download``: the
-        CSV's frame when the shown cells are text made of numbers (as the app's tables).
+        CSV's frame when the shown cells are text made of numbers (as the app's tables);
+        ``links``: column -> the text its cells show as links into the app (``Column.link_text``).
         """
         self.n_tables += 1
         csv = csv_safe(frame if download is None else download).to_csv(index=False)
         head = "".join(f"<th>{esc(str(c))}</th>" for c in frame.columns)
         rows = []
+        linked = {j: (links or {})[c] for j, c in enumerate(frame.columns) if c in (links or {})}
         for i, row in enumerate(frame.itertuples(index=False, name=None)):
             cells = []
             for j, value in enumerate(row):
                 style = styles.iat[i, j] if styles is not None else ""
                 attr = f' style="{esc(style)}"' if style else ""
-                cells.append(f"<td{attr}>{esc(cell_text(value))}</td>")
+                shown = esc(cell_text(value))
+                if j in linked and isinstance(value, str) and value:
+                    href = app_href(value, self.app_url)
+                    shown = (f'<a href="{esc(href)}">{esc(linked[j])}</a>' if href else
+                             f'<span class="needs-app" title="{NEEDS_APP}">{shown}</span>')
+                cells.append(f"<td{attr}>{shown}</td>")
             rows.append("<tr>" + "".join(cells) + "</tr>")
-        cap = f'<p class="note">{words_html(caption)}</p>' if caption else ""
+        cap = f'<p class="note">{self.wh(caption)}</p>' if caption else ""
         href = "data:text/csv;charset=utf-8," + quote(csv, safe="")
         self.parts.append(
             f'{cap}<div class="table-box"><table class="sortable" data-table="{esc(name)}"><thead><tr>{head}</tr></thead>'
@@ -233,6 +288,9 @@ dl.facts dt {{ color: #57606a; }} dl.facts dd {{ margin: 0; word-break: break-al
 .warning {{ background: #fff8c5; border: 1px solid #d4a72c; border-radius: 6px; padding: 6px 10px; }}
 .info {{ background: #ddf4ff; border: 1px solid #54aeff; border-radius: 6px; padding: 6px 10px; }}
 .simulated {{ background: #ffebe9; border: 1px solid #ff8182; border-radius: 6px; padding: 6px 10px; font-weight: 600; }}
+.badge {{ display: flex; flex-wrap: wrap; gap: 8px; }} .badge span {{ border-radius: 6px; padding: 3px 10px; }}
+.needs-app {{ color: #57606a; font-size: 12px; }}
+.badge .labels {{ background: #ddf4ff; border: 1px solid #54aeff; }}
 .table-box {{ max-height: 560px; overflow: auto; border: 1px solid #d0d7de; border-radius: 4px; }}
 table {{ border-collapse: collapse; font-size: 12.5px; width: 100%; }}
 th, td {{ border-bottom: 1px solid #eaeef2; padding: 3px 8px; text-align: left; vertical-align: top; white-space: pre-wrap; }}

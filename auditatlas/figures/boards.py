@@ -44,7 +44,9 @@ def rows_frame(result, per_seed: bool = False, cells=()) -> tuple[pd.DataFrame, 
             interval = e.intervals.get(m)
             rec[m] = (spread.text(with_range=False) if spread else fmt(value, blank="")) if grouped else value
             if (e.entrant, m) in published or any(k[1] == m for k in published):
-                rec[f"{m} published"] = csv[f"{m} published"] = published.get((e.entrant, m))
+                # Shown as text ("—" where the release gives this line none); the CSV keeps the number.
+                csv[f"{m} published"] = published.get((e.entrant, m))
+                rec[f"{m} published"] = fmt(csv[f"{m} published"])
             if m in methods:
                 rec[f"{m} 95%"] = interval_fmt(interval)
             csv[m] = spread.mean if spread else value

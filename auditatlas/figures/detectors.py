@@ -24,7 +24,15 @@ from .text import plotly as safe
 # Red (worse than chance) through pale yellow (0.5) to green (1.0), one scale for every grid.
 AUC_SCALE = [[0.0, "#b2182b"], [0.25, "#ef8a62"], [0.5, "#f7f7d4"], [0.75, "#a6d96a"], [1.0, "#1a9850"]]
 UNDEFINED_GREY = "#d9d9d9"
-PANELS_PER_ROW = 3
+PANELS_PER_ROW = 3  # at most, for few detectors; more detectors, fewer panels a row (panels_per_row)
+# Side by side, panels share the page's width (about 900 px wide at 1400 px with the sidebar): a
+# detector's column keeps at least this many pixels, so its cell's value reads at CELL_FONT_PX.
+MIN_COLUMN_PX, PANEL_EXTRA_PX, PAGE_PX, CELL_FONT_PX = 34, 60, 900, 11
+# A cell with fewer positives or negatives than this is drawn pale: its ROC-AUC moves a lot with
+# one step more or less.
+SMALL_N = 10
+VEIL = "rgba(255,255,255,0.62)"
+HOVER_LINE_CHARS = 70  # a hover's lines wrap here, so the box stays inside the chart
 
 
 def auc_color(value: float) -> str:
@@ -42,6 +50,32 @@ def auc_color(value: float) -> str:
     return ""
 
 
+def panels_per_row(n_detectors: int) -> int:
+    """Panels side by side: as many as keep each detector's column readable, at most three."""
+    return max(1, min(PANELS_PER_ROW, PAGE_PX // (n_detectors * MIN_COLUMN_PX + PANEL_EXTRA_PX)))
+
+
+def hover_lines(*parts: str) -> str:
+    """Hover text in short lines (each part escaped, then joined with <br>): one long line ran
+    off the chart's edge."""
+    lines: list[str] = []
+    for part in parts:
+        line = ""
+        for word in part.split(" "):
+            if line and len(line) + 1 + len(word) > HOVER_LINE_CHARS:
+                lines.append(line)
+                line = word
+            else:
+                line = f"{line} {word}" if line else word
+        lines.append(line)
+    return "<br>".join(safe(line) for line in lines)
+
+
+def small(cell) -> bool:
+    """A defined cell resting on few positives or negatives (drawn pale)."""
+    return min(int(cell["n_pos_min"]), int(cell["n_neg_min"])) < SMALL_N  # the fewest over its seeds
+
+
 def _short_detector(name: str, limit: int = 30) -> str:
     """Shorten from the middle: detectors of one method differ at the end (model, feature set)."""
     if len(name) <= limit:
@@ -53,13 +87,13 @@ def _short_detector(name: str, limit: int = 30) -> str:
 # ----------------------------------------------------------------------------- the grid
 
 def heatmaps(grid: dv.Grid, backbones: list[str]) -> go.Figure:
-    """One heatmap per backbone, side by side (wrapping after three), one colour scale.
-
-    Undefined cells are grey with a dash and their reason on hover, never coloured as 0.5.
+    """One heatmap per backbone, side by side (wrapping as ``panels_per_row`` says), one colour
+    scale. Undefined cells are grey with a dash and their reason on hover, never coloured as 0.5;
+    cells on fewer than ``SMALL_N`` positives or negatives are veiled pale.
     """
     dets = list(grid.detectors["detector"])
     n = max(len(backbones), 1)
-    cols = min(n, PANELS_PER_ROW)
+    cols = min(n, panels_per_row(len(dets)))
     rows = math.ceil(n / cols)
     n_actions = max([int((grid.actions["backbone"] == b).sum()) for b in backbones] or [1])
     # Pixels: each panel 34 per action row; below each row of panels room for the slanted
@@ -77,33 +111,39 @@ def heatmaps(grid: dv.Grid, backbones: list[str]) -> go.Figure:
         acts = grid.actions[grid.actions["backbone"] == backbone]
         cells = grid.cells[grid.cells["backbone"] == backbone].set_index(["action", "detector"])
         y = [safe(dv.action_label(a)) for a in acts["action"]]
-        z, undefined, text, hover = [], [], [], []
+        z, undefined, text, hover, veil = [], [], [], [], []
         for a in acts["action"]:
-            zr, ur, tr, hr = [], [], [], []
+            zr, ur, tr, hr, vr = [], [], [], [], []
             for d in dets:
                 c = cells.loc[(a, d)] if (a, d) in cells.index else None
                 if c is not None and np.isfinite(c["auc_mean"]):
                     zr.append(c["auc_mean"]); ur.append(None)
                     tr.append(f"{c['auc_mean']:.2f}")
-                    hr.append([backbone, a, d, safe(f"{d} · {a}: ROC-AUC {dv.fmt_mean_std(c['auc_mean'], c['auc_std'])} "
-                                                    f"over {c['n_defined']} set(s); {_hover_interval(c)}; "
-                                                    f"{c['n_pos']} positives, {c['n_neg']} negatives"
-                                                    + (f"; {c['reason']}" if c["reason"] else ""))])
+                    few = small(c)
+                    vr.append(1.0 if few else None)
+                    hr.append([backbone, a, d, hover_lines(
+                        f"{d} · {a}", f"ROC-AUC {dv.fmt_mean_std(c['auc_mean'], c['auc_std'])} over {c['n_defined']} set(s)",
+                        _hover_interval(c), f"{c['n_pos']} positives, {c['n_neg']} negatives"
+                        + (f" (fewer than {SMALL_N}: drawn pale)" if few else ""),
+                        *([str(c["reason"])] if c["reason"] else []))])
                 else:
                     reason = c["reason"] if c is not None else "no scored test steps"
-                    zr.append(None); ur.append(0.0)
+                    zr.append(None); ur.append(0.0); vr.append(None)
                     tr.append("—")
-                    hr.append([backbone, a, d, safe(f"{d} · {a}: undefined ({reason})")])
-            z.append(zr); undefined.append(ur); text.append(tr); hover.append(hr)
+                    hr.append([backbone, a, d, hover_lines(f"{d} · {a}", f"undefined ({reason})")])
+            z.append(zr); undefined.append(ur); text.append(tr); hover.append(hr); veil.append(vr)
         r, c = divmod(k, cols)
         # Grey layer first (undefined cells), then the scores on top.
         fig.add_trace(go.Heatmap(z=undefined, x=x, y=y, text=text, texttemplate="%{text}",
                                  colorscale=[[0, UNDEFINED_GREY], [1, UNDEFINED_GREY]], showscale=False,
                                  hoverinfo="skip"), row=r + 1, col=c + 1)
-        fig.add_trace(go.Heatmap(z=z, x=x, y=y, text=text, texttemplate="%{text}",
+        fig.add_trace(go.Heatmap(z=z, x=x, y=y, text=text, texttemplate="%{text}", textfont=dict(size=CELL_FONT_PX),
                                  colorscale=AUC_SCALE, zmin=0, zmax=1, showscale=(k == 0),
                                  colorbar=dict(title="ROC-AUC", lenmode="pixels", len=max(min(panel, 260), 120),
                                                yanchor="top", y=1),
+                                 hoverinfo="skip"), row=r + 1, col=c + 1)
+        # The veil over cells on few positives or negatives (their value stays readable on it).
+        fig.add_trace(go.Heatmap(z=veil, x=x, y=y, colorscale=[[0, VEIL], [1, VEIL]], showscale=False,
                                  hoverinfo="skip"), row=r + 1, col=c + 1)
         # The clickable layer (heatmaps cannot be selected): one invisible square per cell, its
         # customdata the cell (backbone, action, detector) a click opens, then its hover text.
@@ -116,8 +156,11 @@ def heatmaps(grid: dv.Grid, backbones: list[str]) -> go.Figure:
             showlegend=False), row=r + 1, col=c + 1)
         fig.update_yaxes(autorange="reversed", row=r + 1, col=c + 1, showticklabels=(c == 0), ticks="")
         fig.update_xaxes(tickvals=x, ticktext=ticktext, row=r + 1, col=c + 1)
-    fig.update_xaxes(tickangle=-35)
-    fig.update_layout(height=height, margin=dict(l=10, r=10, t=40, b=10))
+    # Room for every slanted detector name and action label, whatever their length.
+    fig.update_xaxes(tickangle=-35, automargin=True)
+    fig.update_yaxes(automargin=True)
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=40, b=10),
+                      hoverlabel=dict(align="left", font=dict(size=12)))
     return fig
 
 
@@ -296,10 +339,15 @@ def cost_frame(cost: pd.DataFrame) -> pd.DataFrame:
 
 
 def sets_frame(sets: pd.DataFrame) -> pd.DataFrame:
+    """The prediction sets, each by its label first (``set_labels``), its id last, to copy."""
+    from ..set_labels import set_labels
+
     out = sets[["set_id", "detector", "granularity", "origin", "family", "supervision", "seed", "n_predictions",
                 "n_test_predictions", "n_test_unscored", "source_file", "created_at", "shown", "not_shown"]].copy()
     out["shown"] = np.where(out["shown"], "yes", "no: " + out["not_shown"])
-    return out.drop(columns="not_shown")
+    names = set_labels(sets.to_dict("records"))
+    out.insert(0, "prediction set", [names[str(s)] for s in out["set_id"]])
+    return out[[c for c in out.columns if c not in ("set_id", "not_shown")] + ["set_id"]]
 
 
 def cell_error_rows(errors: pd.DataFrame, kind: str) -> pd.DataFrame:

@@ -17,6 +17,8 @@ from plotly.subplots import make_subplots
 
 from auditatlas.analyses import anomaly_propagation as propagation
 
+# Rows of few failed source steps are drawn pale, as the AUROC grid's cells of few steps.
+from .detectors import SMALL_N, VEIL
 from .text import plotly as esc
 
 MAPS_PER_ROW = 3
@@ -83,15 +85,19 @@ def _one_map(fig: go.Figure, grid: pd.DataFrame, acts: list[str], labels: list[s
         else:
             rate[i, j] = 100 * r.rate
             text[i, j] = f"{100 * r.rate:.0f}"
-            hover = (f"{esc(backbone)}<br>{esc(r.src_action)} failed {r.failed:,}×; "
+            hover = (f"{esc(backbone)}<br>{esc(r.src_action)} failed {r.failed:,}×;<br>"
                      f"{r.followed:,} followed by a later failed {esc(r.later_action)} ({100 * r.rate:.1f}%)"
-                     "<br>click to list these chains")
+                     + (f"<br>fewer than {SMALL_N} failed source steps: drawn pale" if r.failed < SMALL_N else ""))
             clickable.append((r.src_action, r.later_action, hover))
     ticks = [f"{lab}<br><span style='font-size:10px'>n={failed[a]:,}</span>" for a, lab in zip(acts, labels)]
     fig.add_trace(go.Heatmap(z=impossible, x=labels, y=labels, colorscale=[[0, GREY], [1, GREY]], showscale=False,
                              hoverinfo="skip", xgap=1, ygap=1), row=row, col=col)
     fig.add_trace(go.Heatmap(z=rate, x=labels, y=labels, coloraxis="coloraxis", text=text, texttemplate="%{text}",
                              textfont=dict(size=11), hoverinfo="skip", xgap=1, ygap=1), row=row, col=col)
+    # The veil over the rows of few failed source steps (their shares still drawn on it).
+    veil = np.where(np.isfinite(rate) & np.array([[failed[a] < SMALL_N] * n for a in acts]), 1.0, np.nan)
+    fig.add_trace(go.Heatmap(z=veil, x=labels, y=labels, colorscale=[[0, VEIL], [1, VEIL]], showscale=False,
+                             hoverinfo="skip", xgap=1, ygap=1), row=row, col=col)
     # The clickable layer: one invisible square per cell with a rate.
     fig.add_trace(go.Scatter(
         x=[labels[idx[later]] for _, later, _ in clickable],

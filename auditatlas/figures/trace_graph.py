@@ -61,12 +61,15 @@ EDGE_COLORS = {"data": "#0969da", "tool_parent": "#8250df", "puzzle_sequence": "
                "child": "#bf3989", "link": "#953800"}  # child, link: OTLP parent and span links
 EDGE_DASHES: dict[str, Any] = {"observed": False, "modeled": [10, 6], "inferred": [2, 5]}
 LABEL_CHARS = 22
-NODE_ACTION_CHARS = 10  # a step's label under its node: number + action, short enough not to overlap
+# A step's label under its node: number + action, whole up to this many characters (a trace of
+# your own names actions KIND:name, e.g. AGENT:invoke_agent); the columns widen to the run's
+# widest label (column_px), so labels never overlap.
+NODE_ACTION_CHARS = 20
 DY = 92.0  # row spacing (px at zoom 1): a node and two label lines, with a gap
 FONT_PX = 14  # label size at zoom 1
 # Column spacing: the run's widest step label, whole (monospace: 0.6 em a character), plus a gap,
 # so neighbouring labels never overlap; between these bounds (px at zoom 1).
-CHAR_PX, LABEL_GAP_PX, MIN_DX, MAX_DX = 0.6 * FONT_PX, 14.0, 72.0, 140.0
+CHAR_PX, LABEL_GAP_PX, MIN_DX, MAX_DX = 0.6 * FONT_PX, 14.0, 72.0, 14.0 + 0.6 * FONT_PX * (NODE_ACTION_CHARS + 4)
 # The graph opens fitted to its frame, at a zoom between these: at READ_SCALE a label is
 # FONT_PX * 0.9 = 12.6 px, the least that reads without zooming; above MAX_SCALE a short run
 # would open in giant letters.
@@ -98,8 +101,18 @@ def palette(names: list[str]) -> dict[str, str]:
     return {n: PALETTE[i] if i < len(PALETTE) else OTHER_COLOR for i, n in enumerate(names)}
 
 
+def node_action(action: Any) -> str:
+    """The action under a node: its short name; a KIND:name too long to show whole drops its
+    kind (the tooltip keeps the whole action); what is still too long is cut."""
+    name = actions.short(text(action))
+    kind, colon, rest = name.partition(":")
+    if len(name) > NODE_ACTION_CHARS and colon and rest and kind.isupper():
+        name = rest
+    return text(name, NODE_ACTION_CHARS)
+
+
 def _step_label(d: Mapping) -> str:
-    lines = [f"{d['step_idx']} {text(actions.short(d.get('action') or ''), NODE_ACTION_CHARS)}".rstrip()]
+    lines = [f"{d['step_idx']} {node_action(d.get('action'))}".rstrip()]
     marks = [m for m in (d.get("outcome") if d.get("outcome") != tg.TN else None,
                          "flagged" if d.get("flagged") and d.get("truth") == tg.UNLABELED else None,
                          d.get("role")) if m]

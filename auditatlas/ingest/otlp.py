@@ -28,6 +28,7 @@ import json
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
 from ..errors import AtlasError, IngestFailed, InputError
@@ -491,6 +492,19 @@ def _edge_rows(run: _Run, corpus: str, ordered: list[Span], step_facts: list[Ste
     return [edge_row(run.run_id, corpus, s, d, k, OBSERVED) for (s, d), k in sorted(edges.items())], forward
 
 
+def run_name(roots: list[Span], spans: list[Span]) -> str | None:
+    """What a list calls the run (its id is a random trace id): its first root span's name and
+    the time the run started, UTC to the second, e.g. ``checkout-agent · 2026-03-02 08:04:11``."""
+    if not roots:
+        return None
+    first = min(roots, key=lambda s: (s.start_ns is None, s.start_ns or 0, s.order))
+    starts = [s.start_ns for s in spans if s.start_ns]
+    if not starts:
+        return first.name
+    started = datetime.fromtimestamp(min(starts) / 1e9, timezone.utc)
+    return f"{first.name} · {started:%Y-%m-%d %H:%M:%S}"
+
+
 def _run_row(run: _Run, corpus: str, ordered: list[Span], step_facts: list[StepFacts], outcome: str,
              labeled: bool) -> dict:
     models = Counter(f.models[0] for f in step_facts if f.models)
@@ -498,7 +512,8 @@ def _run_row(run: _Run, corpus: str, ordered: list[Span], step_facts: list[StepF
     roots = [s for s in ordered if s.parent_id is None]
     services = list(dict.fromkeys(str(r["service.name"]) for r in resources if r.get("service.name")))
     extra = {"trace_ids": [t.trace_id for t in run.traces], "session_id": run.session, "models": dict(models),
-             "root_spans": [s.name for s in roots], "services": services, "resources": resources}
+             "root_spans": [s.name for s in roots], "services": services, "resources": resources,
+             "run_name": run_name(roots, ordered)}
     return {
         "run_id": run.run_id, "corpus": corpus, "source_file": ordered[0].file if ordered else None,
         "backbone": backbone(models), "domain": None, "difficulty": None, "temperature": None,

@@ -319,6 +319,9 @@ class PageState:
     fields: tuple[Field, ...] = ()
     check: Check | None = None
     notes: str = ""
+    # Whether the page wears the badge of the sidebar's slice (labels, simulated corpora): a
+    # tour's stops each wear their own, for the slice each stop was saved with.
+    badge: bool = True
     _by_name: dict[str, Field] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

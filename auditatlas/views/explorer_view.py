@@ -22,7 +22,8 @@ from ..analyses.board_kept import Remember
 from ..figures import judges as judge_figures
 from ..figures.step import _value, fields_frame, steps_frame, structured_output
 from ..figures.trace_graph import VIS_MARK, page_for_run
-from ..run_labels import label_first
+from ..run_labels import label_first, names_of, row_label
+from ..set_labels import set_labels
 from ..view_state.explorer_state import DEFAULT_TOP_K
 from ..view_state.state_fields import labels_of
 from . import blocks as b
@@ -63,6 +64,11 @@ def run_list_page(total: int, page: int, pages: int) -> list[b.Block]:
                                                 total, page, pages)]
 
 
+def new_runs(n: int) -> list[b.Block]:
+    """The live run list's notice: runs the store received since the list was drawn."""
+    return [b.info("{:,} new run{} received since this list was drawn.", n, "" if n == 1 else "s")]
+
+
 def run_list(query: Query, slice_: Mapping[str, Any]) -> list[b.Block]:
     """The run list the page opens on when no run is chosen: the slice's runs in its default order
     (by run id), the label first and the full id last, as the page's table shows them."""
@@ -75,7 +81,7 @@ def run_list(query: Query, slice_: Mapping[str, Any]) -> list[b.Block]:
     more = "; the first {:,} by run id here" if len(runs) < total else ", sorted by run id"
     return out + [b.note("{:,} runs" + more + ". No run is open: the link's run=... opens one.",
                          total, *([len(runs)] if len(runs) < total else [])),
-                  b.Table(label_first(runs, runs["difficulty"]), "runs",
+                  b.Table(label_first(runs, runs["difficulty"], names_of(query, runs["run"])), "runs",
                           caption="The slice's runs (label, then the full id)")]
 
 
@@ -113,7 +119,7 @@ def run_head(run: Mapping[str, Any], slice_: Mapping[str, Any]) -> list[b.Block]
     words += ["outcome **{}**", "{} steps", "{} labeled", "{} anomalous", "chain length {}", "{} scope(s)"]
     values += [str(run["outcome"]), int(run["n_steps"]), int(run["labeled_steps"]), int(run["anomalous_steps"]),
                int(run["chain_length"]), int(run["n_scopes"])]
-    out: list[b.Block] = [b.Heading("Run"), b.Pre("run id", str(run["run_id"])),
+    out: list[b.Block] = [b.Heading(b.Text("Run {}", (row_label(run),))), b.Pre("run id", str(run["run_id"])),
                           b.Text(" · ".join(words), tuple(values)), b.note("Labels: {}.", str(run["label_process"]))]
     in_slice = all(not v or str(run.get(c)) in [str(x) for x in v] for c, v in slice_.items() if c != "labels")
     if not in_slice:
@@ -214,14 +220,14 @@ def collapsed_note(run: RunGraph, collapsed: list[str], opened_by: str) -> list[
                    len(collapsed), len(run.scopes), tg.COLLAPSE_ABOVE)]
 
 
-def confusion(run: RunGraph, set_id: str | None) -> list[b.Block]:
-    """The set's flags against the labels on this run."""
+def confusion(run: RunGraph, set_name: str | None) -> list[b.Block]:
+    """The set's flags against the labels on this run (``set_name``: the set's label)."""
     if run.rule is None:
         return []
     c = tg.confusion(run.g)
     unlabeled = " · {} flagged step(s) unlabeled" if c["flagged_unlabeled"] else ""
     return [b.note("{}, {}: TP {} · FP {} · FN {} · TN {}" + unlabeled + ". Unlabeled steps are neither right nor wrong.",
-                   str(set_id), run.rule.describe(), c["TP"], c["FP"], c["FN"], c["TN"],
+                   str(set_name), run.rule.describe(), c["TP"], c["FP"], c["FN"], c["TN"],
                    *([c["flagged_unlabeled"]] if c["flagged_unlabeled"] else []))]
 
 
@@ -270,7 +276,8 @@ def step_detail(step: Mapping[str, Any], scores: pd.DataFrame, key: str,
     right: tuple[b.Block, ...] = (b.note("Score and rank of this step in every prediction set that scores its run "
                                          "(rank 1 = the set's most suspicious step of the run)."),)
     right += tuple(no_set_scores()) if scores.empty else (
-        b.Table(scores.rename(columns={"n_scored": "steps scored"}), f"{key}-scores", height=38 + 35 * 12),)
+        b.Table(named_sets(scores).rename(columns={"n_scored": "steps scored"}), f"{key}-scores",
+                height=38 + 35 * 12, columns=(b.Column("prediction set", pinned=True),)),)
     out.append(b.Row(((b.Table(fields_frame(step), f"{key}-fields", height=38 + 35 * 13),), right), (2, 3)))
     text_out = step.get("text_out")
     out += [_text("Input text", step.get("text_in"),
@@ -286,6 +293,14 @@ def step_detail(step: Mapping[str, Any], scores: pd.DataFrame, key: str,
                       (b.Pre("", extra),) if isinstance(extra, str) else
                       (b.Pre("", json.dumps(extra, indent=2, ensure_ascii=False), "json"),)))
     return out
+
+
+def named_sets(frame: pd.DataFrame) -> pd.DataFrame:
+    """A table of prediction sets read by their labels (``set_labels``), the id last, to copy."""
+    names = set_labels(frame.to_dict("records"))
+    shown = frame.drop(columns=[c for c in ("method", "protocol", "model", "seed") if c in frame.columns])
+    shown.insert(0, "prediction set", [names[str(s)] for s in frame["set_id"]])
+    return shown[[c for c in shown.columns if c != "set_id"] + ["set_id"]]
 
 
 def step_section(query: Query, run_id: str, selected: int | None, slice_: Mapping[str, Any]) -> list[b.Block]:
@@ -350,14 +365,15 @@ def page(query: Query, link, root: Path, remember: Remember | None = None) -> li
     asked = (link.params.get("step") or [None])[-1]
     selected, problems = open_step(int(run["n_steps"]), values["step"], asked)
     out += problems
-    scoring = query("explorer_run_sets", {"run": run_id})["set_id"].tolist()
+    run_sets = query("explorer_run_sets", {"run": run_id})
+    scoring = run_sets["set_id"].tolist()
     out += set_not_drawn(query, values["set"], scoring)
     set_id = values["set"] if values["set"] in scoring else None
     run_ = run_graph(query, run_id, labels_of(slice_), set_id, rule_of(values) if set_id else None, values["lanes"])
     out += unknown_scopes(run_, values["expand"])
     collapsed = collapsed_scopes(run_, values["expand"], selected)
     out += collapsed_note(run_, collapsed, "the link's expand=... opens them.")
-    out += confusion(run_, set_id)
+    out += confusion(run_, set_labels(run_sets.to_dict("records")).get(set_id) if set_id else None)
     out += [b.Heading("Dependency graph", 3),
             *graph(run_, selected, values["color"], values["context"], collapsed),
             b.Table(steps_table(run_), f"steps-{run_id}", caption="The run's steps")]

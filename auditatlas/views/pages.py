@@ -191,7 +191,7 @@ PATTERNS = PageState(
 )
 
 TOUR = PageState(
-    path="/tour", title="Tour", view="auditatlas.views.tour_view:page",
+    path="/tour", title="Tour", view="auditatlas.views.tour_view:page", badge=False,
     what="a guided tour saved in the store, one stop at a time: the author's sentence above the view, next / "
          "previous; the draft being made (add the current view from any page's sidebar, reorder, remove, save "
          "under a name); every saved tour",

@@ -17,7 +17,7 @@ from ..analyses.board_kept import Remember
 from ..errors import AtlasError
 from ..patterns import clusters, similar, tables
 from ..progress import Progress
-from ..run_labels import run_label
+from ..run_labels import names_of, run_label
 from ..view_state.state_fields import describe_slice
 from . import blocks as b
 
@@ -31,21 +31,23 @@ def intro(slice_: Mapping[str, Any]) -> list[b.Block]:
                    "steps in clusters.", describe_slice(slice_))]
 
 
-def readable(frame: pd.DataFrame) -> pd.DataFrame:
+def readable(frame: pd.DataFrame, names: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Steps read by their run's short label with the Explorer link beside it; the full run id
     (long: it names the room's log folder) moves to the end, to copy."""
     if "run_id" not in frame.columns or "run" in frame.columns:
         return frame
     shown = frame.copy()
     difficulty = shown["difficulty"] if "difficulty" in shown.columns else [None] * len(shown)
-    shown.insert(shown.columns.get_loc("run_id"), "run", [run_label(r, d) for r, d in zip(shown["run_id"], difficulty)])
+    shown.insert(shown.columns.get_loc("run_id"), "run", [run_label(r, d, (names or {}).get(r))
+                                                           for r, d in zip(shown["run_id"], difficulty)])
     lead = [c for c in ("rank", "run", "explorer") if c in shown.columns]
     return shown[[*lead, *(c for c in shown.columns if c not in lead and c != "run_id"), "run_id"]]
 
 
-def _table(frame: pd.DataFrame, name: str, height: int | None = None, shown: int | None = None) -> b.Table:
+def _table(frame: pd.DataFrame, name: str, height: int | None = None, shown: int | None = None,
+           names: Mapping[str, str] | None = None) -> b.Table:
     """A step table, the first ``shown`` rows on screen, every row in its CSV."""
-    view = readable(frame if shown is None else frame.head(shown))
+    view = readable(frame if shown is None else frame.head(shown), names)
     return b.Table(view, name, download=None if shown is None else frame, columns=(STEP_LINK,),
                    height=height or min(38 + 35 * len(view), 600))
 
@@ -60,10 +62,11 @@ def neighbours(found, query: Query, slice_: Mapping[str, Any], values: Mapping[s
                                         int(values["k"]))
     except AtlasError as exc:
         return [b.Text.plain(str(exc), "warning")]
+    rows = tables.neighbour_rows(nearest, slice_)
     return [b.say("**{}**", nearest.summary),
             b.note("Similarity = 0.6 × text cosine (TF-IDF words) + 0.2 same action + 0.1 same agent + 0.05 position "
                    "+ 0.05 size; 1 = the same step."),
-            _table(tables.neighbour_rows(nearest, slice_), "similar-steps")]
+            _table(rows, "similar-steps", names=names_of(query, rows["run_id"]))]
 
 
 def grouped(found, query: Query, slice_: Mapping[str, Any], values: Mapping[str, Any],

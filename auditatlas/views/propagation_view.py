@@ -45,7 +45,7 @@ def intro() -> list[b.Block]:
 
 
 def summary(query: Query, slice_: Mapping[str, Any]) -> tuple[list[b.Block], Slice | None]:
-    """The slice in numbers, why a corpus has no chains, the simulated mark; None: no runs."""
+    """The slice in numbers and why a corpus has no chains; None: no runs."""
     sources = P.step_counts(query, slice_)
     corpora = P.corpora(sources, P.chain_counts(query, slice_))
     if corpora.empty:
@@ -55,11 +55,6 @@ def summary(query: Query, slice_: Mapping[str, Any]) -> tuple[list[b.Block], Sli
                                 int(corpora["runs"].sum()), int(corpora["steps"].sum()),
                                 int(corpora["failed_steps"].sum()), int(corpora["chains"].sum()))]
     out += [b.note("{} has no chains here: {}.", corpus, reason) for corpus, reason in status.reasons.items()]
-    known = query("corpora")
-    simulated = sorted(set(known.loc[known["kind"] == "simulated", "corpus"]) & set(corpora["corpus"]))
-    if simulated:
-        out.append(b.note("Simulated data ({}): explore the tool with it, do not cite its numbers.",
-                          ", ".join(simulated)))
     return out, Slice(sources, corpora, status)
 
 
@@ -81,8 +76,9 @@ def heatmap_head() -> list[b.Block]:
                 b.note("Cell = share of failed steps of the row's action followed, later in the same scope, by at "
                        "least one failed step of the column's action. n under a row = its failed source steps. "
                        "\"–\": the action never failed for that backbone. Grey: no scope in the store has the "
-                       "column's action after the row's, so the pair cannot occur. Click a cell to list its "
-                       "chains."),))]
+                       "column's action after the row's, so the pair cannot occur. Pale cells: fewer than {} failed "
+                       "source steps in the row, a share that one step more or less moves a lot.", figs.SMALL_N),)),
+            b.hint("Click a cell to list its chains.")]
 
 
 def heatmap_figure(cells: pd.DataFrame, drawn: list[str]):
@@ -102,7 +98,7 @@ def heatmap_tail(cells: pd.DataFrame) -> list[b.Block]:
 
 
 def no_cell() -> list[b.Block]:
-    return [b.note("Click a heatmap cell, or choose a backbone and both actions, to list the chains behind it.")]
+    return [b.hint("Click a heatmap cell, or choose a backbone and both actions, to list the chains behind it.")]
 
 
 def cell_rate(cells: pd.DataFrame, backbone: str, src: str, later: str) -> list[b.Block]:

@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from ..analyses.board_kept import Remember
-from ..run_labels import run_label
+from ..run_labels import names_of, run_label
 from ..search import QueryTextError, SearchAnswer, SearchRequest, search
 from ..view_state.explorer_state import explorer_url
 from ..view_state.state_fields import describe_slice
@@ -48,7 +48,8 @@ def note(found: SearchAnswer) -> list[b.Block]:
     return [b.Text.plain(found.note, "info")] if found.note else []
 
 
-def hits(found: SearchAnswer, slice_: Mapping[str, Any], base: str | None = None) -> list[b.Block]:
+def hits(found: SearchAnswer, slice_: Mapping[str, Any], base: str | None = None,
+         names: Mapping[str, str] | None = None) -> list[b.Block]:
     """The page of hits, or why there is none."""
     if not found.hits:
         if found.total > 0:
@@ -59,7 +60,7 @@ def hits(found: SearchAnswer, slice_: Mapping[str, Any], base: str | None = None
         return [b.warning("No step of the slice matches this query." if found.ranked else
                           "No step's input or output in the slice contains this text as typed.")]
     links = [explorer_url(h.run_id, h.step_idx, slice=slice_, base=base) for h in found.hits]
-    shown = frame(found, links)
+    shown = frame(found, links, names)
     if not found.ranked:
         shown = shown.drop(columns=["score"])
     return [b.note("{:,} steps match{}.", found.total, ", best first" if found.ranked else ", in trace order"),
@@ -69,12 +70,14 @@ def hits(found: SearchAnswer, slice_: Mapping[str, Any], base: str | None = None
                 b.Column("snippet", width="large", help="« » mark the words the query matched.")))]
 
 
-def frame(found: SearchAnswer, links: list[str]) -> pd.DataFrame:
-    """The hits as a table: snippets with « » around each highlight, never markup."""
+def frame(found: SearchAnswer, links: list[str], names: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """The hits as a table: snippets with « » around each highlight, never markup; a run by its
+    label (``names``: the names runs carry, ``run_labels.names_of``)."""
+    names = names or {}
     return pd.DataFrame({
         "open": links,
         "score": [None if h.score is None else round(h.score, 3) for h in found.hits],
-        "run": [run_label(h.run_id) for h in found.hits],
+        "run": [run_label(h.run_id, name=names.get(h.run_id)) for h in found.hits],
         "step": [h.step_idx for h in found.hits],
         "snippet": [" ".join(h.marked.split()) for h in found.hits],
         "action": [h.action for h in found.hits],
@@ -104,5 +107,5 @@ def page(query: Query, link, root: Path, remember: Remember | None = None) -> li
     out: list[b.Block] = [*intro(link.slice), b.Heading(b.Text("Search: {}", (str(link.values["q"]),)))]
     if not isinstance(found, SearchAnswer):
         return out + found
-    out += note(found) + hits(found, link.slice)
+    out += note(found) + hits(found, link.slice, names=names_of(query, [h.run_id for h in found.hits]))
     return out + (pager_line(found) if found.hits else [])

@@ -7,7 +7,7 @@ n AS (
     SELECT set_id, count(*) AS n_scored FROM predictions
     WHERE run_id = $run AND step_idx IS NOT NULL GROUP BY set_id
 )
-SELECT ps.set_id, p.rank, p.score, n.n_scored, p.pred_label, ps.method, ps.protocol, ps.model
+SELECT ps.set_id, p.rank, p.score, n.n_scored, p.pred_label, ps.method, ps.protocol, ps.model, ps.seed
 FROM sets
 JOIN prediction_sets ps USING (set_id)
 JOIN n USING (set_id)
