@@ -33,8 +33,12 @@ def after_write(root: Path, say: Say, warn: Say) -> None:
 def warm(root: Path, say: Say, lead: str = WRITTEN) -> None:
     """Build what a reader would otherwise wait for, for the store's current version; each
     sentence about a part that could not be built starts with ``lead``."""
-    derive(root, say, lead)
-    index(root, say, lead)  # its own read of the steps: built even when the derived tables could not be
+    from .phases import phase
+
+    with phase("derived tables", say):
+        derive(root, say, lead)
+    with phase("search index", say):
+        index(root, say, lead)  # its own read of the steps: built even when the derived tables could not be
     keep(root, say, lead)
 
 
@@ -52,7 +56,8 @@ def keep(root: str | Path, say: Say, lead: str = WRITTEN) -> None:
     if not keeps_after_write():
         return
     keep_for_version(root, remembering_runner(root), partial(remember, root), partial(remember_frame, root),
-                     failed=lambda what, exc, instead: say(f"{lead}{what} ({first_line(exc)}); {instead}."))
+                     failed=lambda what, exc, instead: say(f"{lead}{what} ({first_line(exc)}); {instead}."),
+                     say=say)
 
 
 def derive(root: Path, say: Say, lead: str = WRITTEN) -> None:

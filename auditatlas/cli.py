@@ -34,8 +34,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .store import store_dir
 
     root = store_dir(args.store)
-    code = _command(args, root)
-    if code == 0 and getattr(args, "writes", False) and not _adds_verdicts(args):
+    writes = getattr(args, "writes", False)
+    if writes:
+        from .phases import phase
+
+        with phase("the write", say):
+            code = _command(args, root)
+    else:
+        code = _command(args, root)
+    if code == 0 and writes and not _adds_verdicts(args):
         after_write.after_write(root, say, warn=lambda line: print(f"warning: {line}", file=sys.stderr))
     return code
 

@@ -21,26 +21,32 @@ Failed = Callable[[str, Exception, str], None]
 
 
 def keep_for_version(root: str | Path, query: Query, remember: board_kept.Remember,
-                     remember_frame: label_doubt.RememberFrame, failed: Failed | None = None) -> None:
+                     remember_frame: label_doubt.RememberFrame, failed: Failed | None = None,
+                     say: Callable[[str], None] | None = None) -> None:
     """Keep each view for the store's current version. A part that fails is told to ``failed``
     (the write has landed: a note, not a failure) and the next part is kept all the same;
-    without ``failed`` the first failure is raised."""
-    from .patterns import clusters  # here: patterns import the analyses this module imports
+    without ``failed`` the first failure is raised. With ``say``, each part's time and memory
+    peak are told as it ends (``phases.phase``)."""
+    from contextlib import nullcontext
 
-    parts: list[tuple[str, Callable[[], Any], str]] = [
-        ("the boards could not be scored now", lambda: board_kept.keep_all(query, remember),
+    from .patterns import clusters  # here: patterns import the analyses this module imports
+    from .phases import phase
+
+    parts: list[tuple[str, str, Callable[[], Any], str]] = [
+        ("boards", "the boards could not be scored now", lambda: board_kept.keep_all(query, remember),
          "the Boards page scores them on first open"),
-        ("the supervised half of label doubt could not be fitted now",
+        ("label doubt", "the supervised half of label doubt could not be fitted now",
          lambda: label_doubt.kept_supervised_doubt(query, root, {}, remember_frame),
          "the Review page fits it on first open"),
-        ("the step vectors could not be built now", lambda: clusters.keep_default(root, query),
-         "the Patterns page builds them on first open"),
-        ("the Detectors grid's default view could not be computed now",
+        ("step vectors and failure clusters", "the step vectors could not be built now",
+         lambda: clusters.keep_default(root, query), "the Patterns page builds them on first open"),
+        ("the Detectors grid", "the Detectors grid's default view could not be computed now",
          lambda: detector_comparison.keep_default_grid(query), "the Detectors page computes it on first open"),
     ]
-    for what, keep, instead in parts:
+    for name, what, keep, instead in parts:
         try:
-            keep()
+            with phase(name, say) if say is not None else nullcontext():
+                keep()
         except Exception as exc:  # noqa: BLE001 - told to the caller, who decides
             if failed is None:
                 raise

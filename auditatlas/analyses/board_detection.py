@@ -22,23 +22,15 @@ from .run_detection import RunScorer
 
 PREFIXES = detection.LIVE_FRACTIONS
 LIVE_MIN_STEPS = 4  # the published LIVE population: runs of at least 4 steps
-# Above this many runs the detection boards are computed on a fixed sample of them (the runs
-# with the smallest md5 of their id): every entrant is fitted with 5x5 cross-validation, which
-# over a million runs took over a quarter of an hour and 5 GB for LIVE alone. Published corpora
-# hold a few thousand runs, so their rows are computed on every run.
-BOARD_MAX_RUNS = 50_000
 
 
-def _sample_notes(query: Query, corpus: str, slice_: dict | None, min_steps: int, n: int) -> list[str]:
-    """Says so when a board's population is a sample (one count query, only then)."""
-    if n < BOARD_MAX_RUNS:
+def _distinct_notes(n: int) -> list[str]:
+    """Says how the supervised entrants were fitted when the population is large (only then)."""
+    if n <= detection.DISTINCT_ABOVE:
         return []
-    total = int(query("run_prefix_population", {"slice": {**dict(slice_ or {}), "corpus": [corpus]},
-                                                "min_steps": min_steps})["runs"].iloc[0])
-    if total <= n:
-        return []
-    return [f"Computed on a fixed sample of {n:,} of the slice's {total:,} runs (the {n:,} with the smallest md5 "
-            f"of their run id): above {BOARD_MAX_RUNS:,} runs the boards sample, so they answer in minutes."]
+    return [f"Every one of the {n:,} runs is scored. Above {detection.DISTINCT_ABOVE:,} runs each fold of a supervised "
+            "entrant is fitted on the distinct feature rows of its training runs, each weighted by the runs it "
+            "stands for: the same fit as on every run, in seconds rather than minutes."]
 
 
 def _delong(fam: ContrastFamily, a: BoardRow, b: BoardRow) -> Contrast:
@@ -114,15 +106,14 @@ def _seeds(query: Query, corpus: str, rows: list[BoardRow]) -> None:
 
 
 def compute_post(query: Query, corpus: str, slice_: dict | None = None) -> BoardResult:
-    entrants = detection.detection_entrants(query, corpus, slice_, 1.0, 1, entrants=POST_BOARD.entrants,
-                                            max_runs=BOARD_MAX_RUNS)
+    entrants = detection.detection_entrants(query, corpus, slice_, 1.0, 1, entrants=POST_BOARD.entrants)
     rows = [_row(_entrant(POST_BOARD, name), e, {"roc_auc": _cell_auc(e)}) for name, e in entrants.items()]
     for row, e in zip(rows, entrants.values()):
         row.intervals = _auc_interval(e)
     _seeds(query, corpus, rows)
     first = next(iter(entrants.values()))
     notes = [f"{len(first.y)} runs ({int(first.y.sum())} failed); supervised entrants: 5-fold stratified CV averaged over 5 seeds."]
-    notes += _sample_notes(query, corpus, slice_, 1, len(first.y))
+    notes += _distinct_notes(len(first.y))
     contrasts = contrasts_for(rows, POST_CONTRAST_FAMILIES, TESTS)
     return BoardResult("post-detection", "POST detection (run-level ROC-AUC)", "POST", corpus, ("roc_auc",), POST_BOARD.floor,
                        len(first.y), "runs with an outcome", rows, contrasts, notes,
@@ -147,7 +138,7 @@ LIVE_CONTRAST_FAMILIES = (
 
 def compute_live(query: Query, corpus: str, slice_: dict | None = None) -> BoardResult:
     per_prefix = {f: detection.detection_entrants(query, corpus, slice_, f, LIVE_MIN_STEPS, entrants=LIVE_BOARD.entrants,
-                                                  prediction_sets=False, max_runs=BOARD_MAX_RUNS)
+                                                  prediction_sets=False)
                   for f in PREFIXES}
     names = list(per_prefix[PREFIXES[0]])
     rows = []
@@ -171,7 +162,7 @@ def compute_live(query: Query, corpus: str, slice_: dict | None = None) -> Board
              "(blank: never).",
              "A prefix is a fraction of the finished run (the published protocol), so its length still reveals the "
              "final length: size entrants can score early for that reason alone."]
-    notes += _sample_notes(query, corpus, slice_, LIVE_MIN_STEPS, len(first.y))
+    notes += _distinct_notes(len(first.y))
     return BoardResult("live", "LIVE streaming early warning (ROC-AUC by prefix)", "LIVE", corpus, LIVE_METRICS, LIVE_BOARD.floor,
                        len(first.y), "runs", rows, contrasts, notes,
                        primary_metric="auc@25", primary_contrast_family=LIVE_CONTRAST_FAMILIES[0].name,
