@@ -492,3 +492,14 @@ def test_distinct_row_fits_equal_fits_on_every_run_where_rows_repeat():
     assert len(np.unique(X, axis=0)) < n / 3  # the rows do repeat
     every_run = cv_scores(X, y)
     np.testing.assert_allclose(cv_scores_distinct(X, y), every_run, rtol=0, atol=1e-9)
+
+
+def test_features_read_in_batches_of_runs_equal_one_read(synth):
+    """The boards read the population a batch of runs at a time: every batch size gives the
+    table one read of every run gives, row for row."""
+    whole = prefix_features(runner(synth), "synth", fraction=0.5, min_steps=2, batch_runs=10**9)
+    for batch in (1, 7, 59):
+        batched = prefix_features(runner(synth), "synth", fraction=0.5, min_steps=2, batch_runs=batch)
+        assert list(batched.run_ids) == list(whole.run_ids)
+        np.testing.assert_array_equal(batched.y, whole.y)
+        assert batched.table.reset_index(drop=True).equals(whole.table.reset_index(drop=True)), batch

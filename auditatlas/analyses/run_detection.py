@@ -314,15 +314,13 @@ def detection_entrants(
     entrants: Sequence[Entrant],
     prediction_sets: bool = True,
     seeds: Iterable[int] = CV_SEEDS,
-    max_runs: int | None = None,
 ) -> dict[str, RunScores]:
     """Per-run scores of a detection board's declared ``entrants`` (and, with
     ``prediction_sets``, the corpus's stored sets) on one corpus and slice. Raises
     UndefinedMetric when the population
-    holds a single outcome or fewer than 5 runs of one outcome. ``max_runs``: see
-    ``features.prefix_features`` (a fixed sample above that many runs).
+    holds a single outcome or fewer than 5 runs of one outcome.
     """
-    features = prefix_features(query, corpus, slice, fraction, min_steps, max_runs)
+    features = prefix_features(query, corpus, slice, fraction, min_steps)
     scored = feature_entrants(features, entrants, seeds, where=_where(corpus, fraction))
     if prediction_sets:
         sets = prediction_set_entrants(
