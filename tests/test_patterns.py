@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import patterns_store as ps
@@ -307,3 +308,17 @@ def test_clusters_fitted_on_a_sample_assign_every_step_to_its_nearest_centre(tmp
     assert len(pairs) == len(set(number.tolist()))
     np.testing.assert_allclose(distance, to_centres[np.arange(len(rows)), nearest], rtol=1e-4, atol=1e-5)
     assert sorted(np.bincount(number)[1:], reverse=True) == np.bincount(number)[1:].tolist()  # 1 = largest
+
+
+def test_the_clusters_line_says_what_the_centres_were_fitted_on(monkeypatch):
+    from types import SimpleNamespace
+
+    from auditatlas.views import patterns_view
+
+    result = SimpleNamespace(members=pd.DataFrame({"run_id": ["a"] * 30}), source="labeled anomalies",
+                             clusters=[1, 2], seed=0)
+    assert patterns_view.clusters_line(result).sentence == "30 labeled anomalies in 2 clusters (seed 0)."
+    monkeypatch.setattr(clusters, "FIT_ROWS", 10)
+    assert patterns_view.clusters_line(result).sentence == (
+        "30 labeled anomalies in 2 clusters (seed 0): the centres were fitted on a seeded sample of 10 of them, and "
+        "every one is in the cluster of its nearest centre.")
