@@ -137,34 +137,43 @@ LIVE_CONTRAST_FAMILIES = (
 
 
 def compute_live(query: Query, corpus: str, slice_: dict | None = None) -> BoardResult:
-    per_prefix = {f: detection.detection_entrants(query, corpus, slice_, f, LIVE_MIN_STEPS, entrants=LIVE_BOARD.entrants,
-                                                  prediction_sets=False)
-                  for f in PREFIXES}
-    names = list(per_prefix[PREFIXES[0]])
-    rows = []
-    for name in names:
-        aucs = {f: (_cell_auc(per_prefix[f][name]) if name in per_prefix[f] else None) for f in PREFIXES}
-        t2d = detection.time_to_detection(aucs)
-        metrics = {_prefix_key(f): aucs[f] for f in PREFIXES}
-        metrics["t2d"] = None if t2d is None else float(round(t2d * 100))
-        row = _row(_entrant(LIVE_BOARD, name), per_prefix[PREFIXES[0]][name], metrics)
-        # Each prefix's ROC-AUC rests on that prefix's scores (t2d is a threshold crossing: no interval).
-        for f in PREFIXES:
-            got = _auc_interval(per_prefix[f][name]) if name in per_prefix[f] else {}
+    # Each prefix's ROC-AUCs and intervals are read as soon as it is scored, and only the first
+    # prefix's scores are kept (the rows' items, which the contrasts at 25% read): a million runs'
+    # scores at every prefix were about a gigabyte held to the end.
+    first: dict[str, detection.RunScores] = {}
+    aucs: dict[str, dict[float, float | None]] = {}
+    intervals: dict[str, dict[str, list[float]]] = {}
+    for f in PREFIXES:
+        scored = detection.detection_entrants(query, corpus, slice_, f, LIVE_MIN_STEPS, entrants=LIVE_BOARD.entrants,
+                                              prediction_sets=False)
+        first = first or scored
+        for name, scores in scored.items():
+            aucs.setdefault(name, {})[f] = _cell_auc(scores)
+            got = _auc_interval(scores)
             if got:
-                row.intervals[_prefix_key(f)] = got["roc_auc"]
+                intervals.setdefault(name, {})[_prefix_key(f)] = got["roc_auc"]
+        del scored
+    rows = []
+    for name in first:
+        by_prefix = {f: aucs[name].get(f) for f in PREFIXES}
+        t2d = detection.time_to_detection(by_prefix)
+        metrics = {_prefix_key(f): by_prefix[f] for f in PREFIXES}
+        metrics["t2d"] = None if t2d is None else float(round(t2d * 100))
+        row = _row(_entrant(LIVE_BOARD, name), first[name], metrics)
+        # Each prefix's ROC-AUC rests on that prefix's scores (t2d is a threshold crossing: no interval).
+        row.intervals.update(intervals.get(name, {}))
         rows.append(row)
     # Contrasts at the earliest prefix: the early-warning question.
     contrasts = contrasts_for(rows, LIVE_CONTRAST_FAMILIES, TESTS)
-    first = per_prefix[PREFIXES[0]][LIVE_BOARD.floor]
-    notes = [f"{len(first.y)} runs of at least {LIVE_MIN_STEPS} steps ({int(first.y.sum())} failed); prefixes "
+    floor = first[LIVE_BOARD.floor]
+    notes = [f"{len(floor.y)} runs of at least {LIVE_MIN_STEPS} steps ({int(floor.y.sum())} failed); prefixes "
              f"{', '.join(f'{f:.0%}' for f in PREFIXES)} of each run's steps; t2d = earliest prefix with ROC-AUC >= 0.70 "
              "(blank: never).",
              "A prefix is a fraction of the finished run (the published protocol), so its length still reveals the "
              "final length: size entrants can score early for that reason alone."]
-    notes += _distinct_notes(len(first.y))
+    notes += _distinct_notes(len(floor.y))
     return BoardResult("live", "LIVE streaming early warning (ROC-AUC by prefix)", "LIVE", corpus, LIVE_METRICS, LIVE_BOARD.floor,
-                       len(first.y), "runs", rows, contrasts, notes,
+                       len(floor.y), "runs", rows, contrasts, notes,
                        primary_metric="auc@25", primary_contrast_family=LIVE_CONTRAST_FAMILIES[0].name,
                        leader_family=LIVE_CONTRAST_FAMILIES[-1].name,
                        family_labels={f.name: f.label for f in LIVE_CONTRAST_FAMILIES},
