@@ -126,11 +126,14 @@ def _one_corpus(query: Query, corpus: str, slice_: Mapping[str, Any], chunk_runs
         run_pos.append(chunk.run_pos[keep])
         step_idx.append(chunk.step_idx[keep].astype(np.int32))
         label.append(chunk.label[keep].astype(np.int8))
+        del chunk  # the chunk's matrix: only its keys and labels are kept
     if runs is None:
         return f"The supervised half of label doubt is left out on corpus '{corpus}': it has no steps."
     run_pos, step_idx, y = np.concatenate(run_pos), np.concatenate(step_idx), np.concatenate(label).astype(int)
     # Group codes in the order of the group keys themselves: GroupKFold then folds exactly as on the keys.
     groups = np.unique(run_groups(runs)[0], return_inverse=True)[1].ravel()[run_pos]
+    run_ids = runs["run_id"].to_numpy(dtype=object)
+    del runs  # every run's slice columns: a few hundred MB at a million rooms
     n_groups, smallest = len(np.unique(groups)), int(min((y == 0).sum(), (y == 1).sum()))
     why = _too_small(n_groups, smallest)
     if why:
@@ -148,7 +151,11 @@ def _one_corpus(query: Query, corpus: str, slice_: Mapping[str, Any], chunk_runs
     forests = [_forest().fit(fit_X[np.searchsorted(wanted, rows)], y[rows]) for rows in fit_rows]
     probabilities = _score_every_step(query, corpus, slice_, chunk_runs, fold, forests)
     confidence, issue = rank_by_cleanlab(y, probabilities)
-    frame = pd.DataFrame({"corpus": corpus, "run_id": runs["run_id"].to_numpy(dtype=object)[run_pos],
+    del probabilities
+    # Run id and corpus as categories (codes into the runs' ids): at a million rooms a string per
+    # step was 9 million strings in the frame and as many again when it is kept as Parquet.
+    frame = pd.DataFrame({"corpus": pd.Categorical.from_codes(np.zeros(len(y), dtype=np.int8), [corpus]),
+                          "run_id": pd.Categorical.from_codes(run_pos, run_ids),
                           "step_idx": step_idx.astype(np.int64), "self_confidence": confidence, "label_issue": issue})
     largest = max(len(y) - int((fold == k).sum()) for k in range(FOLDS))
     notes = [] if largest <= max_fit else [
