@@ -35,13 +35,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     root = store_dir(args.store)
     writes = getattr(args, "writes", False)
-    if writes:
-        from .phases import phase
+    from .phases import Phase
 
-        with phase("the write", say):
-            code = _command(args, root)
-    else:
-        code = _command(args, root)
+    write = Phase("the write") if writes else None
+    code = _command(args, root)
+    if code == 0 and write is not None:
+        say(write.told())  # only for a write that landed: a refused one is its one sentence
     if code == 0 and writes and not _adds_verdicts(args):
         after_write.after_write(root, say, warn=lambda line: print(f"warning: {line}", file=sys.stderr))
     return code

@@ -42,16 +42,27 @@ def peak_mb() -> float:
     return kb / (1024 * 1024 if sys.platform == "darwin" else 1024)
 
 
+class Phase:
+    """A phase's clock and memory high-water mark, both started when it is made."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.own = _reset_peak()
+        self.start = time.perf_counter()
+
+    def told(self) -> str:
+        """The phase's wall time and memory peak so far, as one sentence."""
+        scope = "peak" if self.own else "process peak so far"
+        return f"{self.name}: {time.perf_counter() - self.start:.1f} s, {scope} {peak_mb():,.0f} MB"
+
+
 @contextmanager
 def phase(name: str, say: Say) -> Iterator[None]:
     """Say that ``name`` starts, run it, then say its wall time and memory peak (also when it
     fails: the failure is the caller's to report)."""
-    own = _reset_peak()
+    started = Phase(name)
     say(f"{name}...")
-    start = time.perf_counter()
     try:
         yield
     finally:
-        seconds = time.perf_counter() - start
-        scope = "peak" if own else "process peak so far"
-        say(f"{name}: {seconds:.1f} s, {scope} {peak_mb():,.0f} MB")
+        say(started.told())

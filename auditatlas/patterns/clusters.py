@@ -254,6 +254,7 @@ def _describe(vectors: StepVectors, query: Query, members: pd.DataFrame, rows: n
 def _top_terms(vectors: StepVectors, rows: np.ndarray, texts: pd.DataFrame) -> list[str]:
     """The heaviest words of the cluster's mean text vector, named from its nearest steps' text."""
     mean = np.asarray(vectors.text_rows(rows).mean(axis=0)).ravel()
+    vectors.release()  # a large cluster's rows touch most of the build's pages: not kept resident
     names = text_mod.words_of((texts["text_in"] + "\n" + texts["text_out"]).tolist())
     heaviest = [int(c) for c in np.argsort(-mean, kind="stable")[: 10 * TOP_TERMS] if mean[c] > 0]
     return [names[c] for c in heaviest if c in names][:TOP_TERMS]
