@@ -200,9 +200,12 @@ def fit_sample(vectors: StepVectors, rows: np.ndarray, seed: int, n_clusters: in
     from ..detectors.registry import seeded_subsample
 
     sample = rows[seeded_subsample(np.arange(len(rows)), FIT_ROWS, seed)]
-    used = np.unique(vectors.text_rows(sample).indices)
-    model = _kmeans(seed, n_clusters).fit(space(vectors, sample, used))
-    vectors.release()
+    # The sample's chunks span as much of the store as the assignment's (a sparse sample spans more).
+    size = max(1, ASSIGN_ROWS * len(sample) // len(rows))
+    used = np.unique(sp.vstack([vectors.text_rows(chunk) for chunk in _chunks(vectors, sample, size)],
+                               format="csr").indices)
+    model = _kmeans(seed, n_clusters).fit(sp.vstack([space(vectors, chunk, used) for chunk in
+                                                     _chunks(vectors, sample, size)], format="csr"))
     labels = np.empty(len(rows), dtype=np.int64)
     distance = np.empty(len(rows), dtype=np.float64)
     for lo in range(0, len(rows), ASSIGN_ROWS):
@@ -218,6 +221,14 @@ def fit_sample(vectors: StepVectors, rows: np.ndarray, seed: int, n_clusters: in
         distance[lo:lo + len(chunk)] = np.sqrt(near.astype(np.float64) ** 2 + left_out)
         vectors.release()
     return _numbered(labels, n_clusters, rows), distance
+
+
+def _chunks(vectors: StepVectors, rows: np.ndarray, size: int):
+    """``rows`` (in store order) ``size`` at a time, the vectors' pages let go after each chunk:
+    a sample spread over the whole store otherwise touched most of its files' pages at once."""
+    for lo in range(0, len(rows), size):
+        yield rows[lo:lo + size]
+        vectors.release()
 
 
 def _kmeans(seed: int, n_clusters: int):
@@ -268,12 +279,16 @@ def _shares(values: pd.Series) -> list[tuple[str, float]]:
 
 def keep_default(root, query: Query) -> None:
     """What a write prepares for the first /patterns of its version: the step vectors (built
-    when missing) and the whole store's failure clusters at seed 0 and the default count (kept
-    on disk by ``_cached_fit``). A store with nothing to cluster is left to the page to explain."""
+    when missing) and the whole store's failure clusters' fit at seed 0 and the default count
+    (kept on disk by ``_cached_fit``). A store with nothing to cluster is left to the page to explain."""
     from . import vectors
 
     found = vectors.load(root, query)
     try:
-        failure_clusters(found, query, {}, 0)
+        rows, _ = anomalous_rows(found, query, {})
+        if len(rows) >= DEFAULT_CLUSTERS:
+            # The fit alone (minutes at a million rooms) is kept; naming the clusters takes the page
+            # seconds, and holding every member's keys here doubled the write's peak there.
+            _cached_fit(found, rows, {}, 0, DEFAULT_CLUSTERS, lambda fraction, message: None)
     except AtlasError:
         pass
