@@ -34,8 +34,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .store import store_dir
 
     root = store_dir(args.store)
+    writes = getattr(args, "writes", False)
+    from .phases import Phase
+
+    write = Phase("the write") if writes else None
     code = _command(args, root)
-    if code == 0 and getattr(args, "writes", False) and not _adds_verdicts(args):
+    if code == 0 and write is not None:
+        say(write.told())  # only for a write that landed: a refused one is its one sentence
+    if code == 0 and writes and not _adds_verdicts(args):
         after_write.after_write(root, say, warn=lambda line: print(f"warning: {line}", file=sys.stderr))
     return code
 

@@ -18,29 +18,47 @@ from .analyses import Query, board_kept, detector_comparison, label_doubt
 
 # what failed, the exception, what happens instead
 Failed = Callable[[str, Exception, str], None]
+BOARD = "board "  # a part "board NAME" keeps that board alone
+
+
+def parts() -> list[str]:
+    """The parts :func:`keep_for_version` keeps, in order (``only`` names one): each board, label
+    doubt, the step vectors with the clusters, the Detectors grid."""
+    return [BOARD + name for name in board_kept.registry()] + [
+        "label doubt", "step vectors and failure clusters", "the Detectors grid"]
 
 
 def keep_for_version(root: str | Path, query: Query, remember: board_kept.Remember,
-                     remember_frame: label_doubt.RememberFrame, failed: Failed | None = None) -> None:
+                     remember_frame: label_doubt.RememberFrame, failed: Failed | None = None,
+                     say: Callable[[str], None] | None = None, only: str | None = None) -> None:
     """Keep each view for the store's current version. A part that fails is told to ``failed``
     (the write has landed: a note, not a failure) and the next part is kept all the same;
-    without ``failed`` the first failure is raised."""
-    from .patterns import clusters  # here: patterns import the analyses this module imports
+    without ``failed`` the first failure is raised. With ``say``, each part's time and memory
+    peak are told as it ends (``phases.phase``). ``only``: that part of :func:`parts` alone."""
+    from contextlib import nullcontext
 
-    parts: list[tuple[str, Callable[[], Any], str]] = [
-        ("the boards could not be scored now", lambda: board_kept.keep_all(query, remember),
-         "the Boards page scores them on first open"),
-        ("the supervised half of label doubt could not be fitted now",
+    from .patterns import clusters  # here: patterns import the analyses this module imports
+    from .phases import phase
+
+    kept: list[tuple[str, str, Callable[[], Any], str]] = [
+        (BOARD + name, f"the {name} board could not be scored now",
+         lambda name=name: board_kept.keep_all(query, remember, name), "the Boards page scores it on first open")
+        for name in board_kept.registry()]
+    kept += [
+        ("label doubt", "the supervised half of label doubt could not be fitted now",
          lambda: label_doubt.kept_supervised_doubt(query, root, {}, remember_frame),
          "the Review page fits it on first open"),
-        ("the step vectors could not be built now", lambda: clusters.keep_default(root, query),
-         "the Patterns page builds them on first open"),
-        ("the Detectors grid's default view could not be computed now",
+        ("step vectors and failure clusters", "the step vectors could not be built now",
+         lambda: clusters.keep_default(root, query), "the Patterns page builds them on first open"),
+        ("the Detectors grid", "the Detectors grid's default view could not be computed now",
          lambda: detector_comparison.keep_default_grid(query), "the Detectors page computes it on first open"),
     ]
-    for what, keep, instead in parts:
+    for name, what, keep, instead in kept:
+        if only is not None and name != only:
+            continue
         try:
-            keep()
+            with phase(name, say) if say is not None else nullcontext():
+                keep()
         except Exception as exc:  # noqa: BLE001 - told to the caller, who decides
             if failed is None:
                 raise

@@ -315,7 +315,7 @@ def bootstrap_mean_ci(values: ArrayLike, n_boot: int = BOOTSTRAP_RESAMPLES, seed
     x = x[np.isfinite(x)]
     if x.size < 2:
         raise UndefinedMetric("A bootstrap interval needs at least two items.")
-    means = np.concatenate([x[idx].mean(axis=1) for idx in _resample_blocks(x.size, n_boot, seed, 256)])
+    means = np.concatenate([x[idx].mean(axis=1) for idx in _resample_blocks(x.size, n_boot, seed, _block(x.size, 256))])
     low, high = np.quantile(means, [0.025, 0.975])
     return float(low), float(high)
 
@@ -562,7 +562,7 @@ def paired_mean_bootstrap(a: ArrayLike, b: ArrayLike, n_boot: int = 2000, seed: 
     n = a.size
     diffs = np.empty(n_boot)
     start = 0
-    for idx in _resample_blocks(n, n_boot, seed, block):
+    for idx in _resample_blocks(n, n_boot, seed, _block(n, block)):
         diffs[start:start + idx.shape[0]] = a[idx].mean(axis=1) - b[idx].mean(axis=1)
         start += idx.shape[0]
     diffs = diffs[np.isfinite(diffs)]
@@ -574,6 +574,18 @@ def paired_mean_bootstrap(a: ArrayLike, b: ArrayLike, n_boot: int = 2000, seed: 
 # panel's sets share their seed's test split), so they share one set of draws, and drawing
 # them (one generator call per resample) costs more than the means themselves.
 _KEEP_DRAWS = 2_000_000
+
+
+# Resampled values held at once by a bootstrap of means (32 MB of float64): the means of a
+# block of resamples are taken together, and a block of 256 resamples of 695,454 runs (POST
+# localization at a million rooms) was 1.4 GB of indices and as much again of values.
+_BLOCK_VALUES = 4_000_000
+
+
+def _block(n: int, block: int) -> int:
+    """``block`` resamples of ``n`` items at a time, fewer where that would hold more than
+    ``_BLOCK_VALUES`` values (the draws and their means are the same whatever the block)."""
+    return max(1, min(block, _BLOCK_VALUES // max(n, 1)))
 
 
 def _resample_blocks(n: int, n_boot: int, seed: int, block: int) -> Iterator[np.ndarray]:

@@ -453,32 +453,53 @@ def test_tau_bench_live(tau_store):
     assert board["random"].t2d is None
 
 
-def test_boards_sample_a_fixed_set_of_runs_above_the_cap(synth, monkeypatch):
-    """Above BOARD_MAX_RUNS runs the detection boards run on a fixed sample: the runs with the
-    smallest md5 of their id (worked out here with hashlib, not with the query), the same on
-    every call, prediction sets restricted to it, and a note saying so."""
-    import hashlib
-
-    from auditatlas.analyses import board_detection
+def test_boards_score_every_run_and_fit_large_populations_on_distinct_rows(synth, monkeypatch):
+    """Above DISTINCT_ABOVE runs the detection boards still score every run; their supervised
+    entrants' folds are fitted on distinct weighted rows, which must give the scores that
+    scikit-learn's fits on every run give (the path below the threshold), and the board's cells
+    must be scikit-learn's ROC-AUC of those scores."""
+    from auditatlas.analyses import run_detection
     from auditatlas.analyses.board_registry import run_board
-    from queries import connect
 
-    runs = [r for (r,) in connect(synth).execute(
-        "SELECT run_id FROM runs WHERE corpus = 'synth' AND outcome IN ('success', 'failure')").fetchall()]
-    assert len(runs) == 60
-    expected = sorted(sorted(runs, key=lambda r: hashlib.md5(r.encode()).hexdigest())[:40])
+    every_run = detection_entrants(runner(synth), "synth", entrants=POST_ENTRANTS)
+    monkeypatch.setattr(run_detection, "DISTINCT_ABOVE", 40)
+    distinct = detection_entrants(runner(synth), "synth", entrants=POST_ENTRANTS)
+    assert list(distinct) == list(every_run)
+    for name, plain in every_run.items():
+        assert list(distinct[name].run_ids) == list(plain.run_ids), name
+        np.testing.assert_allclose(distinct[name].scores, plain.scores, rtol=0, atol=1e-9, err_msg=name)
 
-    sampled = prefix_features(runner(synth), "synth", max_runs=40)
-    assert list(sampled.run_ids) == expected
-    assert list(prefix_features(runner(synth), "synth", max_runs=100).run_ids) == sorted(runs)  # under the cap: all
-
-    entrants = detection_entrants(runner(synth), "synth", entrants=POST_ENTRANTS, max_runs=40)
-    assert all(set(e.run_ids) <= set(expected) for e in entrants.values())
-    assert sorted(entrants["synth:oracle"].run_ids) == expected  # the set scores every run; kept to the sample
-
-    monkeypatch.setattr(board_detection, "BOARD_MAX_RUNS", 40)
     result = run_board("post-detection", runner(synth), "synth")
-    assert result.n_items == 40
-    assert any("fixed sample of 40 of the slice's 60 runs" in note for note in result.notes)
-    monkeypatch.setattr(board_detection, "BOARD_MAX_RUNS", 60)
-    assert not any("sample" in note for note in run_board("post-detection", runner(synth), "synth").notes)
+    assert result.n_items == 60
+    assert any("Every one of the 60 runs is scored" in note for note in result.notes)
+    for row in result.rows:
+        plain = every_run[row.entrant]
+        assert row.metrics["roc_auc"] == pytest.approx(roc_auc_score(plain.y, plain.scores), abs=1e-12), row.entrant
+    monkeypatch.setattr(run_detection, "DISTINCT_ABOVE", 60)
+    assert not any("distinct" in note for note in run_board("post-detection", runner(synth), "synth").notes)
+
+
+def test_distinct_row_fits_equal_fits_on_every_run_where_rows_repeat():
+    """Run features are small counts, so rows repeat: the weighted fit on the distinct rows must
+    give each run the score the registry's learner gives it when fitted on every run."""
+    from auditatlas.analyses.run_detection import cv_scores_distinct
+
+    rng = np.random.default_rng(3)
+    n = 3000
+    counts = np.column_stack([rng.integers(1, 15, n), rng.integers(0, 6, n), rng.integers(1, 4, n)]).astype(float)
+    X = np.column_stack([counts, counts[:, 1] / counts[:, 0]])
+    y = (rng.random(n) < 1 / (1 + np.exp(-(counts[:, 0] - 8) / 3))).astype(int)
+    assert len(np.unique(X, axis=0)) < n / 3  # the rows do repeat
+    every_run = cv_scores(X, y)
+    np.testing.assert_allclose(cv_scores_distinct(X, y), every_run, rtol=0, atol=1e-9)
+
+
+def test_features_read_in_batches_of_runs_equal_one_read(synth):
+    """The boards read the population a batch of runs at a time: every batch size gives the
+    table one read of every run gives, row for row."""
+    whole = prefix_features(runner(synth), "synth", fraction=0.5, min_steps=2, batch_runs=10**9)
+    for batch in (1, 7, 59):
+        batched = prefix_features(runner(synth), "synth", fraction=0.5, min_steps=2, batch_runs=batch)
+        assert list(batched.run_ids) == list(whole.run_ids)
+        np.testing.assert_array_equal(batched.y, whole.y)
+        assert batched.table.reset_index(drop=True).equals(whole.table.reset_index(drop=True)), batch

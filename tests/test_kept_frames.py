@@ -96,13 +96,14 @@ def test_a_cli_write_builds_the_step_vectors_and_the_default_clusters(tmp_path, 
     from auditatlas.patterns import clusters, vectors
 
     monkeypatch.setenv("AUDITATLAS_KEEP_BOARDS", "1")
-    monkeypatch.setattr("auditatlas.analyses.board_kept.keep_all", lambda query, remember: [])
+    monkeypatch.setattr("auditatlas.analyses.board_kept.keep_all", lambda query, remember, only=None: [])
     built, clustered = [], []
     monkeypatch.setattr(vectors, "load", lambda root, query, progress=None: built.append(root) or "the vectors")
-    monkeypatch.setattr(clusters, "failure_clusters", lambda found, query, slice_, seed: clustered.append(
-        (found, slice_, seed)))
+    monkeypatch.setattr(clusters, "anomalous_rows", lambda found, query, slice_: (list(range(50)), "labeled anomalies"))
+    monkeypatch.setattr(clusters, "_cached_fit", lambda found, rows, slice_, seed, n, report: clustered.append(
+        (found, slice_, seed, n)))
     keep(tmp_path, print)
-    assert built == [tmp_path] and clustered == [("the vectors", {}, 0)]
+    assert built == [tmp_path] and clustered == [("the vectors", {}, 0, clusters.DEFAULT_CLUSTERS)]
 
 
 # --- named queries kept per store version (queries.kept.KEPT_QUERIES) ---------------------------

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import patterns_store as ps
@@ -267,3 +268,57 @@ def test_a_store_without_steps_is_left_to_the_page_not_an_error(tmp_path):
     root = tmp_path / "store"
     ingest("catchbench", None, root)
     clusters.keep_default(root, runner(root))  # raises nothing
+
+
+def test_clusters_fitted_on_a_sample_assign_every_step_to_its_nearest_centre(tmp_path, monkeypatch):
+    """Above FIT_ROWS the clusters are fitted on a seeded sample and every step assigned a chunk
+    at a time: each step's cluster must be the nearest centre in the whole space (computed
+    here with scikit-learn's euclidean_distances on the full matrix), and its distance that
+    distance; at or below FIT_ROWS the fit is the one on every step."""
+    from sklearn.cluster import MiniBatchKMeans
+    from sklearn.metrics.pairwise import euclidean_distances
+
+    from auditatlas.detectors.registry import seeded_subsample
+    from auditatlas.ingest.demo import build_demo
+    from auditatlas.patterns import clusters, vectors
+
+    root = tmp_path / "store"
+    build_demo(root, rooms=60, seed=0)
+    query = queries.runner(root)
+    found = vectors.load(root, query)
+    rows, _ = clusters.anomalous_rows(found, query, {})
+    monkeypatch.setattr(clusters, "FIT_ROWS", len(rows) // 2)
+    monkeypatch.setattr(clusters, "ASSIGN_ROWS", 17)
+    number, distance = clusters.fit_sample(found, rows, 0, 5)
+
+    whole = clusters.space(found, rows)  # every word of every step: the whole space
+    sample = rows[seeded_subsample(np.arange(len(rows)), len(rows) // 2, 0)]
+    centres_model = MiniBatchKMeans(n_clusters=5, random_state=0, n_init=3, batch_size=4096, max_iter=100,
+                                    reassignment_ratio=0.01).fit(clusters.space(found, sample))
+    used = np.unique(found.text_rows(sample).indices)
+    every_word = np.unique(found.text_rows(rows).indices)
+    centres = np.zeros((5, whole.shape[1]))
+    keep = np.searchsorted(every_word, used)
+    centres[:, keep] = centres_model.cluster_centers_[:, :len(used)]
+    centres[:, len(every_word):] = centres_model.cluster_centers_[:, len(used):]
+    to_centres = euclidean_distances(whole, centres)
+    nearest = to_centres.argmin(axis=1)
+    # The same partition (numbers aside), and each step's distance to its own centre.
+    pairs = set(zip(number.tolist(), nearest.tolist()))
+    assert len(pairs) == len(set(number.tolist()))
+    np.testing.assert_allclose(distance, to_centres[np.arange(len(rows)), nearest], rtol=1e-4, atol=1e-5)
+    assert sorted(np.bincount(number)[1:], reverse=True) == np.bincount(number)[1:].tolist()  # 1 = largest
+
+
+def test_the_clusters_line_says_what_the_centres_were_fitted_on(monkeypatch):
+    from types import SimpleNamespace
+
+    from auditatlas.views import patterns_view
+
+    result = SimpleNamespace(members=pd.DataFrame({"run_id": ["a"] * 30}), source="labeled anomalies",
+                             clusters=[1, 2], seed=0)
+    assert patterns_view.clusters_line(result).sentence == "30 labeled anomalies in 2 clusters (seed 0)."
+    monkeypatch.setattr(clusters, "FIT_ROWS", 10)
+    assert patterns_view.clusters_line(result).sentence == (
+        "30 labeled anomalies in 2 clusters (seed 0): the centres were fitted on a seeded sample of 10 of them, and "
+        "every one is in the cluster of its nearest centre.")

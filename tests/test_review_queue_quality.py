@@ -146,3 +146,33 @@ def test_a_capped_fit_uses_at_most_its_rows():
     groups = np.arange(100) % 10
     probabilities = label_doubt.out_of_fold(np.random.default_rng(0).random((100, 2)), y, groups, max_fit=30)
     assert probabilities.shape == (100, 2) and np.allclose(probabilities.sum(axis=1), 1)
+
+
+def test_the_chunked_half_is_the_half_on_the_whole_matrix(planted):
+    """The half reads a corpus a chunk of runs at a time and fits each fold on a sample of it:
+    its probabilities must be scikit-learn's cross_val_predict over the whole matrix (the
+    capped forests of ``out_of_fold``), every labeled step scored, and a note must say how many
+    steps each fit read when the cap bit."""
+    import numpy as np
+
+    from auditatlas.analyses import label_doubt
+    from auditatlas.detectors.features import step_features
+    from auditatlas.detectors.splits import run_groups
+
+    original = planted[0]
+    query = queries.runner(original)
+    features = step_features(query, CORPUS, SLICE)
+    labeled = features.labeled
+    y = features.label[labeled].astype(int)
+    groups = run_groups(features.runs)[0][features.run_pos][labeled]
+    whole = label_doubt.out_of_fold(features.X[labeled], y, groups, max_fit=150)
+    expected, _ = label_doubt.rank_by_cleanlab(y, whole)
+
+    half = label_doubt.supervised_doubt(query, original, SLICE, chunk_runs=7, max_fit=150)
+    assert len(half.steps) == int(labeled.sum())
+    assert half.steps["run_id"].tolist() == features.run_ids()[features.run_pos][labeled].tolist()
+    assert half.steps["step_idx"].tolist() == features.step_idx[labeled].tolist()
+    np.testing.assert_allclose(half.steps["self_confidence"].to_numpy(), expected, rtol=0, atol=1e-12)
+    assert any("seeded sample of 150 of its up to" in note and f"{int(labeled.sum()):,} labeled steps is scored" in note
+               for note in half.notes), half.notes
+    assert not label_doubt.supervised_doubt(query, original, SLICE).notes  # under the cap: every step fitted

@@ -500,3 +500,27 @@ def test_paired_mean_bootstrap_equals_the_generic_bootstrap_of_means(n, n_boot):
         generic = paired_bootstrap(lambda x, y: (float(np.mean(x)), float(np.mean(y))), a, b, n_boot=n_boot, seed=0)
         assert paired_mean_bootstrap(a, b, n_boot=n_boot, seed=0) == generic
         assert paired_mean_bootstrap(a, b, n_boot=n_boot, seed=0, block=7) == generic
+
+
+def test_bootstrap_of_a_mean_in_small_blocks_is_the_resample_by_resample_bootstrap(monkeypatch):
+    """However few resamples a block holds (large boards hold fewer), the interval is the one
+    drawn resample by resample: one ``integers(0, n, size=n)`` per resample, percentile 95%."""
+    import numpy as np
+
+    from auditatlas import stats
+
+    x = np.random.default_rng(5).random(1_001)
+    rng = np.random.default_rng(0)
+    means = [x[rng.integers(0, x.size, size=x.size)].mean() for _ in range(300)]
+    expected = tuple(np.quantile(means, [0.025, 0.975]))
+    monkeypatch.setattr(stats, "_KEEP_DRAWS", 0)  # drawn block by block, not kept
+    monkeypatch.setattr(stats, "_BLOCK_VALUES", 3_000)  # two resamples a block
+    assert stats.bootstrap_mean_ci(x, n_boot=300, seed=0) == pytest.approx(expected, abs=1e-15)
+    y = np.random.default_rng(6).random(1_001)
+    rng = np.random.default_rng(0)
+    diffs = []
+    for _ in range(300):
+        idx = rng.integers(0, x.size, size=x.size)
+        diffs.append(x[idx].mean() - y[idx].mean())
+    got = stats.paired_mean_bootstrap(x, y, n_boot=300, seed=0)
+    assert list(got.ci95) == pytest.approx(list(np.quantile(diffs, [0.025, 0.975])), abs=1e-15)

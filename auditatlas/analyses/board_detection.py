@@ -22,23 +22,15 @@ from .run_detection import RunScorer
 
 PREFIXES = detection.LIVE_FRACTIONS
 LIVE_MIN_STEPS = 4  # the published LIVE population: runs of at least 4 steps
-# Above this many runs the detection boards are computed on a fixed sample of them (the runs
-# with the smallest md5 of their id): every entrant is fitted with 5x5 cross-validation, which
-# over a million runs took over a quarter of an hour and 5 GB for LIVE alone. Published corpora
-# hold a few thousand runs, so their rows are computed on every run.
-BOARD_MAX_RUNS = 50_000
 
 
-def _sample_notes(query: Query, corpus: str, slice_: dict | None, min_steps: int, n: int) -> list[str]:
-    """Says so when a board's population is a sample (one count query, only then)."""
-    if n < BOARD_MAX_RUNS:
+def _distinct_notes(n: int) -> list[str]:
+    """Says how the supervised entrants were fitted when the population is large (only then)."""
+    if n <= detection.DISTINCT_ABOVE:
         return []
-    total = int(query("run_prefix_population", {"slice": {**dict(slice_ or {}), "corpus": [corpus]},
-                                                "min_steps": min_steps})["runs"].iloc[0])
-    if total <= n:
-        return []
-    return [f"Computed on a fixed sample of {n:,} of the slice's {total:,} runs (the {n:,} with the smallest md5 "
-            f"of their run id): above {BOARD_MAX_RUNS:,} runs the boards sample, so they answer in minutes."]
+    return [f"Every one of the {n:,} runs is scored. Above {detection.DISTINCT_ABOVE:,} runs each fold of a supervised "
+            "entrant is fitted on the distinct feature rows of its training runs, each weighted by the runs it "
+            "stands for: the same fit as on every run, in seconds rather than minutes."]
 
 
 def _delong(fam: ContrastFamily, a: BoardRow, b: BoardRow) -> Contrast:
@@ -114,15 +106,14 @@ def _seeds(query: Query, corpus: str, rows: list[BoardRow]) -> None:
 
 
 def compute_post(query: Query, corpus: str, slice_: dict | None = None) -> BoardResult:
-    entrants = detection.detection_entrants(query, corpus, slice_, 1.0, 1, entrants=POST_BOARD.entrants,
-                                            max_runs=BOARD_MAX_RUNS)
+    entrants = detection.detection_entrants(query, corpus, slice_, 1.0, 1, entrants=POST_BOARD.entrants)
     rows = [_row(_entrant(POST_BOARD, name), e, {"roc_auc": _cell_auc(e)}) for name, e in entrants.items()]
     for row, e in zip(rows, entrants.values()):
         row.intervals = _auc_interval(e)
     _seeds(query, corpus, rows)
     first = next(iter(entrants.values()))
     notes = [f"{len(first.y)} runs ({int(first.y.sum())} failed); supervised entrants: 5-fold stratified CV averaged over 5 seeds."]
-    notes += _sample_notes(query, corpus, slice_, 1, len(first.y))
+    notes += _distinct_notes(len(first.y))
     contrasts = contrasts_for(rows, POST_CONTRAST_FAMILIES, TESTS)
     return BoardResult("post-detection", "POST detection (run-level ROC-AUC)", "POST", corpus, ("roc_auc",), POST_BOARD.floor,
                        len(first.y), "runs with an outcome", rows, contrasts, notes,
@@ -146,34 +137,43 @@ LIVE_CONTRAST_FAMILIES = (
 
 
 def compute_live(query: Query, corpus: str, slice_: dict | None = None) -> BoardResult:
-    per_prefix = {f: detection.detection_entrants(query, corpus, slice_, f, LIVE_MIN_STEPS, entrants=LIVE_BOARD.entrants,
-                                                  prediction_sets=False, max_runs=BOARD_MAX_RUNS)
-                  for f in PREFIXES}
-    names = list(per_prefix[PREFIXES[0]])
-    rows = []
-    for name in names:
-        aucs = {f: (_cell_auc(per_prefix[f][name]) if name in per_prefix[f] else None) for f in PREFIXES}
-        t2d = detection.time_to_detection(aucs)
-        metrics = {_prefix_key(f): aucs[f] for f in PREFIXES}
-        metrics["t2d"] = None if t2d is None else float(round(t2d * 100))
-        row = _row(_entrant(LIVE_BOARD, name), per_prefix[PREFIXES[0]][name], metrics)
-        # Each prefix's ROC-AUC rests on that prefix's scores (t2d is a threshold crossing: no interval).
-        for f in PREFIXES:
-            got = _auc_interval(per_prefix[f][name]) if name in per_prefix[f] else {}
+    # Each prefix's ROC-AUCs and intervals are read as soon as it is scored, and only the first
+    # prefix's scores are kept (the rows' items, which the contrasts at 25% read): a million runs'
+    # scores at every prefix were about a gigabyte held to the end.
+    first: dict[str, detection.RunScores] = {}
+    aucs: dict[str, dict[float, float | None]] = {}
+    intervals: dict[str, dict[str, list[float]]] = {}
+    for f in PREFIXES:
+        scored = detection.detection_entrants(query, corpus, slice_, f, LIVE_MIN_STEPS, entrants=LIVE_BOARD.entrants,
+                                              prediction_sets=False)
+        first = first or scored
+        for name, scores in scored.items():
+            aucs.setdefault(name, {})[f] = _cell_auc(scores)
+            got = _auc_interval(scores)
             if got:
-                row.intervals[_prefix_key(f)] = got["roc_auc"]
+                intervals.setdefault(name, {})[_prefix_key(f)] = got["roc_auc"]
+        del scored
+    rows = []
+    for name in first:
+        by_prefix = {f: aucs[name].get(f) for f in PREFIXES}
+        t2d = detection.time_to_detection(by_prefix)
+        metrics = {_prefix_key(f): by_prefix[f] for f in PREFIXES}
+        metrics["t2d"] = None if t2d is None else float(round(t2d * 100))
+        row = _row(_entrant(LIVE_BOARD, name), first[name], metrics)
+        # Each prefix's ROC-AUC rests on that prefix's scores (t2d is a threshold crossing: no interval).
+        row.intervals.update(intervals.get(name, {}))
         rows.append(row)
     # Contrasts at the earliest prefix: the early-warning question.
     contrasts = contrasts_for(rows, LIVE_CONTRAST_FAMILIES, TESTS)
-    first = per_prefix[PREFIXES[0]][LIVE_BOARD.floor]
-    notes = [f"{len(first.y)} runs of at least {LIVE_MIN_STEPS} steps ({int(first.y.sum())} failed); prefixes "
+    floor = first[LIVE_BOARD.floor]
+    notes = [f"{len(floor.y)} runs of at least {LIVE_MIN_STEPS} steps ({int(floor.y.sum())} failed); prefixes "
              f"{', '.join(f'{f:.0%}' for f in PREFIXES)} of each run's steps; t2d = earliest prefix with ROC-AUC >= 0.70 "
              "(blank: never).",
              "A prefix is a fraction of the finished run (the published protocol), so its length still reveals the "
              "final length: size entrants can score early for that reason alone."]
-    notes += _sample_notes(query, corpus, slice_, LIVE_MIN_STEPS, len(first.y))
+    notes += _distinct_notes(len(floor.y))
     return BoardResult("live", "LIVE streaming early warning (ROC-AUC by prefix)", "LIVE", corpus, LIVE_METRICS, LIVE_BOARD.floor,
-                       len(first.y), "runs", rows, contrasts, notes,
+                       len(floor.y), "runs", rows, contrasts, notes,
                        primary_metric="auc@25", primary_contrast_family=LIVE_CONTRAST_FAMILIES[0].name,
                        leader_family=LIVE_CONTRAST_FAMILIES[-1].name,
                        family_labels={f.name: f.label for f in LIVE_CONTRAST_FAMILIES},

@@ -99,12 +99,14 @@ def board(name: str, query: Query, corpus: str, slice_: Mapping[str, Any] | None
     return decode(value)
 
 
-def keep_all(query: Query, remember: Remember) -> list[str]:
-    """Compute and keep the default view of every board on every corpus it can score (what a
-    write does before it returns, so no reader's first open pays for it); the names kept. A
-    board the store cannot score is skipped: its page says why, as before."""
+def keep_all(query: Query, remember: Remember, only: str | None = None) -> list[str]:
+    """Compute and keep the default view of every board (``only``: that board) on every corpus
+    it can score (what a write does before it returns, so no reader's first open pays for it);
+    the names kept. A board the store cannot score is skipped: its page says why, as before."""
     kept = []
     for name, spec in registry().items():
+        if only is not None and name != only:
+            continue
         for corpus in spec.corpora(query):
             try:
                 board(name, query, corpus, None, remember)

@@ -62,20 +62,22 @@ class SupervisedDoubt:
     notes: list[str] = field(default_factory=list)
 
 
-def supervised_doubt(query: Query, root: str | Path | None, slice_: Mapping[str, Any] | None) -> SupervisedDoubt:
+def supervised_doubt(query: Query, root: str | Path | None, slice_: Mapping[str, Any] | None,
+                     chunk_runs: int | None = None, max_fit: int = MAX_FIT) -> SupervisedDoubt:
     """The supervised half on the labeled steps of ``slice_`` (the store at ``root``, which
-    ``query`` reads), for each corpus of the slice holding labeled steps."""
-    from ..detectors.features import step_features
+    ``query`` reads), for each corpus of the slice holding labeled steps. The steps are read
+    ``chunk_runs`` runs at a time (``detectors.features.structural_chunks``)."""
+    from ..detectors.features import TEXT_CHUNK_RUNS
 
     frames, notes = [], []
     corpora = query("review_labeled_corpora", {"slice": on_release(slice_)})["corpus"].astype(str).tolist()
     for corpus in corpora:
-        features = step_features(query, corpus, on_release(slice_))
-        found = _one_corpus(features)
+        found = _one_corpus(query, corpus, on_release(slice_), chunk_runs or TEXT_CHUNK_RUNS, max_fit)
         if isinstance(found, str):
             notes.append(found)
         else:
-            frames.append(found)
+            frames.append(found[0])
+            notes += found[1]
     steps = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
     return SupervisedDoubt(steps, notes)
 
@@ -104,21 +106,105 @@ def kept_supervised_doubt(query: Query, root: str | Path | None, slice_: Mapping
     return SupervisedDoubt(steps, list(notes))
 
 
-def _one_corpus(features) -> pd.DataFrame | str:
+def _one_corpus(query: Query, corpus: str, slice_: Mapping[str, Any], chunk_runs: int,
+                max_fit: int) -> tuple[pd.DataFrame, list[str]] | str:
+    """The half on one corpus in three reads of its steps, a chunk of runs at a time, so that
+    what is held is the labels, the fits' sampled rows and one chunk (at a million rooms the
+    whole matrix alone would be a gigabyte): the labels and the folds; the rows each fold's fit
+    reads; every labeled step scored by the forest of the folds it was not in. The same
+    forests and probabilities as :func:`out_of_fold` on the whole matrix."""
+    from sklearn.model_selection import GroupKFold
+
+    from ..detectors.features import structural_chunks
+    from ..detectors.registry import seeded_subsample
     from ..detectors.splits import run_groups
 
-    labeled = features.labeled
-    y = features.label[labeled].astype(int)
-    groups = run_groups(features.runs)[0][features.run_pos][labeled]
-    n_groups, smallest = len(set(groups)), int(min((y == 0).sum(), (y == 1).sum()))
+    runs, run_pos, step_idx, label = None, [], [], []
+    for chunk in structural_chunks(query, corpus, slice_, chunk_runs):
+        runs = chunk.runs
+        keep = chunk.labeled
+        run_pos.append(chunk.run_pos[keep])
+        step_idx.append(chunk.step_idx[keep].astype(np.int32))
+        label.append(chunk.label[keep].astype(np.int8))
+        del chunk  # the chunk's matrix: only its keys and labels are kept
+    if runs is None:
+        return f"The supervised half of label doubt is left out on corpus '{corpus}': it has no steps."
+    run_pos, step_idx, y = np.concatenate(run_pos), np.concatenate(step_idx), np.concatenate(label).astype(int)
+    # Group codes in the order of the group keys themselves: GroupKFold then folds exactly as on the keys.
+    groups = np.unique(run_groups(runs)[0], return_inverse=True)[1].ravel()[run_pos]
+    run_ids = runs["run_id"].to_numpy(dtype=object)
+    del runs  # every run's slice columns: a few hundred MB at a million rooms
+    n_groups, smallest = len(np.unique(groups)), int(min((y == 0).sum(), (y == 1).sum()))
     why = _too_small(n_groups, smallest)
     if why:
-        return f"The supervised half of label doubt is left out on corpus '{features.corpus}': {why}."
-    probabilities = out_of_fold(features.X[labeled], y, groups)
+        return f"The supervised half of label doubt is left out on corpus '{corpus}': {why}."
+    fold = np.empty(len(y), dtype=np.int8)
+    for k, (_, test) in enumerate(GroupKFold(n_splits=FOLDS).split(np.zeros((len(y), 1), np.int8), y, groups)):
+        fold[test] = k
+    # Each fold's fit rows: its training steps, capped as CappedFit caps them.
+    fit_rows = []
+    for k in range(FOLDS):
+        train = np.flatnonzero(fold != k)
+        fit_rows.append(train[seeded_subsample(np.arange(len(train)), max_fit, seed=0)])
+    wanted = np.unique(np.concatenate(fit_rows))
+    fit_X = _rows_of(query, corpus, slice_, chunk_runs, wanted)
+    forests = [_forest().fit(fit_X[np.searchsorted(wanted, rows)], y[rows]) for rows in fit_rows]
+    probabilities = _score_every_step(query, corpus, slice_, chunk_runs, fold, forests)
     confidence, issue = rank_by_cleanlab(y, probabilities)
-    return pd.DataFrame({"corpus": features.corpus, "run_id": features.run_ids()[features.run_pos][labeled],
-                         "step_idx": features.step_idx[labeled], "self_confidence": confidence,
-                         "label_issue": issue})
+    del probabilities
+    # Run id and corpus as categories (codes into the runs' ids): at a million rooms a string per
+    # step was 9 million strings in the frame and as many again when it is kept as Parquet.
+    frame = pd.DataFrame({"corpus": pd.Categorical.from_codes(np.zeros(len(y), dtype=np.int8), [corpus]),
+                          "run_id": pd.Categorical.from_codes(run_pos, run_ids),
+                          "step_idx": step_idx.astype(np.int64), "self_confidence": confidence, "label_issue": issue})
+    largest = max(len(y) - int((fold == k).sum()) for k in range(FOLDS))
+    notes = [] if largest <= max_fit else [
+        f"Label doubt on corpus '{corpus}': each fold's forest was fit on a seeded sample of {max_fit:,} of its up to "
+        f"{largest:,} training steps (five fits on every step would take many minutes); every one of the "
+        f"{len(y):,} labeled steps is scored."]
+    return frame, notes
+
+
+def _forest():
+    from sklearn.ensemble import RandomForestClassifier
+
+    return RandomForestClassifier(**FOREST)
+
+
+def _labeled_chunks(query: Query, corpus: str, slice_: Mapping[str, Any], chunk_runs: int):
+    """(first labeled row of the chunk, the chunk's labeled rows of X), chunk by chunk."""
+    from ..detectors.features import structural_chunks
+
+    start = 0
+    for chunk in structural_chunks(query, corpus, slice_, chunk_runs):
+        X = chunk.X[chunk.labeled]
+        yield start, X
+        start += len(X)
+
+
+def _rows_of(query: Query, corpus: str, slice_: Mapping[str, Any], chunk_runs: int, rows: np.ndarray) -> np.ndarray:
+    """The labeled rows ``rows`` (sorted) of the corpus's matrix, read a chunk at a time."""
+    out = None
+    for start, X in _labeled_chunks(query, corpus, slice_, chunk_runs):
+        if out is None:
+            out = np.empty((len(rows), X.shape[1]), dtype=X.dtype)
+        lo, hi = np.searchsorted(rows, [start, start + len(X)])
+        out[lo:hi] = X[rows[lo:hi] - start]
+    return out
+
+
+def _score_every_step(query: Query, corpus: str, slice_: Mapping[str, Any], chunk_runs: int, fold: np.ndarray,
+                      forests: list) -> np.ndarray:
+    """Each labeled step's class probabilities (columns 0, 1) from the forest of its fold."""
+    probabilities = np.zeros((len(fold), 2))
+    for start, X in _labeled_chunks(query, corpus, slice_, chunk_runs):
+        of = fold[start:start + len(X)]
+        for k, forest in enumerate(forests):
+            inside = np.flatnonzero(of == k)
+            if len(inside):
+                columns = np.searchsorted([0, 1], forest.classes_)
+                probabilities[start + inside[:, None], columns[None, :]] = forest.predict_proba(X[inside])
+    return probabilities
 
 
 def _too_small(n_groups: int, smallest_class: int) -> str | None:
@@ -146,5 +232,7 @@ def rank_by_cleanlab(y: np.ndarray, probabilities: np.ndarray) -> tuple[np.ndarr
     from cleanlab.rank import get_label_quality_scores
 
     confidence = get_label_quality_scores(y, probabilities, method="self_confidence")
-    issue = find_label_issues(y, probabilities)
+    # One process: cleanlab's worker pool reads module globals its parent set, which a process
+    # started by "spawn" (each part of a large build is one) does not share.
+    issue = find_label_issues(y, probabilities, n_jobs=1)
     return np.asarray(confidence, dtype=float), np.asarray(issue, dtype=bool)

@@ -19,7 +19,7 @@ features are computed, and detectors fitted, one corpus at a time.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AtlasError
-from ..progress import Progress, or_quiet
+from ..progress import Progress, or_quiet, quiet
 from ..query_function import Query
 
 NUMERIC_COLUMNS: tuple[str, ...] = (
@@ -102,10 +102,18 @@ def step_features(
     actions = vocab.loc[vocab["kind"] == "action", "value"].astype(str).tolist()
     agents = vocab.loc[vocab["kind"] == "agent", "value"].astype(str).tolist()
     report(0.2, f"reading step features of {len(runs):,} runs")
-    steps = query("step_features", {"slice": sliced, "actions": actions, "agents": agents})
+    steps = query("step_features", {"slice": sliced, "actions": actions, "agents": agents, "lo": None, "hi": None})
     if len(runs) and int(runs["n_steps"].sum()) != len(steps):
         raise AtlasError("the store changed while step features were read; run the re-score again.")
+    held = [steps]
+    del steps  # _assemble lets go of the frame once its columns are copied out
+    return _assemble(corpus, feature_set, runs, held, actions, agents, query, sliced, report)
 
+
+def _assemble(corpus: str, feature_set: str, runs: pd.DataFrame, held: list[pd.DataFrame], actions: list[str],
+              agents: list[str], query: Query, sliced: Mapping[str, Any], report: Progress) -> StepFeatures:
+    """The matrix of the frame ``held`` holds (taken out of it, so it is freed here)."""
+    steps = held.pop()
     run_pos = steps["run_pos"].to_numpy(dtype=np.int32)
     step_idx = steps["step_idx"].to_numpy(dtype=np.int64)
     order = np.lexsort((step_idx, run_pos))  # (run, step) order: the text chunks come the same way
@@ -134,6 +142,23 @@ def step_features(
         columns=columns,
         actions=actions,
     )
+
+
+def structural_chunks(query: Query, corpus: str, slice: Mapping[str, Any] | None = None,
+                      chunk_runs: int = TEXT_CHUNK_RUNS) -> Iterator[StepFeatures]:
+    """The ``structural`` features of ``step_features``, ``chunk_runs`` runs at a time, in (run,
+    step) order: each chunk's ``runs`` is every run of the slice (run_pos is the row there), its
+    rows that chunk's steps. What a caller that reads every step of a large corpus holds at once
+    is then one chunk's rows, not the corpus's."""
+    sliced = {**dict(slice or {}), "corpus": [corpus]}
+    runs = query("step_feature_runs", {"slice": sliced})
+    vocab = query("step_feature_vocab", {"slice": sliced})
+    actions = vocab.loc[vocab["kind"] == "action", "value"].astype(str).tolist()
+    agents = vocab.loc[vocab["kind"] == "agent", "value"].astype(str).tolist()
+    for lo in range(0, max(len(runs), 1), chunk_runs):
+        held = [query("step_features", {"slice": sliced, "actions": actions, "agents": agents, "lo": lo,
+                                        "hi": lo + chunk_runs})]
+        yield _assemble(corpus, DEFAULT_FEATURE_SET, runs, held, actions, agents, query, sliced, quiet)
 
 
 def _one_hot(codes: np.ndarray, width: int) -> np.ndarray:

@@ -31,7 +31,7 @@ from ..analyses import Query
 from ..analyses.relabel import is_released
 from ..analyses.review_queue import queue as review_queue
 from ..errors import AtlasError
-from ..progress import Progress, or_quiet
+from ..progress import Progress, or_quiet, quiet
 from ..view_state.state_fields import copy_shared
 from . import DEFAULT_CLUSTERS
 from . import text as text_mod
@@ -142,7 +142,10 @@ def _cached_fit(vectors: StepVectors, rows: np.ndarray, slice_, seed: int, n_clu
         cached = np.load(path)
         if np.array_equal(cached["rows"], rows):
             return cached["assign"], cached["distance"]
-    assign, distance = fit(space(vectors, rows), seed, n_clusters, rows)
+    if len(rows) <= FIT_ROWS:
+        assign, distance = fit(space(vectors, rows), seed, n_clusters, rows)
+    else:
+        assign, distance = fit_sample(vectors, rows, seed, n_clusters)
     report(0.7, "clusters found")
     folder.mkdir(exist_ok=True)
     scratch = folder / f".tmp-{uuid.uuid4().hex}.npz"
@@ -151,12 +154,17 @@ def _cached_fit(vectors: StepVectors, rows: np.ndarray, slice_, seed: int, n_clu
     return assign, distance
 
 
-def space(vectors: StepVectors, rows: np.ndarray) -> sp.csr_matrix:
-    """The clustered steps in the space of the module docstring (text columns compacted)."""
+def space(vectors: StepVectors, rows: np.ndarray, used: np.ndarray | None = None) -> sp.csr_matrix:
+    """The clustered steps in the space of the module docstring (text columns compacted to the
+    words the rows use, or to ``used``: a word outside it is left out, see ``assign_chunks``)."""
     text = vectors.text_rows(rows)
-    used, compact = np.unique(text.indices, return_inverse=True)
-    text = sp.csr_matrix((text.data * np.sqrt(WEIGHTS["text"]), compact.ravel(), text.indptr),
-                         shape=(len(rows), len(used)))
+    if used is None:
+        used, compact = np.unique(text.indices, return_inverse=True)
+        text = sp.csr_matrix((text.data * np.sqrt(WEIGHTS["text"]), compact.ravel(), text.indptr),
+                             shape=(len(rows), len(used)))
+    else:
+        text = sp.csr_matrix((text.data * np.sqrt(WEIGHTS["text"]), text.indices, text.indptr),
+                             shape=(len(rows), text.shape[1]))[:, used]
     blocks = [text]
     for name, vocab in (("action", vectors.actions), ("agent", vectors.agents)):
         codes = np.asarray(vectors.step[name][rows]).astype(np.int64)
@@ -170,18 +178,75 @@ def space(vectors: StepVectors, rows: np.ndarray) -> sp.csr_matrix:
 
 def fit(matrix: sp.csr_matrix, seed: int, n_clusters: int, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """MiniBatchKMeans on ``matrix``; clusters renumbered 1.. by size (ties: first row)."""
-    from sklearn.cluster import MiniBatchKMeans
-
-    model = MiniBatchKMeans(n_clusters=n_clusters, random_state=seed, n_init=3, batch_size=4096,
-                            max_iter=100, reassignment_ratio=0.01)
+    model = _kmeans(seed, n_clusters)
     labels = model.fit_predict(matrix)
     distance = model.transform(matrix)[np.arange(len(labels)), labels]
+    return _numbered(labels, n_clusters, rows), distance.astype(np.float64)
+
+
+# Above this many steps the clusters are fitted on a seeded sample of them and every step is then
+# assigned to its nearest centre a chunk at a time: the whole store's 1.8 million anomalies at a
+# million rooms took 5.6 GB as one matrix. At or below it the fit reads every step, as before.
+FIT_ROWS = 200_000
+ASSIGN_ROWS = 100_000  # steps assigned at once
+
+
+def fit_sample(vectors: StepVectors, rows: np.ndarray, seed: int, n_clusters: int) -> tuple[np.ndarray, np.ndarray]:
+    """MiniBatchKMeans fitted (as ``fit``) on ``FIT_ROWS`` of ``rows`` drawn by ``seed``; every
+    row then assigned to its nearest centre, ``ASSIGN_ROWS`` at a time. Numbered as ``fit``
+    numbers (1 = largest over every row). A word no sampled step uses has a zero centre
+    coordinate: it does not change which centre is nearest, and its weight is added back to
+    the distance, so distances are those of the whole space."""
+    from ..detectors.registry import seeded_subsample
+
+    sample = rows[seeded_subsample(np.arange(len(rows)), FIT_ROWS, seed)]
+    # The sample's chunks span as much of the store as the assignment's (a sparse sample spans more).
+    size = max(1, ASSIGN_ROWS * len(sample) // len(rows))
+    used = np.unique(sp.vstack([vectors.text_rows(chunk) for chunk in _chunks(vectors, sample, size)],
+                               format="csr").indices)
+    model = _kmeans(seed, n_clusters).fit(sp.vstack([space(vectors, chunk, used) for chunk in
+                                                     _chunks(vectors, sample, size)], format="csr"))
+    labels = np.empty(len(rows), dtype=np.int64)
+    distance = np.empty(len(rows), dtype=np.float64)
+    for lo in range(0, len(rows), ASSIGN_ROWS):
+        chunk = rows[lo:lo + ASSIGN_ROWS]
+        text = vectors.text_rows(chunk)
+        outside = ~np.isin(text.indices, used)
+        left_out = np.bincount(np.repeat(np.arange(len(chunk)), np.diff(text.indptr))[outside],
+                               weights=(text.data[outside].astype(np.float64) ** 2) * WEIGHTS["text"],
+                               minlength=len(chunk))
+        matrix = space(vectors, chunk, used)
+        labels[lo:lo + len(chunk)] = model.predict(matrix)
+        near = model.transform(matrix)[np.arange(len(chunk)), labels[lo:lo + len(chunk)]]
+        distance[lo:lo + len(chunk)] = np.sqrt(near.astype(np.float64) ** 2 + left_out)
+        vectors.release()
+    return _numbered(labels, n_clusters, rows), distance
+
+
+def _chunks(vectors: StepVectors, rows: np.ndarray, size: int):
+    """``rows`` (in store order) ``size`` at a time, the vectors' pages let go after each chunk:
+    a sample spread over the whole store otherwise touched most of its files' pages at once."""
+    for lo in range(0, len(rows), size):
+        yield rows[lo:lo + size]
+        vectors.release()
+
+
+def _kmeans(seed: int, n_clusters: int):
+    from sklearn.cluster import MiniBatchKMeans
+
+    return MiniBatchKMeans(n_clusters=n_clusters, random_state=seed, n_init=3, batch_size=4096,
+                           max_iter=100, reassignment_ratio=0.01)
+
+
+def _numbered(labels: np.ndarray, n_clusters: int, rows: np.ndarray) -> np.ndarray:
+    """KMeans's labels as cluster numbers, 1 = largest (ties: the cluster with the first row)."""
     sizes = np.bincount(labels, minlength=n_clusters)
-    first = np.array([rows[labels == c].min() if sizes[c] else np.iinfo(np.int64).max for c in range(n_clusters)])
+    first = np.full(n_clusters, np.iinfo(np.int64).max)
+    np.minimum.at(first, labels, rows)
     order = np.lexsort((first, -sizes))
     number = np.empty(n_clusters, dtype=np.int64)
     number[order] = np.arange(1, n_clusters + 1)
-    return number[labels], distance.astype(np.float64)
+    return number[labels]
 
 
 def _describe(vectors: StepVectors, query: Query, members: pd.DataFrame, rows: np.ndarray, number: int) -> Cluster:
@@ -200,6 +265,7 @@ def _describe(vectors: StepVectors, query: Query, members: pd.DataFrame, rows: n
 def _top_terms(vectors: StepVectors, rows: np.ndarray, texts: pd.DataFrame) -> list[str]:
     """The heaviest words of the cluster's mean text vector, named from its nearest steps' text."""
     mean = np.asarray(vectors.text_rows(rows).mean(axis=0)).ravel()
+    vectors.release()  # a large cluster's rows touch most of the build's pages: not kept resident
     names = text_mod.words_of((texts["text_in"] + "\n" + texts["text_out"]).tolist())
     heaviest = [int(c) for c in np.argsort(-mean, kind="stable")[: 10 * TOP_TERMS] if mean[c] > 0]
     return [names[c] for c in heaviest if c in names][:TOP_TERMS]
@@ -213,12 +279,16 @@ def _shares(values: pd.Series) -> list[tuple[str, float]]:
 
 def keep_default(root, query: Query) -> None:
     """What a write prepares for the first /patterns of its version: the step vectors (built
-    when missing) and the whole store's failure clusters at seed 0 and the default count (kept
-    on disk by ``_cached_fit``). A store with nothing to cluster is left to the page to explain."""
+    when missing) and the whole store's failure clusters' fit at seed 0 and the default count
+    (kept on disk by ``_cached_fit``). A store with nothing to cluster is left to the page to explain."""
     from . import vectors
 
     found = vectors.load(root, query)
     try:
-        failure_clusters(found, query, {}, 0)
+        rows, _ = anomalous_rows(found, query, {})
+        if len(rows) >= DEFAULT_CLUSTERS:
+            # The fit alone (minutes at a million rooms) is kept; naming the clusters takes the page
+            # seconds, and holding every member's keys here doubled the write's peak there.
+            _cached_fit(found, rows, {}, 0, DEFAULT_CLUSTERS, quiet)
     except AtlasError:
         pass

@@ -81,8 +81,12 @@ def grouped(found, query: Query, slice_: Mapping[str, Any], values: Mapping[str,
 
 
 def clusters_line(result) -> b.Text:
-    return b.Text("{:,} {} in {} clusters (seed {}).", (len(result.members), result.source, len(result.clusters),
-                                                          result.seed))
+    values = (len(result.members), result.source, len(result.clusters), result.seed)
+    if len(result.members) <= clusters.FIT_ROWS:
+        return b.Text("{:,} {} in {} clusters (seed {}).", values)
+    # Says what the centres were fitted on (clusters.fit_sample), so the reader knows the partition's basis.
+    return b.Text("{:,} {} in {} clusters (seed {}): the centres were fitted on a seeded sample of {:,} of them, and "
+                  "every one is in the cluster of its nearest centre.", values + (clusters.FIT_ROWS,))
 
 
 def cluster_list(result) -> list[b.Block]:

@@ -3,7 +3,9 @@
 -- (auditable.graph.features); auditatlas/features.py documents them and derives the shares.
 --
 -- Population: runs of the slice with a known outcome (success / failure) and at least
--- $min_steps steps (at most $max_runs of them, a fixed sample, when $max_runs is set). Prefix: the first k = ceil($fraction * n_steps) steps, at least 1; the
+-- $min_steps steps whose run id is in [$run_from, $run_to) (NULL: unbounded; the boards read the
+-- population in batches of runs, run_prefix_batches.sql, so that memory is one batch's). Prefix:
+-- the first k = ceil($fraction * n_steps) steps, at least 1; the
 -- product is rounded to 6 decimals first so that 0.7 * 10 is 7, not 8. Keep this block in step
 -- with run_prefix_predictions.sql.
 --
@@ -17,15 +19,14 @@ population AS (
            least(r.n_steps, greatest(1, ceil(round($fraction * r.n_steps, 6))))::BIGINT AS k
     FROM sliced_runs r
     WHERE @known_outcome AND r.n_steps >= greatest($min_steps, 1)
-    -- Above $max_runs runs the boards use a fixed sample: the $max_runs runs with the smallest
-    -- md5 of their id (the same runs on every call and every machine; NULL = every run).
-    QUALIFY $max_runs IS NULL OR row_number() OVER (ORDER BY md5(r.run_id), r.run_id) <= $max_runs
+      AND ($run_from IS NULL OR r.run_id >= $run_from) AND ($run_to IS NULL OR r.run_id < $run_to)
 ),
 prefix_steps AS (
     -- A missing agent is one anonymous agent; a missing tool flag counts as a decision.
     SELECT s.run_id, s.step_idx, coalesce(s.agent, '') AS agent, coalesce(s.is_tool, false) AS is_tool
     FROM steps s JOIN population p USING (run_id)
     WHERE s.step_idx < p.k
+      AND ($run_from IS NULL OR s.run_id >= $run_from) AND ($run_to IS NULL OR s.run_id < $run_to)
 ),
 size AS (
     SELECT run_id, count(*) AS n_steps,
@@ -66,6 +67,7 @@ prefix_edges AS (
     SELECT DISTINCT e.run_id, e.src_idx, e.dst_idx
     FROM edges e JOIN population p USING (run_id)
     WHERE e.dst_idx < p.k
+      AND ($run_from IS NULL OR e.run_id >= $run_from) AND ($run_to IS NULL OR e.run_id < $run_to)
 ),
 blast AS (
     -- How many later prefix steps rest directly on one step (its dependents).

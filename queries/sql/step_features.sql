@@ -11,10 +11,13 @@
 --   action_code / agent_code: 1-based position in $actions / $agents (step_feature_vocab.sql),
 --         0 for a null or unknown value; the engine one-hot encodes them.
 -- label stays null where the step is unlabeled: the engine never trains on a missing label.
+-- Only the runs at positions [$lo, $hi) when they are set (NULL: every run): label doubt reads a
+-- large corpus a chunk of runs at a time.
 WITH @slice,
 run_keys AS (
-    SELECT run_id, n_steps, (row_number() OVER (ORDER BY run_id) - 1)::INTEGER AS run_pos
-    FROM sliced_runs
+    SELECT * FROM (SELECT run_id, n_steps, (row_number() OVER (ORDER BY run_id) - 1)::INTEGER AS run_pos
+                   FROM sliced_runs)
+    WHERE ($lo IS NULL OR run_pos >= $lo) AND ($hi IS NULL OR run_pos < $hi)
 ),
 dep AS (
     SELECT DISTINCT e.run_id, e.src_idx, e.dst_idx
