@@ -43,6 +43,20 @@ def _app(root: Path) -> None:
         ingest("whowhen", WHOWHEN, root)
     if TAUBENCH.exists():
         ingest("taubench", TAUBENCH, root)
+    _keep(root)
+
+
+def _keep(root: Path) -> None:
+    """The views a write keeps for its version, kept once here as `make run`'s build keeps them
+    (the suite sets AUDITATLAS_KEEP_BOARDS=0 for its many small writes): every server, export
+    and page test over this store, or a copy of it, then reads them instead of scoring the boards
+    again in each process. Scoring on a first open has tests of its own (test_board_kept.py)."""
+    from functools import partial
+
+    from auditatlas.kept_views import keep_for_version
+    from queries.kept import remember, remember_frame, remembering_runner
+
+    keep_for_version(root, remembering_runner(root), partial(remember, root), partial(remember_frame, root))
 
 
 def _detectors(root: Path) -> None:
