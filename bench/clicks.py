@@ -12,12 +12,16 @@ from __future__ import annotations
 
 import os
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO / "tests")]
+from browser_support import CELL_XY  # noqa: E402 - the heatmap cell's page coordinates, as the browser tests find it
+
 # Drawn and current: the text shown (in the page, or as a chart's title), nothing stale from the
 # run before, no script running.
 DONE = """text => {
@@ -26,24 +30,6 @@ DONE = """text => {
     return document.body.innerText.includes(text)
         || [...document.querySelectorAll('svg text')].some(t => t.textContent === text);  // a chart's title
 }"""
-# The page coordinates of a propagation heatmap cell (its clickable marker's customdata).
-CELL_XY = """([bb, src, later]) => {
-  for (const gd of document.querySelectorAll('.js-plotly-plot')) {
-    for (const t of gd._fullData || []) {
-      if (t.type !== 'scatter' || !t.customdata) continue;
-      for (let i = 0; i < t.customdata.length; i++) {
-        const c = t.customdata[i];
-        if (c[0] !== bb || c[1] !== src || c[2] !== later) continue;
-        const xa = gd._fullLayout[t.xaxis.replace('x', 'xaxis')], ya = gd._fullLayout[t.yaxis.replace('y', 'yaxis')];
-        const box = gd.getBoundingClientRect();
-        return [box.left + xa._offset + xa.l2p(xa.d2c(t.x[i])), box.top + ya._offset + ya.l2p(ya.d2c(t.y[i]))];
-      }
-    }
-  }
-  return null;
-}"""
-
-
 @dataclass(frozen=True)
 class Click:
     """One everyday click: the page it starts on, what it does, and the text its content shows

@@ -190,3 +190,22 @@ def shots_dir(name: str = "") -> Path:
     folder = SHOTS / name
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+# Page coordinates of one heatmap cell, read from the live plotly figure: the clickable marker
+# whose customdata is (backbone, source action, later action). Also bench/clicks.py's.
+CELL_XY = """([bb, src, later]) => {
+  for (const gd of document.querySelectorAll('.js-plotly-plot')) {
+    for (const t of gd._fullData || []) {
+      if (t.type !== 'scatter' || !t.customdata) continue;
+      for (let i = 0; i < t.customdata.length; i++) {
+        const c = t.customdata[i];
+        if (c[0] !== bb || c[1] !== src || c[2] !== later) continue;
+        const xa = gd._fullLayout[t.xaxis.replace('x', 'xaxis')], ya = gd._fullLayout[t.yaxis.replace('y', 'yaxis')];
+        const box = gd.getBoundingClientRect();
+        return [box.left + xa._offset + xa.l2p(xa.d2c(t.x[i])), box.top + ya._offset + ya.l2p(ya.d2c(t.y[i]))];
+      }
+    }
+  }
+  return null;
+}"""

@@ -8,31 +8,12 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from browser_support import keep_shot, new_page, shots_dir, wait_idle
+from browser_support import CELL_XY, keep_shot, new_page, shots_dir, wait_idle
 
 pytestmark = pytest.mark.browser
 VIEWPORT = {"width": 1500, "height": 2400}
 TAB_HEADINGS = {"Chains": "Chain browser", "Recall by role": "Recall by chain role",
                 "Failure modes": "MAST failure modes per backbone"}
-
-# Page coordinates of one heatmap cell, read from the live plotly figure: the clickable marker
-# whose customdata is (backbone, source action, later action).
-CELL_XY = """([bb, src, later]) => {
-  for (const gd of document.querySelectorAll('.js-plotly-plot')) {
-    for (const t of gd._fullData || []) {
-      if (t.type !== 'scatter' || !t.customdata) continue;
-      for (let i = 0; i < t.customdata.length; i++) {
-        const c = t.customdata[i];
-        if (c[0] !== bb || c[1] !== src || c[2] !== later) continue;
-        const xa = gd._fullLayout[t.xaxis.replace('x', 'xaxis')], ya = gd._fullLayout[t.yaxis.replace('y', 'yaxis')];
-        const box = gd.getBoundingClientRect();
-        return [box.left + xa._offset + xa.l2p(xa.d2c(t.x[i])), box.top + ya._offset + ya.l2p(ya.d2c(t.y[i]))];
-      }
-    }
-  }
-  return null;
-}"""
-
 
 def test_clicking_a_cell_lists_its_chains_and_the_tabs_render(app_server, browser):
     outside: list[str] = []

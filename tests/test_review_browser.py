@@ -94,12 +94,13 @@ def test_ten_verdicts_by_keyboard_and_a_second_session_lose_nothing(server, stor
     assert len(history) == len(FIRST) + len(SECOND) and history["verdict_id"].is_unique
 
     # Then kim reads the slice under the reviewed labels: the sidebar's choice, and the badge says
-    # how far the verdicts reach (the latest per step; lee pressed right after kim).
+    # how far the verdicts reach (the latest per step, in the order they were stored: the two
+    # sessions press at about the same moment, so which of two verdicts on a step is later is
+    # the store's to say: the newest reviewed_at, a tie broken by verdict id).
     latest: dict[tuple[str, int], str] = {}
-    for i, (run, step, verdict) in enumerate(given["kim"]):
-        latest[(run, step)] = verdict
-        if i < len(given["lee"]):
-            latest[given["lee"][i][:2]] = given["lee"][i][2]
+    for run, step, verdict in history.sort_values(["reviewed_at", "verdict_id"])[["run_id", "step_idx", "verdict"]].itertuples(
+            index=False):
+        latest[(run, int(step))] = verdict
     unsure = sum(v == "unsure" for v in latest.values())
     kim.locator('[data-testid="stSidebar"]').get_by_text("reviewed", exact=True).click()  # the Labels radio
     kim.wait_for_url("**labels=reviewed**", timeout=60_000)
