@@ -244,3 +244,14 @@ def sort_order_sql(keys: tuple[str, ...]) -> str:
 def empty_table(name: str) -> pa.Table:
     """An empty table of the named schema."""
     return TABLES[name].empty_table()
+
+
+def missing(value) -> bool:
+    """None, NaN or pandas' NA: what a store column holds where nothing was given (a list or a
+    mapping, read from a list column, is a value)."""
+    import pandas as pd
+
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False

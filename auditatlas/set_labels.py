@@ -11,11 +11,13 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .schema import missing
+
 SEPARATOR = " · "
 
 
 def _given(value: Any) -> bool:
-    return value is not None and value == value and str(value).strip() != ""  # NaN != NaN
+    return not missing(value) and str(value).strip() != ""
 
 
 def set_label(row: Mapping[str, Any]) -> str:

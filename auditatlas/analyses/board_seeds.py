@@ -21,8 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import pandas as pd
-
+from ..schema import missing
 from ..stats import SD_DDOF, VERDICTS, Spread, spread  # noqa: F401 - the seeds' spread, where the boards find it
 from .board_intervals import span as interval_span
 from .board_types import BoardResult, BoardRow, band_order, row_bands, top_group
@@ -39,10 +38,10 @@ def seed_group(meta: Mapping[str, Any]) -> str | None:
     keeps its own line. Sets of two re-score batches of one detector stay apart (their seeds
     may repeat).
     """
-    if str(meta.get("origin") or "") != "rescore" or _missing(meta.get("seed")):
+    if str(meta.get("origin") or "") != "rescore" or missing(meta.get("seed")):
         return None
     parts = [meta.get(k) for k in ("method", "feature_set", "protocol", "model")]
-    detector = " · ".join(str(p) for p in parts if not _missing(p))
+    detector = " · ".join(str(p) for p in parts if not missing(p))
     fit = fit_slice(meta.get("slice"))
     if fit:
         detector += f" · fit on {fit}"
@@ -72,15 +71,9 @@ BATCH_OPEN = " ["  # a seed group is "detector [batch]"
 
 def seed_of(meta: Mapping[str, Any]) -> int | None:
     seed = meta.get("seed")
-    return None if _missing(seed) else int(seed)
+    return None if missing(seed) else int(seed)
 
 
-def _missing(value: Any) -> bool:
-    """None, NaN or pandas' NA (a metadata column read from the store)."""
-    try:
-        return bool(pd.isna(value))
-    except (TypeError, ValueError):  # a list or a mapping is a value
-        return False
 
 
 def _detector(group: str) -> str:
