@@ -1,5 +1,6 @@
-"""Real headless Chromium against the real app: the Overview and each board tab render, a link
-restores the slice, and no request leaves localhost (offline means offline in the browser)."""
+"""Real headless Chromium against the real app: a link restores the Overview's slice, LIVE opens
+on tau-bench from a link, and no request leaves localhost (offline means offline in the
+browser). Each board tab in turn: tests/test_tasks_browser.py."""
 from __future__ import annotations
 
 import pytest
@@ -30,22 +31,6 @@ def test_a_link_restores_the_slice_and_choosing_a_filter_updates_the_url(app_ser
     page.wait_for_url("**backbone=GPT-5.4**", timeout=60_000)
     assert "backbone=GPT-4.1" in page.url and "difficulty=easy" in page.url
     wait_idle(page, "backbone (llm) in GPT-4.1, GPT-5.4; difficulty in easy", busy_text=BUSY)
-    assert not outside, f"requests left localhost: {outside}"
-
-
-def test_board_tabs_render(app_server, browser):
-    """PRE, LIVE and POST in turn, in one visit."""
-    outside: list[str] = []
-    page = new_page(browser, outside)
-    page.goto(app_server + "/boards")
-    wait_idle(page, "Boards", busy_text=BUSY)
-    for tab in ("PRE", "LIVE", "POST"):
-        page.get_by_role("tab", name=tab, exact=True).click()
-        if tab != "PRE":  # the default tab keeps the URL clean
-            page.wait_for_url(f"**tab={tab}**", timeout=60_000)
-        page.get_by_text(f"{tab}: ", exact=False).first.wait_for(timeout=180_000)  # the open tab's caption
-        wait_idle(page, "rests on", busy_text=BUSY)
-        keep_shot(page, shots_dir() / f"boards-{tab.lower()}.png", full_page=True)
     assert not outside, f"requests left localhost: {outside}"
 
 

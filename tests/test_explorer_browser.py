@@ -1,6 +1,7 @@
 """Real headless Chromium on the explorer: deep links to a Who&When run and to a simulated
 MAADBench run show the graph (drawn by vis-network, offline), the step detail and the judges'
-strip; choosing a step updates the link; no request leaves localhost.
+strip; choosing a step updates the link; no request leaves localhost. (The Explorer's text
+search, a hit opened and its similar steps: tests/test_tasks_browser.py.)
 
 Screenshots go to a temporary folder outside the repository tree.
 """
@@ -73,13 +74,3 @@ def test_simulated_maadbench_deep_link(app_server, browser, app_store):
     page.get_by_text("Input text").first.wait_for()
     keep_shot(page, shots_dir() / "explorer-maadbench-sim.png", full_page=True)
     assert not outside, f"requests left localhost: {outside}"
-
-
-def test_search_opens_a_step(app_server, browser):
-    outside: list[str] = []
-    page = new_page(browser, outside, **VIEWPORT)
-    page.goto(f"{app_server}/explorer?corpus=maadbench-sim&q=compass")
-    wait_idle(page, "steps match")
-    keep_shot(page, shots_dir() / "explorer-search.png", full_page=True)
-    assert not outside, f"requests left localhost: {outside}"
-

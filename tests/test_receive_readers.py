@@ -25,8 +25,8 @@ from otlp_fixtures import openinference_trace, pb_request
 from receive_support import post, running
 
 STEPS, EDGES = 6, 5  # one openinference_trace
-WRITE_S = 14.0  # how long the sender sends
-MIN_WRITES = 6
+WRITE_S = 8.0  # how long the sender sends (about eight writes)
+MIN_WRITES = 5
 
 
 def _run_list_params(slice_: dict) -> dict:

@@ -129,24 +129,22 @@ def test_readers_keep_a_whole_version_during_a_replace(tmp_path):
     assert con.execute("SELECT run_id FROM runs").fetchall() == [("a:2",)]
 
 
-def _demo_folder(tmp_path: Path, rooms: int) -> Path:
-    try:
-        from auditatlas.simulator import simulate
-    except ImportError:  # before the simulator moved out of ingest/
-        from auditatlas.ingest.demo import simulate
+@pytest.fixture(scope="module")
+def rooms_folder(tmp_path_factory) -> Path:
+    """600 simulated rooms as files, simulated once for the module (an ingest only reads them)."""
+    from auditatlas.simulator import simulate
 
-    folder = tmp_path / "rooms"
-    simulate(folder, rooms=rooms, seed=3)
+    folder = tmp_path_factory.mktemp("rooms") / "rooms"
+    simulate(folder, rooms=600, seed=3)
     return folder
 
 
 @pytest.mark.parametrize("delay", [0.4, 1.2, 2.5, 4.0])
-def test_kill_9_during_an_ingest_then_the_next_write_cleans_up(tmp_path, delay):
+def test_kill_9_during_an_ingest_then_the_next_write_cleans_up(tmp_path, delay, rooms_folder):
     root = tmp_path / "store"
     store.write_source(root, "keep", {"runs": [{"run_id": "k:1", "corpus": "k", "outcome": "success", "n_steps": 0}]})
     before = _steps_per_source(root)
-    folder = _demo_folder(tmp_path, 600)
-    proc = subprocess.Popen([sys.executable, "-m", "auditatlas.cli", "--store", str(root), "ingest", "maadbench", str(folder)],
+    proc = subprocess.Popen([sys.executable, "-m", "auditatlas.cli", "--store", str(root), "ingest", "maadbench", str(rooms_folder)],
                             cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(delay)
     proc.send_signal(signal.SIGKILL)

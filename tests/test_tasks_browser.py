@@ -1,6 +1,6 @@
 """A researcher's first hour, in real headless Chromium on the session's app server (the default
-store: simulated MAADBench beside the released corpora): what every page shows before anything
-else, and the tasks not covered by the other browser modules.
+store: simulated MAADBench beside the released corpora): the tasks not covered by the other
+browser modules, each page they open measured for its badge in the first screen.
 
 Screenshots (``AUDITATLAS_BROWSER_SHOTS=1``) go to a temporary folder outside the repository.
 """
@@ -10,46 +10,30 @@ import re
 
 import pytest
 
-from auditatlas.views.pages import PAGES
 from browser_support import exceptions_on, graph_reads, keep_shot, new_page, shots_dir, wait_idle
 
 pytestmark = pytest.mark.browser
 FIRST_SCREEN = {"width": 1400, "height": 1000}
 BADGE = ".st-key-page-badge"
+BUSY = "Scoring "  # the boards' "Scoring …" spinner text: wait until it is gone too
 
 
-def _badge(page) -> tuple[str, dict]:
-    """The page badge's text and box, once it is drawn."""
-    badge = page.locator(BADGE).first
+def _badge_in_first_screen(page, path: str) -> None:
+    """The page's one badge, within the first 1000 px at 1400x1000: the simulated corpus named,
+    the labels its numbers read. Checked on every page these tasks open; that every declared
+    page leads with it is read in process, tests/test_user_text.py."""
     page.get_by_text("Labels: ", exact=False).first.wait_for(timeout=180_000)
-    return badge.inner_text().replace("\u2060", ""), badge.bounding_box()  # md()'s invisible joiners
+    badge = page.locator(BADGE)
+    assert badge.count() == 1, path
+    text, box = badge.first.inner_text().replace("\u2060", ""), badge.first.bounding_box()  # md()'s invisible joiners
+    assert "Simulated data: maadbench-sim" in text and "Labels: released" in text, (path, text)
+    assert box is not None and box["y"] + box["height"] <= FIRST_SCREEN["height"], (path, box)
+    keep_shot(page, shots_dir("tasks") / f"badge{path.replace('/', '-')}.png")
 
 
-def test_every_page_wears_the_badge_in_its_first_screen(app_server, browser):
-    """Every declared page that shows the sidebar slice's numbers (the declarations say which,
-    auditatlas/views/pages.py) opens with one badge in its first screen at 1400x1000: the
-    simulated corpus named, the labels its numbers read."""
-    outside: list[str] = []
-    declared = [p for p in PAGES if p.badge]
-    assert {"/", "/boards", "/explorer", "/search", "/review"} <= {p.path for p in declared}
-    for state in declared:
-        page = new_page(browser, outside, **FIRST_SCREEN)
-        try:
-            page.goto(app_server + state.path)
-            text, box = _badge(page)
-            assert "Simulated data: maadbench-sim" in text, (state.path, text)
-            assert "Labels: released" in text, (state.path, text)
-            assert box is not None and box["y"] + box["height"] <= FIRST_SCREEN["height"], (state.path, box)
-            assert page.locator(BADGE).count() == 1, state.path
-            keep_shot(page, shots_dir("tasks") / f"badge{state.path.replace('/', '-') or '-overview'}.png")
-        finally:
-            page.close()
-    assert not outside, f"requests left localhost: {outside}"
-
-
-def test_a_board_opens_on_its_top_group(app_server, browser):
+def test_a_board_opens_on_its_top_group_then_each_tab_renders(app_server, browser):
     """Read the boards: the POST board says who wins (its top group, Holm-adjusted) in the
-    first screen, with the floor it is read against."""
+    first screen, with the floor it is read against; then PRE and LIVE in the same visit."""
     outside: list[str] = []
     page = new_page(browser, outside, **FIRST_SCREEN)
     try:
@@ -60,6 +44,15 @@ def test_a_board_opens_on_its_top_group(app_server, browser):
         assert box is not None and box["y"] < FIRST_SCREEN["height"], box
         page.get_by_text("Floor: ", exact=False).first.wait_for()
         assert "Holm-adjusted" in page.inner_text("body")
+        _badge_in_first_screen(page, "/boards")
+        # Then the other tabs in the same visit (a tab is a rerun; a load would boot the app again).
+        for tab in ("PRE", "LIVE"):
+            page.get_by_role("tab", name=tab, exact=True).click()
+            if tab != "PRE":  # the default tab keeps the URL clean
+                page.wait_for_url(f"**tab={tab}**", timeout=60_000)
+            page.get_by_text(f"{tab}: ", exact=False).first.wait_for(timeout=180_000)  # the open tab's caption
+            wait_idle(page, "rests on", busy_text=BUSY)
+            keep_shot(page, shots_dir() / f"boards-{tab.lower()}.png", full_page=True)
     finally:
         page.close()
     assert not outside, f"requests left localhost: {outside}"
@@ -78,6 +71,7 @@ def test_an_export_shared_from_a_chain_leads_to_its_step(app_server, browser, tm
     try:
         page.goto(app_server + "/propagation?cell_backbone=GPT-4.1&src_action=SOLVE_CLUE&later_action=APPLY_DELTA")
         wait_idle(page, "are followed by a failed APPLY_DELTA step")
+        _badge_in_first_screen(page, "/propagation")
         with page.expect_download(timeout=120_000) as done:
             page.get_by_role("button", name="Export this view").click()
         path = tmp_path / "cell.html"
@@ -124,6 +118,7 @@ def test_a_searched_step_opens_its_similar_steps(app_server, browser):
     try:
         page.goto(f"{app_server}/explorer?corpus=maadbench-sim&q=compass")
         wait_idle(page, "steps match")
+        _badge_in_first_screen(page, "/explorer")
         grid = page.locator('[data-testid="stDataFrame"]').last  # the hits (the run list is folded above)
         grid.scroll_into_view_if_needed()
         box = grid.bounding_box()
@@ -145,6 +140,7 @@ def test_a_searched_step_opens_its_similar_steps(app_server, browser):
         patterns.wait_for_url("**/patterns?**", timeout=60_000)
         wait_idle(patterns, "1 = the same step")
         assert exceptions_on(patterns) == []
+        _badge_in_first_screen(patterns, "/patterns")
         if patterns is not page:
             patterns.close()
     finally:

@@ -1,6 +1,7 @@
 """No sentence a user reads names a development path or tool: every page and tab
 the views declare, rendered by AppTest on the app store, and the command line's help and
-error messages.
+error messages. Each page, as it opens, also leads with its one badge (the simulated corpus
+named, the labels its numbers read): the same opened page serves both reads.
 
 What is read is each element's whole message (texts, labels, help, placeholders, table cells,
 column configs), so a path in any of them is caught. The store's own folder is the user's and
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from app_support import open_page
+from app_support import badge_texts, open_page
 from auditatlas.views.pages import PAGES
 from cli_support import run_cli
 
@@ -62,12 +63,36 @@ def _first_run(store: Path) -> str:
         root=store)["run"].iloc[0])
 
 
+BADGED = {_page_file(p.path) for p in PAGES if p.badge}
+
+
 @pytest.mark.parametrize("page, params", _views(), ids=lambda v: str(v))
 def test_no_page_names_a_development_path(app_store, monkeypatch, page, params):
     at = open_page(app_store, monkeypatch, page, **params)
     text = "\n".join(_messages(at._tree))
     assert len(text) > 500  # the page said something
     assert _leaks(text, [str(app_store), str(app_store.resolve())]) == []
+    if page in BADGED and not params:
+        _leads_with_its_badge(at)
+
+
+def _leads_with_its_badge(at) -> None:
+    """The page's first element is its one badge (drawn by app.py before the page, so nothing of
+    the page can come above it; tests/test_tasks_browser.py measures it in the first screen of a
+    real browser): the app store's simulated corpus named, the released labels read."""
+    first = next(iter(at.main.children.values()))
+    assert getattr(first, "key", None) == "page-badge", first
+    badges = [child for child in at.main.children.values() if getattr(child, "key", None) == "page-badge"]
+    assert len(badges) == 1
+    texts = badge_texts(at)
+    assert any(t.startswith("Simulated data: maadbench-sim") for t in texts), texts
+    assert any(t.startswith("Labels: released") for t in texts), texts
+
+
+def test_the_declared_pages_with_a_badge_are_the_slices_pages():
+    """Which pages wear the badge is read from the declarations; these five at least show the
+    sidebar slice's numbers (a declaration that dropped its badge would pass the test above)."""
+    assert {"pages/overview.py", "pages/boards.py", "pages/explorer.py", "pages/search.py", "pages/review.py"} <= BADGED
 
 
 @pytest.mark.parametrize("params", [{"open": "run"}, {"q": "compass"}, {"run": "no-such:run"}])
