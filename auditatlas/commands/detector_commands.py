@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..schema import SLICE_COLUMNS as SLICE_KEYS
+from ..slice_and_labels import SLICE_COLUMNS as SLICE_KEYS
 from .argument_types import count, parse_slice, positive_int
 from .progress_bar import ProgressBar
 
