@@ -19,7 +19,7 @@ from ..detectors.features import DEFAULT_FEATURE_SET, FEATURE_SETS
 from ..detectors.registry import engine_detectors
 from ..judges.protocols import PROTOCOL_RUNS
 from ..patterns import DEFAULT_CLUSTERS, DEFAULT_K, MAX_CLUSTERS, MAX_K
-from ..search.answer import LABEL_CHOICES as SEARCH_LABELS
+from ..search import LABEL_CHOICES as SEARCH_LABELS
 from ..view_state.explorer_state import EXPLORER
 from ..view_state.state_fields import Field, PageState
 
