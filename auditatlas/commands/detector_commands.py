@@ -21,7 +21,7 @@ from .progress_bar import ProgressBar
 
 def add_parsers(sub: Any) -> None:
     """Add the detector subcommands to the ``auditatlas`` subparsers."""
-    from ..detectors.features import DEFAULT_FEATURE_SET, FEATURE_SETS
+    from ..detectors import DEFAULT_FEATURE_SET, FEATURE_SETS
 
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--detector", action="append", required=True, metavar="NAME",

@@ -15,7 +15,7 @@ from ..analyses import detector_comparison as dv
 from ..analyses.board_registry import PILLARS
 from ..analyses.board_registry import registry as board_registry
 from ..analyses.review_queue import ORDERS as REVIEW_ORDERS
-from ..detectors.features import DEFAULT_FEATURE_SET, FEATURE_SETS
+from ..detectors import DEFAULT_FEATURE_SET, FEATURE_SETS
 from ..detectors.registry import engine_detectors
 from ..judges.protocols import PROTOCOL_RUNS
 from ..patterns import DEFAULT_CLUSTERS, DEFAULT_K, MAX_CLUSTERS, MAX_K
