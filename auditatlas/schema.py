@@ -9,23 +9,13 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+# Declared without pyarrow, for the command line's parser; part of the schema all the same.
+from .slice_and_labels import DEFAULT_LABELS, LABEL_CHOICES, SLICE_COLUMNS  # noqa: F401 - the schema's API
+
 STR = pa.string()
 INT = pa.int64()
 FLOAT = pa.float64()
 BOOL = pa.bool_()
-
-# The run columns of the slice every page shares (each filters the run column of its name). The
-# query layer filters on them and the view state declares them (auditatlas/views), so they live
-# here, below both.
-SLICE_COLUMNS: tuple[str, ...] = ("corpus", "backbone", "difficulty", "temperature", "domain", "outcome")
-# The label choice every page shares beside the slice (``labels=``): the label process the views
-# read, with its meaning. The query layer declares how each is read (queries/labels.py).
-LABEL_CHOICES: dict[str, str] = {
-    "released": "the labels as released",
-    "reviewed": "a reviewer's verdict replaces the released label where one exists (unsure leaves it)",
-    "agreed": "only steps whose latest verdict equals the released label keep a label",
-}
-DEFAULT_LABELS = "released"
 
 TABLES: dict[str, pa.Schema] = {
     # One row per corpus a source brings (what the Overview says is loaded).

@@ -56,7 +56,8 @@ def memory_mb() -> tuple[float, float]:
 
 def run(args: argparse.Namespace, store: Path) -> list[dict]:
     from auditatlas.ingest.otlp_spans import decode_body
-    from auditatlas.ingest.receiver import Receiver, Settings
+    from auditatlas.ingest.receiver import Settings
+    from auditatlas.ingest.receiver.service import Receiver
 
     receiver = Receiver(store, "bench", Settings(idle_s=0.0, max_spans=2 * args.per_write), say=lambda line: None)
     writes, held = [], 0

@@ -111,7 +111,7 @@ def main() -> None:
     _ensure_store(args.store, args.rooms)
 
     import queries
-    from auditatlas.search import SearchRequest, search
+    from auditatlas.search.answer import SearchRequest, search
 
     built = _build(args.store, args.rebuild)
     index, query = built.pop("index"), queries.runner(args.store)

@@ -5,7 +5,7 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from auditatlas.search import SearchAnswer
+from auditatlas.search.answer import SearchAnswer
 from auditatlas.views import search_view
 from components import view_blocks
 

@@ -14,7 +14,7 @@ from components.shell import ensure_app_navigation
 ensure_app_navigation()
 
 from auditatlas.errors import AtlasError
-from auditatlas.patterns import MAX_CLUSTERS, build, similar, vectors
+from auditatlas.patterns import MAX_CLUSTERS, MAX_K, build, vectors
 from auditatlas.views import patterns_view as view
 from auditatlas.views.pages import PATTERNS
 from components import cached, export_button, view_blocks, view_state
@@ -59,7 +59,7 @@ left.text_input("Run", value=values["run"] or "", key="patterns_run", placeholde
                 "Explorer and follow its “steps like this one”)", on_change=_from_widget, args=("patterns_run", "run"))
 middle.number_input("Step", min_value=0, value=int(values["step"] or 0), step=1, key="patterns_step",
                     on_change=_from_widget, args=("patterns_step", "step"))
-right.number_input("k", min_value=1, max_value=similar.MAX_K, value=int(values["k"]), step=1, key="patterns_k",
+right.number_input("k", min_value=1, max_value=MAX_K, value=int(values["k"]), step=1, key="patterns_k",
                    on_change=_from_widget, args=("patterns_k", "k"))
 view_blocks.draw(view.neighbours(found, cached.query, slice_, values))
 

@@ -20,9 +20,8 @@ from components.shell import ensure_app_navigation
 
 ensure_app_navigation()
 
-from auditatlas.detectors import engine
+from auditatlas.detectors import DEFAULT_FEATURE_SET, FEATURE_SETS, engine
 from auditatlas.detectors.cross import cross_backbone, result_json
-from auditatlas.detectors.features import DEFAULT_FEATURE_SET, FEATURE_SETS
 from auditatlas.detectors.registry import engine_detectors, registry
 from auditatlas.errors import AtlasError
 from auditatlas.judges.engine import JudgeConfig, judge

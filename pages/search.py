@@ -13,7 +13,8 @@ from components.shell import ensure_app_navigation
 ensure_app_navigation()
 
 from auditatlas.run_labels import names_of
-from auditatlas.search import LABEL_CHOICES, SearchAnswer
+from auditatlas.search import LABEL_CHOICES
+from auditatlas.search.answer import SearchAnswer
 from auditatlas.views import search_view as view
 from auditatlas.views.pages import SEARCH
 from components import cached, export_button, search_hits, view_blocks, view_state

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import duckdb
 
-from auditatlas.ingest.receiver import Receiver, Settings, bind, server
+from auditatlas.ingest.receiver import Settings, bind, server
+from auditatlas.ingest.receiver.service import Receiver
 from auditatlas.store import table_files
 
 

@@ -27,6 +27,21 @@ def test_python_m_entry_point_runs_the_same_command_line(tmp_path):
     assert done.returncode == 2 and "parquet" in done.stderr and "Traceback" not in done.stderr
 
 
+# What building the parser must not load: every command, ``--help`` first, would pay for them
+# before it runs. A command imports what it needs when it runs.
+HEAVY_FOR_THE_PARSER = ("pandas", "pyarrow", "numpy", "scipy", "sklearn", "tantivy", "duckdb", "starlette", "uvicorn",
+                        "google.protobuf", "auditatlas.ingest.receiver.service")
+
+
+def test_the_parser_loads_no_heavy_library():
+    """In a new interpreter, since this one has them all loaded already."""
+    code = ("import json, sys; from auditatlas import cli; cli._parser(); "
+            f"print(json.dumps([m for m in {HEAVY_FOR_THE_PARSER!r} if m in sys.modules]))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == []
+
+
 @pytest.fixture(scope="module")
 def full_store(tmp_path_factory):
     if not (WHOWHEN.exists() and TAUBENCH.exists()):

@@ -195,7 +195,7 @@ REVIEWED = {("t:a", 0): 1, ("t:a", 1): 0, ("t:a", 2): 1, ("t:a", 3): 0, ("t:b", 
 
 
 def test_search_follows_the_label_choice(reviewed):
-    from auditatlas.search import SearchRequest, search
+    from auditatlas.search.answer import SearchRequest, search
     from queries.search import index_for
 
     index = index_for(reviewed, wait=True).index

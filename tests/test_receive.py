@@ -302,7 +302,7 @@ def test_a_labeled_corpus_takes_more_traces_and_a_bad_name_is_refused(tmp_path):
     assert entry["format"] == "labels" and entry["received"] == "OTLP/HTTP"
     assert [r["label"] for r in rows(store, "steps", "mine") if r["step_id"] == sid(2)] == [1]
     assert len(rows(store, "runs", "mine")) == 2
-    from auditatlas.ingest.receiver import Receiver
+    from auditatlas.ingest.receiver.service import Receiver
 
     with pytest.raises(AtlasError, match="must be lower-case"):
         Receiver(store, "Bad Name")

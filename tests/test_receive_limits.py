@@ -16,8 +16,9 @@ import duckdb
 
 from auditatlas.ingest.kit import compressed
 from auditatlas.ingest.otlp_spans import decode_body
-from auditatlas.ingest.receiver import Receiver, Settings
+from auditatlas.ingest.receiver import Settings
 from auditatlas.ingest.receiver.journal import journal_path
+from auditatlas.ingest.receiver.service import Receiver
 from auditatlas.store import table_files
 from cli_support import run_cli
 from otlp_fixtures import TRACE_A, S, json_doc, openinference_trace, pb_request, sid, write_json

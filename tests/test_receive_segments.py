@@ -22,7 +22,8 @@ import pytest
 from auditatlas import store, store_segments
 from auditatlas.ingest import ingest
 from auditatlas.ingest.otlp_spans import decode_body
-from auditatlas.ingest.receiver import Receiver, Settings
+from auditatlas.ingest.receiver import Settings
+from auditatlas.ingest.receiver.service import Receiver
 from auditatlas.store import health, read_manifest, table_files
 from cli_support import run_cli
 from otlp_fixtures import genai_trace, json_doc, openinference_trace, write_json
@@ -191,7 +192,8 @@ KILLED = textwrap.dedent("""
     from pathlib import Path
     from auditatlas import store_segments
     from auditatlas.ingest.otlp_spans import decode_body
-    from auditatlas.ingest.receiver import Receiver, Settings
+    from auditatlas.ingest.receiver import Settings
+    from auditatlas.ingest.receiver.service import Receiver
     sys.path.insert(0, sys.argv[3])
     from otlp_fixtures import genai_trace, json_doc
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from auditatlas.search import QueryTextError, SearchRequest, search
+from auditatlas.search.answer import SearchRequest, search
+from auditatlas.search.parse import QueryTextError
 from cli_support import run_cli
 from search_corpus import write_corpus
 

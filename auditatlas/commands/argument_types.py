@@ -5,7 +5,7 @@ import argparse
 from collections.abc import Callable
 
 from ..errors import AtlasError
-from ..schema import SLICE_COLUMNS as SLICE_KEYS
+from ..slice_and_labels import SLICE_COLUMNS as SLICE_KEYS
 
 
 def whole_number(minimum: int) -> Callable[[str], int]:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from ..errors import AtlasError
-from ..schema import DEFAULT_LABELS, LABEL_CHOICES
+from ..slice_and_labels import DEFAULT_LABELS, LABEL_CHOICES
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:

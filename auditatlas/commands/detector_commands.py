@@ -14,14 +14,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..schema import SLICE_COLUMNS as SLICE_KEYS
+from ..slice_and_labels import SLICE_COLUMNS as SLICE_KEYS
 from .argument_types import count, parse_slice, positive_int
 from .progress_bar import ProgressBar
 
 
 def add_parsers(sub: Any) -> None:
     """Add the detector subcommands to the ``auditatlas`` subparsers."""
-    from ..detectors.features import DEFAULT_FEATURE_SET, FEATURE_SETS
+    from ..detectors import DEFAULT_FEATURE_SET, FEATURE_SETS
 
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--detector", action="append", required=True, metavar="NAME",

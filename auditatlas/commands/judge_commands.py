@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..schema import SLICE_COLUMNS as SLICE_KEYS
+from ..slice_and_labels import SLICE_COLUMNS as SLICE_KEYS
 from .argument_types import count, non_negative, parse_slice, positive_int, positive_number, share
 
 

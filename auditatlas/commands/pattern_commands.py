@@ -5,8 +5,7 @@ import argparse
 import json
 from pathlib import Path
 
-from ..patterns.clusters import DEFAULT_CLUSTERS
-from ..patterns.similar import DEFAULT_K
+from ..patterns import DEFAULT_CLUSTERS, DEFAULT_K
 from .argument_types import count, parse_slice, positive_int
 
 

@@ -1,7 +1,7 @@
 """``auditatlas search QUERY [--slice KEY=VALUE ...] [--label L] [--limit N] [--page P] --json``
 the search page's answer for scripts and benchmarks.
 
-The answer is the page's (``auditatlas.search.search``), with one difference a script wants:
+The answer is the page's (``auditatlas.search.answer.search``), with one difference a script wants:
 a missing index of the store's version is built first (the page answers with the text scan
 meanwhile), so the command always ranks unless the build fails, which it says on stderr.
 """
@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..search.answer import LABEL_CHOICES, PAGE_SIZE
+from ..search import LABEL_CHOICES, PAGE_SIZE
 from .argument_types import parse_slice, positive_int
 
 

@@ -128,7 +128,8 @@ def _ingest_options(args: argparse.Namespace) -> dict:
 
 def _receive(args: argparse.Namespace, root: Path) -> int:
     """Serve until SIGTERM or Ctrl-C, then write what is held (exit 0)."""
-    from ..ingest.receiver import Receiver, Settings, bind, run
+    from ..ingest.receiver import Settings, bind, run
+    from ..ingest.receiver.service import Receiver
 
     def say(line: str) -> None:
         print(line, flush=True)

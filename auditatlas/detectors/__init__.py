@@ -19,3 +19,11 @@
 
 Nothing here imports Streamlit.
 """
+
+# The feature sets' names and meanings, declared here (a light module) for the page's link and the
+# CLI; ``features`` computes them.
+FEATURE_SETS: dict[str, str] = {
+    "structural": "position, action and agent one-hots, tokens, duration, confidence, tool call, dependency degree and span",
+    "structural+text": "structural plus hashed word 1-2-grams of the step prompt and output",
+}
+DEFAULT_FEATURE_SET = "structural"

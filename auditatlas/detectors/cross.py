@@ -26,8 +26,9 @@ from ..progress import Progress, or_quiet
 from ..query_function import Query
 from ..stats import roc_auc, spread
 from ..view_state.state_fields import copy_shared
+from . import DEFAULT_FEATURE_SET
 from .executors import Cancelled, ShouldStop, execute
-from .features import DEFAULT_FEATURE_SET, check_feature_set, step_features
+from .features import check_feature_set, step_features
 from .jobs import Unit, score_parts
 from .request import detector_list, scorable_corpora, seed_list, slice_corpora
 from .splits import TEST_SIZE, group_split

@@ -39,9 +39,9 @@ from typing import Any
 from ..errors import UndefinedMetric
 from ..progress import Progress, or_quiet
 from ..view_state.state_fields import copy_shared
-from . import registry
+from . import DEFAULT_FEATURE_SET, registry
 from .executors import Cancelled, ShouldStop, execute
-from .features import DEFAULT_FEATURE_SET, StepFeatures, check_feature_set, step_features
+from .features import StepFeatures, check_feature_set, step_features
 from .jobs import PARTITION_ROWS, Unit, score_parts
 from .prediction_sets import SetSummary, set_record, write_sets
 from .provenance import data_sources, versions

@@ -29,6 +29,7 @@ import pandas as pd
 from ..errors import AtlasError
 from ..progress import Progress, or_quiet, quiet
 from ..query_function import Query
+from . import DEFAULT_FEATURE_SET, FEATURE_SETS
 
 NUMERIC_COLUMNS: tuple[str, ...] = (
     "step_index", "position_frac", "run_steps",
@@ -39,13 +40,6 @@ NUMERIC_COLUMNS: tuple[str, ...] = (
 TEXT_IN_FEATURES = 16
 TEXT_OUT_FEATURES = 32
 TEXT_CHUNK_RUNS = 20_000  # runs per text query: bounds the text held in memory at once
-
-FEATURE_SETS: dict[str, str] = {
-    "structural": "position, action and agent one-hots, tokens, duration, confidence, tool call, dependency degree and span",
-    "structural+text": "structural plus hashed word 1-2-grams of the step prompt and output",
-}
-DEFAULT_FEATURE_SET = "structural"
-
 
 
 @dataclass

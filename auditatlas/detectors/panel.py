@@ -9,9 +9,8 @@ from typing import Any
 from ..errors import UndefinedMetric
 from ..progress import Progress
 from ..store_parts import table_parts
-from . import registry
+from . import DEFAULT_FEATURE_SET, registry
 from .engine import RescoreResult, score
-from .features import DEFAULT_FEATURE_SET
 from .request import slice_corpora
 from .splits import run_groups
 

@@ -11,8 +11,8 @@ import numpy as np
 
 from ..errors import AtlasError, UndefinedMetric
 from ..query_function import Query
-from . import registry
-from .features import DEFAULT_FEATURE_SET, check_feature_set
+from . import DEFAULT_FEATURE_SET, registry
+from .features import check_feature_set
 
 
 def detector_list(names: Sequence[str]) -> list[registry.Detector]:

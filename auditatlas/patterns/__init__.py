@@ -46,7 +46,10 @@ in a folder the caller names (``build.vectors_home``: next to the derived tables
 store's manifest, built into scratch and renamed into place).
 """
 
-# How many failure clusters, declared here (a light module) for the page's link and the CLI.
+# How many failure clusters and similar steps, declared here (a light module) for the page's link
+# and the CLI.
 DEFAULT_CLUSTERS = 8
 MAX_CLUSTERS = 50  # beyond this the table of clusters stops being readable
+DEFAULT_K = 20
+MAX_K = 200
 

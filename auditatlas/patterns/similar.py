@@ -11,12 +11,11 @@ import pandas as pd
 from ..analyses import Query
 from ..analyses.relabel import chosen_labels, is_released
 from ..errors import AtlasError
+from . import DEFAULT_K, MAX_K
 from .vectors import StepVectors
 
 # The similarity's terms and their weights (they add up to 1: identical steps score 1).
 WEIGHTS = {"text": 0.6, "action": 0.2, "agent": 0.1, "position": 0.05, "size": 0.05}
-DEFAULT_K = 20
-MAX_K = 200
 
 
 @dataclass

@@ -12,10 +12,12 @@ queries, snippets, memory-mapped segments).
 
 No Streamlit and no store reads here: the query layer streams the step rows for a build
 (``queries/search.py``) and the scan is a named query handed in.
+
+The package imports none of these modules (the search itself comes from ``answer``): the query
+layer's ``index`` then comes without the ``answer`` above it, and the command line's parser reads
+the names below without loading tantivy.
 """
-from __future__ import annotations
 
-from .answer import LABEL_CHOICES, PAGE_SIZE, Hit, SearchAnswer, SearchRequest, search
-from .parse import QueryTextError
-
-__all__ = ["LABEL_CHOICES", "PAGE_SIZE", "Hit", "QueryTextError", "SearchAnswer", "SearchRequest", "search"]
+# What a search request may say, declared here (a light module) for the page's link and the CLI.
+LABEL_CHOICES = ("any", "anomaly", "normal", "unlabeled")
+PAGE_SIZE = 20

@@ -17,14 +17,12 @@ import tantivy
 from ..analyses.relabel import chosen_labels, is_released
 from ..schema import SLICE_COLUMNS
 from ..view_state.state_fields import copy_shared, labels_of
-from . import fields
+from . import LABEL_CHOICES, PAGE_SIZE, fields
 from .index import StepIndex
 from .parse import QueryTextError, parse
 
 Query = Callable[..., pd.DataFrame]  # a named query function: (name, params) -> rows
 
-LABEL_CHOICES = ("any", "anomaly", "normal", "unlabeled")
-PAGE_SIZE = 20
 SNIPPET_CHARS = 200
 SCAN_CONTEXT = 80  # characters each side of the scan's first match (as the Explorer's list)
 MARK_OPEN, MARK_CLOSE = "«", "»"

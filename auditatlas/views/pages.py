@@ -15,11 +15,11 @@ from ..analyses import detector_comparison as dv
 from ..analyses.board_registry import PILLARS
 from ..analyses.board_registry import registry as board_registry
 from ..analyses.review_queue import ORDERS as REVIEW_ORDERS
-from ..detectors.features import DEFAULT_FEATURE_SET, FEATURE_SETS
+from ..detectors import DEFAULT_FEATURE_SET, FEATURE_SETS
 from ..detectors.registry import engine_detectors
 from ..judges.protocols import PROTOCOL_RUNS
-from ..patterns import DEFAULT_CLUSTERS, MAX_CLUSTERS
-from ..search.answer import LABEL_CHOICES as SEARCH_LABELS
+from ..patterns import DEFAULT_CLUSTERS, DEFAULT_K, MAX_CLUSTERS, MAX_K
+from ..search import LABEL_CHOICES as SEARCH_LABELS
 from ..view_state.explorer_state import EXPLORER
 from ..view_state.state_fields import Field, PageState
 
@@ -181,7 +181,7 @@ PATTERNS = PageState(
         Field("run", "str", help="the run of the step whose neighbours are shown (its id)"),
         Field("step", "int", low=0, help="the step whose neighbours are shown (its index in the run)",
               expects="a step number (0, 1, 2, …)", fallback="no step is chosen"),
-        Field("k", "int", default=20, low=1, high=200, help="how many similar steps are listed"),
+        Field("k", "int", default=DEFAULT_K, low=1, high=MAX_K, help="how many similar steps are listed"),
         Field("cluster", "int", low=1, help="the open failure cluster (1 = the largest)",
               expects="a cluster number (1, 2, …)", fallback="no cluster is open"),
         Field("seed", "int", default=0, low=0, help="the clustering's seed"),

@@ -14,7 +14,8 @@ import pandas as pd
 
 from ..analyses.board_kept import Remember
 from ..run_labels import names_of, run_label
-from ..search import QueryTextError, SearchAnswer, SearchRequest, search
+from ..search.answer import SearchAnswer, SearchRequest, search
+from ..search.parse import QueryTextError
 from ..view_state.explorer_state import explorer_url
 from ..view_state.state_fields import describe_slice
 from . import blocks as b

@@ -19,15 +19,23 @@ http://localhost:4318/v1/traces`` sends any instrumented agent's spans into corp
 
 It listens on localhost unless ``--host`` says otherwise (spans carry prompts and outputs), and
 prints one line per write and per rejected request.
+
+The receiver itself is imported from :mod:`.service`: this module stays light, so the command
+line's parser reads the defaults here and :class:`Settings` without loading the service (the OTLP
+reading and the store's writer, with pyarrow).
 """
 from __future__ import annotations
 
 import signal
 import socket
 import threading
+from typing import TYPE_CHECKING
 
 from ...errors import AtlasError
-from .service import Receiver, Settings  # noqa: F401 - the package's API
+from .receiver_settings import Settings  # noqa: F401 - the package's API
+
+if TYPE_CHECKING:  # annotations only: the command line's parser imports this package for its defaults
+    from .service import Receiver
 
 DEFAULT_PORT = 4318  # the OTLP/HTTP port
 DEFAULT_HOST = "127.0.0.1"

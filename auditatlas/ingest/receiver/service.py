@@ -9,32 +9,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...errors import AtlasError, first_line
+from ...errors import first_line
 from ..otlp import check_corpus_name
 from ..otlp_spans import Decoded, decode_body
 from .bodies import Refused, inflate
 from .held import Held
 from .journal import Journal, JournalError
+from .receiver_settings import Settings
 from .writes import Written, stored_spans, write_traces
 
 Say = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class Settings:
-    idle_s: float = 10.0  # longer than a batch exporter's 5 s delay, so one trace is usually one write
-    max_spans: int = 100_000  # spans held in memory (written ones are forgotten first)
-    max_body: int = 32 * 1024 * 1024  # bytes of one request body, before and after decompression
-    # Bytes of request bodies read, inflated and decoded at once (decoding holds about 40 times
-    # a body's inflated bytes in Python objects): past it a request is answered 503.
-    max_decoding: int = 32 * 1024 * 1024
-    retry_after_s: int = 2  # told to an exporter refused for room; the writer writes meanwhile
-    journal: bool = True  # False only for the benchmark's reference: a 200 is then not durable
-
-    def __post_init__(self) -> None:
-        if self.max_decoding < self.max_body:
-            raise AtlasError(f"--max-decoding-mb ({self.max_decoding // 2**20}) is below --max-body-mb "
-                             f"({self.max_body // 2**20}): a request of the largest size could never be read.")
 
 
 @dataclass
@@ -75,8 +59,8 @@ class Receiver:
     (:mod:`.journal`), so a 200 survives ``kill -9``.
     """
 
-    def __init__(self, root: Path, corpus: str, settings: Settings = Settings(), origin: str = "OTLP/HTTP",
-                 say: Say = print) -> None:
+    def __init__(self, root: Path, corpus: str, settings: Settings = Settings(),  # noqa: B008 - Settings is frozen
+                 origin: str = "OTLP/HTTP", say: Say = print) -> None:
         check_corpus_name(Path(root), corpus, "receive")  # one sentence (AtlasError) before any port opens
         self.root = Path(root)
         self.corpus = corpus
