@@ -5,7 +5,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app_support import page_texts
-from conftest import REPO
+from conftest import APP_ROOMS, REPO
+
+# The simulator splits its rooms evenly over five backbones, and a quarter of each is easy.
+GPT41_EASY = f"{APP_ROOMS // 5 // 4} runs"
 
 PAGES = ["pages/overview.py", "pages/boards.py"]
 
@@ -90,8 +93,7 @@ def test_link_restores_the_slice(app):
     assert app.sidebar.multiselect(key="backbone").value == ["GPT-4.1"]
     text = _plain(_texts(app))  # slice values are data: the page escapes them as Markdown
     assert "backbone (llm) in GPT-4.1; difficulty in easy" in text
-    # 1,500 simulated rooms split evenly: 300 per backbone; easy = a quarter of each.
-    assert "75 runs" in text
+    assert GPT41_EASY in text
 
 
 def test_empty_slice_says_so(app):
@@ -120,7 +122,7 @@ def test_link_with_a_value_the_store_lacks_says_so(app):
     warnings = [_plain(w.value) for w in app.warning]
     assert any("backbone gpt-4.1 is not in this store" in w for w in warnings), warnings
     assert app.sidebar.multiselect(key="backbone").value == ["GPT-4.1"]
-    assert "75 runs" in _texts(app)  # GPT-4.1 x easy, as in test_link_restores_the_slice
+    assert GPT41_EASY in _texts(app)  # GPT-4.1 x easy, as in test_link_restores_the_slice
     # The warning outlives Streamlit's removal of the value from the URL on the first run.
     app.run()
     assert any("backbone gpt-4.1 is not in this store" in _plain(w.value) for w in app.warning)

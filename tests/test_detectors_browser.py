@@ -65,8 +65,9 @@ def test_grid_renders_offline_then_choosing_a_cell_lists_its_errors(server, brow
             page.wait_for_timeout(200)
         try:
             # A choice that reaches the link does so within a rerun (1-3 s under the suite's
-            # load); a miss waited 20 s here before its retry (37-43 s test runs against 17).
-            page.wait_for_function("() => window.location.search.includes('detector=random')")
+            # load); a miss is tried again after 15 s (under the browser's default wait, two
+            # minutes, one miss held its worker for 137 s).
+            page.wait_for_function("() => window.location.search.includes('detector=random')", timeout=15_000)
             break
         except Exception:  # noqa: BLE001 - tried again; the third miss fails below
             if attempt == 2:
