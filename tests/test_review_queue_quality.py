@@ -137,27 +137,28 @@ class _Counting:
 def test_a_capped_fit_uses_at_most_its_rows():
     import numpy as np
 
-    from auditatlas.analyses import capped_fit, label_doubt
+    from doubt_reference import CappedFit, out_of_fold
 
     y = np.array([1, 0, 0, 0] * 25)
-    assert capped_fit.CappedFit(_Counting(), max_rows=40).fit(np.zeros((100, 1)), y).estimator_.rows_ == 40
-    assert capped_fit.CappedFit(_Counting(), max_rows=400).fit(np.zeros((100, 1)), y).estimator_.rows_ == 100
+    assert CappedFit(_Counting(), max_rows=40).fit(np.zeros((100, 1)), y).estimator_.rows_ == 40
+    assert CappedFit(_Counting(), max_rows=400).fit(np.zeros((100, 1)), y).estimator_.rows_ == 100
     # Out of fold, the forest capped at 30 rows a fold: one probability row per step, each summing to 1.
     groups = np.arange(100) % 10
-    probabilities = label_doubt.out_of_fold(np.random.default_rng(0).random((100, 2)), y, groups, max_fit=30)
+    probabilities = out_of_fold(np.random.default_rng(0).random((100, 2)), y, groups, max_fit=30)
     assert probabilities.shape == (100, 2) and np.allclose(probabilities.sum(axis=1), 1)
 
 
 def test_the_chunked_half_is_the_half_on_the_whole_matrix(planted):
     """The half reads a corpus a chunk of runs at a time and fits each fold on a sample of it:
     its probabilities must be scikit-learn's cross_val_predict over the whole matrix (the
-    capped forests of ``out_of_fold``), every labeled step scored, and a note must say how many
+    capped forests of tests/doubt_reference.py), every labeled step scored, and a note must say how many
     steps each fit read when the cap bit."""
     import numpy as np
 
     from auditatlas.analyses import label_doubt
     from auditatlas.detectors.features import step_features
     from auditatlas.detectors.splits import run_groups
+    from doubt_reference import out_of_fold
 
     original = planted[0]
     query = queries.runner(original)
@@ -165,7 +166,7 @@ def test_the_chunked_half_is_the_half_on_the_whole_matrix(planted):
     labeled = features.labeled
     y = features.label[labeled].astype(int)
     groups = run_groups(features.runs)[0][features.run_pos][labeled]
-    whole = label_doubt.out_of_fold(features.X[labeled], y, groups, max_fit=150)
+    whole = out_of_fold(features.X[labeled], y, groups, max_fit=150)
     expected, _ = label_doubt.rank_by_cleanlab(y, whole)
 
     half = label_doubt.supervised_doubt(query, original, SLICE, chunk_runs=7, max_fit=150)

@@ -74,8 +74,6 @@ def seed_of(meta: Mapping[str, Any]) -> int | None:
     return None if missing(seed) else int(seed)
 
 
-
-
 def _detector(group: str) -> str:
     return group.rpartition(BATCH_OPEN)[0]
 

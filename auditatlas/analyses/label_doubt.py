@@ -112,7 +112,8 @@ def _one_corpus(query: Query, corpus: str, slice_: Mapping[str, Any], chunk_runs
     what is held is the labels, the fits' sampled rows and one chunk (at a million rooms the
     whole matrix alone would be a gigabyte): the labels and the folds; the rows each fold's fit
     reads; every labeled step scored by the forest of the folds it was not in. The same
-    forests and probabilities as :func:`out_of_fold` on the whole matrix."""
+    forests and probabilities as scikit-learn's ``cross_val_predict`` of the capped forest over
+    group folds on the whole matrix (the tests' reference, tests/doubt_reference.py)."""
     from sklearn.model_selection import GroupKFold
 
     from ..detectors.features import structural_chunks
@@ -141,7 +142,7 @@ def _one_corpus(query: Query, corpus: str, slice_: Mapping[str, Any], chunk_runs
     fold = np.empty(len(y), dtype=np.int8)
     for k, (_, test) in enumerate(GroupKFold(n_splits=FOLDS).split(np.zeros((len(y), 1), np.int8), y, groups)):
         fold[test] = k
-    # Each fold's fit rows: its training steps, capped as CappedFit caps them.
+    # Each fold's fit rows: its training steps, at most max_fit of them (a seeded subsample).
     fit_rows = []
     for k in range(FOLDS):
         train = np.flatnonzero(fold != k)
@@ -213,17 +214,6 @@ def _too_small(n_groups: int, smallest_class: int) -> str | None:
     if smallest_class < FOLDS:
         return f"one class has {smallest_class} labeled step(s), and {FOLDS} folds need {FOLDS} of each"
     return None
-
-
-def out_of_fold(X: np.ndarray, y: np.ndarray, groups: np.ndarray, max_fit: int = MAX_FIT) -> np.ndarray:
-    """Each row's class probabilities (columns 0, 1) from the forest fit on the other folds."""
-    from sklearn.ensemble import RandomForestClassifier
-    from sklearn.model_selection import GroupKFold, cross_val_predict
-
-    from .capped_fit import CappedFit  # here: scikit-learn is imported by the review page's doubt order only
-
-    return cross_val_predict(CappedFit(RandomForestClassifier(**FOREST), max_fit), X, y, groups=groups,
-                             cv=GroupKFold(n_splits=FOLDS), method="predict_proba")
 
 
 def rank_by_cleanlab(y: np.ndarray, probabilities: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

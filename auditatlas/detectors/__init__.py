@@ -15,7 +15,8 @@
 - ``metrics``: ROC-AUC (``auditatlas.stats.roc_auc``) and thresholded metrics with undefined
   cases said, never 0.5;
 - ``stale``: which re-scored sets a re-ingest invalidates;
-- ``cli``: the ``score``, ``cross-backbone`` and ``detectors`` subcommands of ``auditatlas``.
+- the ``score``, ``cross-backbone`` and ``detectors`` subcommands of ``auditatlas`` are declared in
+  ``auditatlas/commands/detector_commands.py``.
 
 Nothing here imports Streamlit.
 """
