@@ -168,33 +168,59 @@ def resort(folder: Path, name: str, bucket_of: Callable[[str], str] | None) -> N
         flush(force=True)
     if bucketed:
         assert bucket_of is not None, "bucketed parts need the plan's bucket_of to be merged"
-        # Which row groups of which part hold each bucket. The footers are not kept open: 128
-        # parts x 104 row groups of steps held 300 MB of metadata at a million rooms; each
-        # bucket reopens its parts instead (about 2.5 ms a footer).
+        # Which row groups of which part hold each bucket, and how many rows. The footers are not
+        # kept open: 128 parts x 104 row groups of steps held 300 MB of metadata at a million
+        # rooms; each read reopens its parts instead (about 2.5 ms a footer).
         groups: dict[str, dict[Path, list[int]]] = {}
+        rows_in: dict[str, int] = {}
         for path in bucketed:
             f = pq.ParquetFile(path)
             try:
                 column = f.schema_arrow.get_field_index("run_id")
                 for g in range(f.metadata.num_row_groups):
-                    low = f.metadata.row_group(g).column(column).statistics.min
-                    groups.setdefault(bucket_of(low if low is not None else "~"), {}).setdefault(path, []).append(g)
+                    group = f.metadata.row_group(g)
+                    low = group.column(column).statistics.min
+                    bucket = bucket_of(low if low is not None else "~")
+                    groups.setdefault(bucket, {}).setdefault(path, []).append(g)
+                    rows_in[bucket] = rows_in.get(bucket, 0) + group.num_rows
             finally:
                 f.close()
-        for bucket in sorted(groups):
-            pieces = [_read_row_groups(path, row_groups) for path, row_groups in groups[bucket].items()]
+        # Consecutive buckets are read together up to a merged part's rows: a small write (one
+        # chunk, a bucket per run folder) opens each part once, not once per bucket, and a
+        # large one still holds about one part's rows (or one bucket, when a bucket is larger).
+        for batch in _batches(sorted(groups), rows_in, MERGED_PART_ROWS):
+            reads: dict[Path, list[int]] = {}
+            for bucket in batch:
+                for path, row_groups in groups[bucket].items():
+                    reads.setdefault(path, []).extend(row_groups)
+            pieces = [_read_row_groups(path, sorted(row_groups)) for path, row_groups in reads.items()]
             table = pa.concat_tables(pieces, promote_options="default").replace_schema_metadata(None)
             pending.append(conform(name, table).sort_by(keys))
             del pieces, table
             flush()
-            # Give freed buffers back to the system between buckets, so the process holds about
-            # one bucket rather than the allocator's high-water mark (the million-room figure in
+            # Give freed buffers back to the system between reads, so the process holds about
+            # one read rather than the allocator's high-water mark (the million-room figure in
             # bench/README.md was measured with this).
             pa.default_memory_pool().release_unused()
         flush(force=True)
     for p in parts:
         p.unlink()
     pa.default_memory_pool().release_unused()
+
+
+def _batches(buckets: list[str], rows_in: Mapping[str, int], limit: int) -> Iterator[list[str]]:
+    """``buckets`` in order, cut into runs of consecutive buckets of at most ``limit`` rows
+    (a bucket larger than ``limit`` alone)."""
+    batch: list[str] = []
+    rows = 0
+    for bucket in buckets:
+        if batch and rows + rows_in[bucket] > limit:
+            yield batch
+            batch, rows = [], 0
+        batch.append(bucket)
+        rows += rows_in[bucket]
+    if batch:
+        yield batch
 
 
 def _read_row_groups(path: Path, row_groups: list[int]) -> pa.Table:

@@ -491,8 +491,10 @@ def test_bucket_width_grows_one_hex_digit_per_sixteen_times_the_spans(monkeypatc
 
 def test_two_digit_buckets_merge_a_bucket_at_a_time_and_land_sorted(tmp_path, monkeypatch):
     """Forty traces over eight files, batched one file at a time so their runs interleave; with
-    buckets of two hex digits the commit merges only the rows of one prefix at a time, and the
-    store holds the same runs, in run order, as with one digit."""
+    buckets of two hex digits and merged parts smaller than a bucket, the commit merges only the
+    rows of one prefix at a time; with the default part size the whole small source is merged in
+    one read of each part; the store holds the same runs, in run order, either way and as with
+    one digit."""
     import random
 
     import duckdb
@@ -512,19 +514,30 @@ def test_two_digit_buckets_merge_a_bucket_at_a_time_and_land_sorted(tmp_path, mo
         write_json(folder / f"f{f}.json", spans)
 
     merged: list[set[str]] = []
+    parts_read: list[str] = []
     real_read = store_parts._read_row_groups
 
     def spy(path, row_groups):
         table = real_read(path, row_groups)
         if path.parent.name == "steps":
             merged.append({r[len("mine:"):][:2] for r in table.column("run_id").to_pylist()})
+            parts_read.append(path.name)
         return table
 
     monkeypatch.setattr(store_parts, "_read_row_groups", spy)
     monkeypatch.setattr(otlp, "BATCH_SPANS", 1)
     monkeypatch.setattr(otlp, "BUCKET_SPANS", 1)  # 80 spans > 16 buckets of 1: two digits
+    monkeypatch.setattr(store_parts, "MERGED_PART_ROWS", 1)  # every bucket is larger than a part
     ingest("otlp", folder, tmp_path / "two", corpus="mine")
     assert merged and all(len(prefixes) == 1 for prefixes in merged)  # each read: one two-digit prefix
+
+    monkeypatch.undo()
+    monkeypatch.setattr(store_parts, "_read_row_groups", spy)
+    monkeypatch.setattr(otlp, "BATCH_SPANS", 1)
+    monkeypatch.setattr(otlp, "BUCKET_SPANS", 1)
+    merged.clear(), parts_read.clear()
+    ingest("otlp", folder, tmp_path / "whole", corpus="mine")
+    assert len(merged) > 1 and len(parts_read) == len(set(parts_read))  # 80 rows: each part read once
     monkeypatch.setattr(otlp, "BUCKET_SPANS", 25_000)
     ingest("otlp", folder, tmp_path / "one", corpus="mine")
 
@@ -533,5 +546,6 @@ def test_two_digit_buckets_merge_a_bucket_at_a_time_and_land_sorted(tmp_path, mo
         return duckdb.connect().execute("SELECT run_id, step_idx, action FROM read_parquet($1)", [files]).fetchall()
 
     two, one = rows(tmp_path / "two"), rows(tmp_path / "one")
+    assert rows(tmp_path / "whole") == two
     assert len(two) == 80 and two == one  # the same rows in the same (file) order
     assert two == sorted(two, key=lambda r: (r[0], r[1]))
