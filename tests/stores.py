@@ -82,10 +82,21 @@ def _demo(rooms: int, seed: int) -> Callable[[Path], None]:
     return build
 
 
+def _rooms(rooms: int, seed: int) -> Callable[[Path], None]:
+    """Simulated rooms as release files (no store): the ingests under test read them."""
+    def build(root: Path) -> None:
+        from auditatlas.simulator import simulate
+
+        simulate(root, rooms=rooms, seed=seed)
+    return build
+
+
 RECIPES: dict[str, Callable[[Path], None]] = {
     "app": _app,
     "detectors": _detectors,
     "demo-300-s0": _demo(300, 0),
+    "rooms-400-s5": _rooms(400, 5),
+    "rooms-600-s3": _rooms(600, 3),
 }
 
 

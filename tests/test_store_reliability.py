@@ -130,13 +130,11 @@ def test_readers_keep_a_whole_version_during_a_replace(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def rooms_folder(tmp_path_factory) -> Path:
-    """600 simulated rooms as files, simulated once for the module (an ingest only reads them)."""
-    from auditatlas.simulator import simulate
+def rooms_folder() -> Path:
+    """600 simulated rooms as files, simulated once for the session (an ingest only reads them)."""
+    from stores import shared_store
 
-    folder = tmp_path_factory.mktemp("rooms") / "rooms"
-    simulate(folder, rooms=600, seed=3)
-    return folder
+    return shared_store("rooms-600-s3")
 
 
 @pytest.mark.parametrize("delay", [0.4, 1.2, 2.5, 4.0])

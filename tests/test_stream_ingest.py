@@ -23,10 +23,11 @@ ROOMS = 400
 
 
 @pytest.fixture(scope="module")
-def room_files(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("rooms")
-    simulator.simulate(folder, rooms=ROOMS, seed=5)
-    return folder
+def room_files() -> Path:
+    """ROOMS simulated rooms of seed 5 as files, simulated once for the session (read only)."""
+    from stores import shared_store
+
+    return shared_store("rooms-400-s5")
 
 
 @pytest.fixture(scope="module")
