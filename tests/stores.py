@@ -91,7 +91,48 @@ def _rooms(rooms: int, seed: int) -> Callable[[Path], None]:
     return build
 
 
+def _rescore_app(root: Path) -> None:
+    """200 simulated rooms plus the authored toy corpus (whose backbone C has no anomaly)."""
+    from auditatlas.ingest.demo import build_demo
+    from auditatlas.store import write_source
+    from test_detectors_engine import _toy_tables
+
+    build_demo(root, rooms=200, seed=1)
+    write_source(root, "toy", _toy_tables())
+
+
+def _views_small(root: Path) -> None:
+    """A 40-room default store without the panel, plus the Detectors page's three known sets."""
+    from auditatlas.ingest.demo import build_default_store
+    from test_detectors_app import write_sets
+
+    build_default_store(root, rooms=40, seed=0, panel=False)
+    write_sets(root)
+
+
+def _released(root: Path) -> None:
+    """CatchBench's release (the PRE board, 110 published cells) and Who&When (POST localization)."""
+    from auditatlas.ingest import ingest
+
+    ingest("catchbench", None, root)
+    ingest("whowhen", WHOWHEN, root)
+
+
+def _released_by_the_cli(root: Path) -> None:
+    """CatchBench, Who&When and tau-bench ingested by the command line, one write each (each
+    write builds its version's derived tables, as a user's would)."""
+    from cli_support import run_cli
+
+    for args in (("ingest", "catchbench"), ("ingest", "whowhen", str(WHOWHEN)), ("ingest", "taubench", str(TAUBENCH))):
+        done = run_cli("--store", str(root), *args, cwd=REPO)
+        assert done.returncode == 0, done.stderr
+
+
 RECIPES: dict[str, Callable[[Path], None]] = {
+    "rescore-app": _rescore_app,
+    "views-small": _views_small,
+    "released": _released,
+    "released-by-the-cli": _released_by_the_cli,
     "app": _app,
     "detectors": _detectors,
     "demo-300-s0": _demo(300, 0),

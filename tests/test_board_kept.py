@@ -25,12 +25,12 @@ pytestmark = pytest.mark.skipif(not WHOWHEN.exists(), reason="needs ../shared/da
 
 
 @pytest.fixture(scope="module")
-def released(tmp_path_factory) -> Path:
-    """CatchBench's release (the PRE board, 110 published cells) and Who&When (POST localization)."""
-    root = tmp_path_factory.mktemp("kept-src")
-    ingest("catchbench", None, root)
-    ingest("whowhen", WHOWHEN, root)
-    return root
+def released() -> Path:
+    """CatchBench's release (the PRE board, 110 published cells) and Who&When (POST
+    localization), built once for the session; each test copies it."""
+    from stores import shared_store
+
+    return shared_store("released")
 
 
 @pytest.fixture

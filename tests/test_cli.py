@@ -43,14 +43,13 @@ def test_the_parser_loads_no_heavy_library():
 
 
 @pytest.fixture(scope="module")
-def full_store(tmp_path_factory):
+def full_store():
+    """CatchBench, Who&When and tau-bench ingested by the command line (read only)."""
     if not (WHOWHEN.exists() and TAUBENCH.exists()):
         pytest.skip("needs ../shared/data")
-    store = tmp_path_factory.mktemp("cli-store")
-    for args in (("ingest", "catchbench"), ("ingest", "whowhen", str(WHOWHEN)), ("ingest", "taubench", str(TAUBENCH))):
-        done = cli(*args, store=store)
-        assert done.returncode == 0, done.stderr
-    return store
+    from stores import shared_store
+
+    return shared_store("released-by-the-cli")
 
 
 def test_info_json_reports_the_issue_counts(full_store):

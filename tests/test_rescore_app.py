@@ -9,22 +9,19 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from auditatlas.detectors.registry import engine_detectors
-from auditatlas.store import read_manifest, write_source
+from auditatlas.store import read_manifest
 from conftest import REPO
-from test_detectors_engine import _toy_tables
 
 PAGE = "pages/rescore.py"
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory) -> Path:
-    """200 simulated rooms plus the authored toy corpus (whose backbone C has no anomaly)."""
-    from auditatlas.ingest.demo import build_demo
+    """A private copy of 200 simulated rooms plus the authored toy corpus (whose backbone C has
+    no anomaly): the page writes into it; the build is the session's (tests/stores.py)."""
+    from stores import copy_of
 
-    root = tmp_path_factory.mktemp("rescore-app-store")
-    build_demo(root, rooms=200, seed=1)
-    write_source(root, "toy", _toy_tables())
-    return root
+    return copy_of("rescore-app", tmp_path_factory.mktemp("rescore-app") / "store")
 
 
 def _open(store: Path, monkeypatch, **params) -> AppTest:

@@ -16,14 +16,11 @@ def _plain(markdown: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def small_store(tmp_path_factory) -> Path:
-    from auditatlas.ingest.demo import build_default_store
-    from test_detectors_app import write_sets
+def small_store() -> Path:
+    """A 40-room default store without the panel, plus three known sets (read only)."""
+    from stores import shared_store
 
-    root = tmp_path_factory.mktemp("views-store") / "store"
-    build_default_store(root, rooms=40, seed=0, panel=False)
-    write_sets(root)
-    return root
+    return shared_store("views-small")
 
 
 def _warnings(at) -> list[str]:
