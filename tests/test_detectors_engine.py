@@ -436,6 +436,11 @@ def test_stale_prediction_sets_name_the_sets_a_reingest_invalidates(toy):
     result = engine.score(toy, ["random"], {}, 1)
     assert engine.stale_prediction_sets(queries.runner(toy), toy, "toy") == [s.set_id for s in result.sets]
     assert engine.stale_prediction_sets(queries.runner(toy), toy, "some-other-source") == []
+    # What a re-ingest of the source says: the sets by id (a store without any set says nothing).
+    from auditatlas.ingest import stale_notes
+
+    note, = stale_notes(toy, "toy")
+    assert "are now stale" in note and all(s.set_id in note for s in result.sets)
 
 
 def test_standard_panel_scores_every_engine_detector(toy):
