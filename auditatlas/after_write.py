@@ -104,11 +104,11 @@ def keep(root: str | Path, say: Say, lead: str = WRITTEN, only: str | None = Non
 
 
 def derive(root: Path, say: Say, lead: str = WRITTEN) -> None:
-    """The Detectors page's derived tables (``queries.warm``)."""
+    """The Detectors page's derived tables, built on disk (``queries.build_derived``)."""
     import queries
 
     try:
-        built = queries.warm(root)
+        built = queries.build_derived(root)
     except Exception as exc:  # noqa: BLE001 - the write has landed: a note, not a failure
         say(f"{lead}the Detectors page's derived tables could not be built now ({first_line(exc)}); "
             "it will try again on first use.")

@@ -28,7 +28,7 @@ from . import labels, named, twins
 from .database import for_store
 from .slices import SLICE_COLUMNS, slice_params
 
-__all__ = ["SLICE_COLUMNS", "connect", "run", "runner", "slice_params", "warm"]
+__all__ = ["SLICE_COLUMNS", "build_derived", "connect", "run", "runner", "slice_params", "warm"]
 
 
 def connect(root: str | Path | None = None) -> duckdb.DuckDBPyConnection:
@@ -37,11 +37,26 @@ def connect(root: str | Path | None = None) -> duckdb.DuckDBPyConnection:
 
 
 def warm(root: str | Path | None = None) -> bool:
-    """Build this store version's derived tables now (the CLI calls it after a write, so the
-    first Detectors view after a re-score does not wait for them)."""
+    """Build this store version's derived tables now and bind them in this process's views."""
     db = for_store(root)
     with db.reading(derived=True) as version:
         return bool(version.derived)
+
+
+def build_derived(root: str | Path | None = None) -> bool:
+    """Build this store version's derived tables on disk, for the readers to come, without
+    opening the store's views here: what a writer runs after a write (the command line, which
+    then exits, so the first Detectors view after a re-score does not wait for them). False
+    when the build failed (the readers' views then stay the live queries)."""
+    from auditatlas.store import read_manifest, store_dir
+
+    from . import views
+
+    root = Path(store_dir(root)).resolve()
+    folder, lease = views.load_derived(root, read_manifest(root))
+    if lease is not None:
+        lease.release()
+    return bool(folder)
 
 
 def run(name: str, params: Mapping[str, Any] | None = None, root: str | Path | None = None):
