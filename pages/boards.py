@@ -25,6 +25,8 @@ export_button.draw(BOARDS_STATE)
 
 available = cached.board_corpora()
 TABS = view.tabs()
+# Bound to the URL (?tab=LIVE) so a link opens the same tab; only the open tab is computed.
+tabs = st.tabs([pillar for pillar, _ in TABS], key="tab", bind="query-params")
 
 
 def board_section(name: str, per_seed: bool) -> None:
@@ -40,25 +42,16 @@ def board_section(name: str, per_seed: bool) -> None:
     view_blocks.draw(body)
 
 
-@st.fragment
-def open_board() -> None:
-    """The tabs and the open tab's boards: a tab, a corpus or the seed toggle reruns this part
-    alone, not the sidebar, the title and the page around it."""
-    # Bound to the URL (?tab=LIVE) so a link opens the same tab; only the open tab is computed.
-    tabs = st.tabs([pillar for pillar, _ in TABS], key="tab", bind="query-params")
-    for (pillar, names), tab in zip(TABS, tabs):
-        if not tab.open:
-            continue
-        with tab:
-            view_blocks.draw(view.pillar_note(pillar))
-            # One toggle for the page (only the open tab draws it), bound to the URL (?per_seed=true).
-            per_seed = st.toggle("Every seed on its own row", key="per_seed", bind="query-params",
-                                 help="A re-scored detector is one row, its mean ± sd over seeds; turn on to see each seed.")
-            for name in names:
-                view_blocks.draw([view.board_heading(name)])
-                board_section(name, per_seed)
-
-
-open_board()
+for (pillar, names), tab in zip(TABS, tabs):
+    if not tab.open:
+        continue
+    with tab:
+        view_blocks.draw(view.pillar_note(pillar))
+        # One toggle for the page (only the open tab draws it), bound to the URL (?per_seed=true).
+        per_seed = st.toggle("Every seed on its own row", key="per_seed", bind="query-params",
+                             help="A re-scored detector is one row, its mean ± sd over seeds; turn on to see each seed.")
+        for name in names:
+            view_blocks.draw([view.board_heading(name)])
+            board_section(name, per_seed)
 
 view_blocks.draw(view.missing(cached.query))
