@@ -122,11 +122,13 @@ def queue_view() -> None:
             failure_mode = st.text_input("Failure mode (optional)", key="review_failure_mode")
             note = st.text_area("Note (optional)", key="review_note", height=68)
             st.caption("Keys (outside a text field): A anomaly, N normal, U unsure; ← previous, → skip.")
-        nav = st.columns([1, 1, 2])
+        # Two buttons a row, each label whole with its key (in three columns "Previous" was cut).
+        nav = st.columns(2)
         nav[0].button("Previous", disabled=position == 0, on_click=_go, kwargs={"position": position - 1},
-                      key="review_prev", shortcut="Left")
-        nav[1].button("Skip", on_click=_go, kwargs={"position": position + 1}, key="review_skip", shortcut="Right")
-        nav[2].link_button("Open in the Explorer", explorer_url(run_id, step_idx, slice=slice_))
+                      key="review_prev", shortcut="Left", width="stretch")
+        nav[1].button("Skip", on_click=_go, kwargs={"position": position + 1}, key="review_skip", shortcut="Right",
+                      width="stretch")
+        st.link_button("Open in the Explorer", explorer_url(run_id, step_idx, slice=slice_), width="stretch")
         review_item.signal(item, order.name)
         review_item.history(cached.query("step_verdicts", {"run": run_id, "step": step_idx}))
     if given:

@@ -114,12 +114,13 @@ def test_six_verdicts_by_keyboard_and_a_second_session_lose_nothing(server, stor
 
 def test_the_step_and_the_verdict_buttons_share_the_first_screen(server, browser):
     """A reviewer reads the step and decides without scrolling: at 1400x1000 the step's input and
-    output and the three verdict buttons (their keys on them) are within the first 1000 px."""
+    output, the three verdict buttons and Previous and Skip (their keys on them, no label cut)
+    are within the first 1000 px."""
     outside: list[str] = []
     page = new_page(browser, outside, width=1400, height=1000)
     page.goto(f"{server}/review?queue=random&seed=0&reviewer=kim")
     wait_idle(page, "Step 1 of 14")
-    for name, key in (("Anomaly", "A"), ("Normal", "N"), ("Unsure", "U")):
+    for name, key in (("Anomaly", "A"), ("Normal", "N"), ("Unsure", "U"), ("Previous", "←"), ("Skip", "→")):
         button = page.get_by_role("button", name=name)
         box = button.bounding_box()
         assert box is not None and box["y"] + box["height"] <= 1000, (name, box)
