@@ -13,12 +13,15 @@ import streamlit as st
 from components.tables import csv_safe, file_name, pinned_keys
 
 
-def grid_table(text: pd.DataFrame, colors: pd.DataFrame, key: str, on_select: Callable[[], None] | None) -> None:
-    """The grid of one backbone as a table, each cell in its colour: click a detector cell to list its errors."""
+def grid_table(text: pd.DataFrame, colors: pd.DataFrame, key: str, on_select: Callable[[], None] | None,
+               detail: pd.DataFrame | None = None) -> None:
+    """The grid of one backbone as a table, each cell in its colour: click a detector cell to list
+    its errors. The CSV holds ``detail`` (the cells with their intervals and counts) when given."""
     styler = text.style.apply(lambda _: colors, axis=None)
     st.dataframe(styler, hide_index=True, key=f"table-{key}", on_select=on_select or "ignore",
                  selection_mode="single-cell", width="stretch", column_config=pinned_keys(text))
-    st.download_button("Download CSV", csv_safe(text).to_csv(index=False).encode("utf-8"), file_name=file_name(key),
+    rows = text if detail is None else detail
+    st.download_button("Download CSV", csv_safe(rows).to_csv(index=False).encode("utf-8"), file_name=file_name(key),
                        mime="text/csv", key=f"csv-{key}")
 
 

@@ -85,7 +85,8 @@ def grid_tab() -> None:
         st.session_state["action"], st.session_state["detector"] = action, detector
 
     view_blocks.draw(view.grid_maps(grid, shown, facet, side_by_side), on_select={"grid-heatmaps": pick_from_map})
-    text, num, titles = dv.wide_grid(shown, facet)
+    # On screen each cell is its number; the CSV and the long table below carry intervals and counts.
+    text, num, titles = dv.wide_grid(shown, facet, detail=False)
     actions = list(num["action"].iloc[:-1])
     detectors = list(grid.detectors["detector"])
 
@@ -103,7 +104,8 @@ def grid_tab() -> None:
     grid_key = f"grid-{corpus}-{facet}"
     st.caption("Click a detector's cell, in the heatmap or the table, to list its errors below (the table's bottom "
                "row: over all actions).")
-    auroc_grid.grid_table(text, view.grid_styles(text, num), grid_key, on_select=pick_cell)
+    auroc_grid.grid_table(text, view.grid_styles(text, num), grid_key, on_select=pick_cell,
+                          detail=dv.wide_grid(shown, facet)[0])
     view_blocks.draw(view.grid_long(shown, corpus))
 
     st.subheader(view.ERRORS_HEADING)

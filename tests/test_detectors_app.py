@@ -5,6 +5,7 @@ value the store does not hold is reported, and a store without step-level sets s
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
@@ -102,9 +103,11 @@ def test_grid_renders_with_every_detector(detector_store, monkeypatch):
     # Ordered by supervision (unsupervised, then supervised), the random baseline last.
     assert titles == ["iforest · basic (3 sets)", "xgboost (1 set)", "random (3 sets)"]
     assert grid["action"].iloc[-1] == "mean over actions"
-    # Every data row is either a ROC-AUC with its counts or a dash with the reason.
+    # Every data cell is a ROC-AUC, its number first (its interval and counts are the long table's),
+    # or a dash with the reason.
     for cell in grid.iloc[:-1][titles].to_numpy().ravel():
-        assert ("+ /" in cell and "−" in cell), cell
+        assert re.fullmatch(r"\d\.\d{3}( ± \d\.\d{3})?( \(\d+ of \d+ sets\))?|— .+", cell), cell
+        assert "[" not in cell and "+ /" not in cell, cell
 
 
 def _heatmap_titles(at) -> list[str]:

@@ -161,6 +161,13 @@ def test_grid_table_and_csv_carry_the_interval(civ):
     assert f"[{low:.3f}, {high:.3f}]" in row[col]
     y_row = text[text["action"].str.endswith("Y")].iloc[0]
     assert "[no interval]" in y_row[col]
+    # On screen the cell is its number: the interval and the counts are the CSV's and the long table's.
+    shown, _, _ = dv.wide_grid(grid, "A", detail=False)
+    cell = shown[shown["action"].str.endswith("X")].iloc[0][col]
+    mean = grid.cells.set_index(["backbone", "detector"]).loc[("A", titles[col])]
+    mean = mean[mean["action"] == "X"].iloc[0]
+    assert cell.startswith(f"{mean['auc_mean']:.3f}") and "[" not in cell and "+" not in cell.replace("±", "")
+    assert "[" not in shown.iloc[-1][col] and shown.iloc[-1][col].endswith("(2 actions)")
     long = figs.long_cells(grid).set_index("action")
     assert long.loc["X", "95% low"] == pytest.approx(low, abs=5e-5)
     assert long.loc["X", "95% high"] == pytest.approx(high, abs=5e-5)

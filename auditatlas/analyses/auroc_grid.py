@@ -307,11 +307,15 @@ def action_label(action: str) -> str:
     return action if short == action else f"{short} · {action}"
 
 
-def wide_grid(grid: Grid, backbone: str) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, str]]:
+def wide_grid(grid: Grid, backbone: str, detail: bool = True) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, str]]:
     """The grid of one backbone as a table a person reads: rows = actions (with success rate),
     columns = detectors, cells 'mean ± std [95% low, high] · n+ / n−' (``INTERVAL_CAPTION``
     says what the interval is) or '— reason'; a bottom row of means per detector and a right
     column of means per action.
+
+    ``detail=False``: the number alone, 'mean ± std' (and '(1 of 2 sets)' when some seeds have
+    no value), or '— reason', for the table on screen; its interval and counts are the long
+    table's and the CSV's, where a reader who wants them looks.
 
     Returns the text table, a numeric table of the same shape (for colouring) and the map from
     column title to detector name.
@@ -339,21 +343,23 @@ def wide_grid(grid: Grid, backbone: str) -> tuple[pd.DataFrame, pd.DataFrame, di
                     partial = f" ({c['n_defined']} of {c['n_seeds']} sets)" if c["n_defined"] < c["n_seeds"] else ""
                     ci = fmt_interval(c["ci_low"], c["ci_high"]) or "[no interval]"
                     text[title] = (f"{fmt_mean_std(c['auc_mean'], c['auc_std'])} {ci}{partial} · "
-                                   f"{c['n_pos']}+ / {c['n_neg']}−")
+                                   f"{c['n_pos']}+ / {c['n_neg']}−") if detail else \
+                        f"{fmt_mean_std(c['auc_mean'], c['auc_std'])}{partial}"
                     num[title] = c["auc_mean"]
                 else:
-                    text[title] = f"— {short_reason(c['reason'])} ({c['n_pos']}+ / {c['n_neg']}−)"
+                    counts = f" ({c['n_pos']}+ / {c['n_neg']}−)" if detail else ""
+                    text[title] = f"— {short_reason(c['reason'])}{counts}"
                     num[title] = np.nan
             else:
                 text[title] = "— no scored test steps"
                 num[title] = np.nan
-        text["mean over detectors"], num["mean over detectors"] = _mean_text(act_means, a["action"], "cell")
+        text["mean over detectors"], num["mean over detectors"] = _mean_text(act_means, a["action"], "cell", detail)
         text_rows.append(text)
         num_rows.append(num)
     bottom = {"action": "mean over actions", "success rate": "", "labeled steps": ""}
     bottom_num = {"action": ALL_ACTIONS, "success rate": np.nan, "labeled steps": np.nan}
     for title, det in titles.items():
-        bottom[title], bottom_num[title] = _mean_text(det_means, det, "action")
+        bottom[title], bottom_num[title] = _mean_text(det_means, det, "action", detail)
     bottom["mean over detectors"] = ""
     bottom_num["mean over detectors"] = np.nan
     text_rows.append(bottom)
@@ -362,14 +368,15 @@ def wide_grid(grid: Grid, backbone: str) -> tuple[pd.DataFrame, pd.DataFrame, di
     return pd.DataFrame(text_rows, columns=columns), pd.DataFrame(num_rows, columns=columns), titles
 
 
-def _mean_text(means: pd.DataFrame, key: str, unit: str) -> tuple[str, float]:
-    """A grid mean as the table shows it, '0.712 [0.690, 0.734] (9 actions)', and its value."""
+def _mean_text(means: pd.DataFrame, key: str, unit: str, detail: bool = True) -> tuple[str, float]:
+    """A grid mean as the table shows it, '0.712 [0.690, 0.734] (9 actions)' ('0.712 (9
+    actions)' without ``detail``), and its value."""
     if key not in means.index or not np.isfinite(float(means.at[key, "mean"])):
         return "— no defined cell", np.nan
     row = means.loc[key]
     n = int(row["n_cells"])
-    ci = fmt_interval(row["ci_low"], row["ci_high"]) or "[no interval]"
-    return f"{float(row['mean']):.3f} {ci} ({n} {unit}{'s' if n != 1 else ''})", float(row["mean"])
+    ci = (fmt_interval(row["ci_low"], row["ci_high"]) or "[no interval]") + " " if detail else ""
+    return f"{float(row['mean']):.3f} {ci}({n} {unit}{'s' if n != 1 else ''})", float(row["mean"])
 
 
 def cell_errors(query: Query, set_id: str, backbone: str, action: str, slice_: Mapping[str, Any] | None,

@@ -64,8 +64,9 @@ def grid_head(grid, sets: pd.DataFrame) -> tuple[list[b.Block], bool]:
             # How a cell is computed folds away: the grid itself is the page's answer.
             b.Fold("How a cell is read", (
                 b.note("Cell: ROC-AUC of the detector's step scores against step labels, on the labeled test steps "
-                       "of that action, mean ± sample std over its sets (seeds), with positives (+) and negatives "
-                       "(−) per set. A cell without positives or without negatives is undefined: grey, with the "
+                       "of that action, mean ± sample std over its sets (seeds). Its 95% interval and its positives "
+                       "(+) and negatives (−) per set are in the table of one row per cell below the grid, and in "
+                       "the grid's CSV. A cell without positives or without negatives is undefined: grey, with the "
                        "reason, never 0.5."),
                 b.Text(dv.INTERVAL_CAPTION, kind="note")))], True
 
@@ -89,7 +90,8 @@ def grid_styles(text: pd.DataFrame, num: pd.DataFrame) -> pd.DataFrame:
 
 def grid_long(shown, corpus: str) -> list[b.Block]:
     return [b.Table(figs.long_cells(shown), f"grid-long-{corpus}", placeholder="—",
-                    caption="The same grid, one row per cell (for download)."),
+                    caption="The same grid, one row per cell, with each cell's 95% interval and its positives and "
+                            "negatives per set (for download)."),
             b.Table(figs.long_means(shown), f"grid-means-{corpus}", placeholder="—",
                     caption="The grid's means (the bottom row and the right column) with their intervals, one row per "
                             "mean (for download).")]
@@ -229,7 +231,7 @@ def page(query: Query, link, root: Path, remember: Remember | None = None) -> li
     facet = _pick(out, values["grid_backbone"], [*grid.backbones, dv.ALL_BACKBONES], "backbone")
     shown = grid if facet != dv.ALL_BACKBONES else dv.compute_grid(query, corpus, slice_, by_backbone=False, sets=sets)
     out += grid_maps(grid, shown, facet, values["side_by_side"])
-    text, num, _titles = dv.wide_grid(shown, facet)
+    text, num, _titles = dv.wide_grid(shown, facet, detail=False)  # intervals and counts: the long table
     out.append(b.Table(text.reset_index(drop=True), f"grid-{corpus}-{facet}", caption=b.Text(
         "The grid for backbone {}", (facet,)), styles=grid_styles(text, num).reset_index(drop=True)))
     out += grid_long(shown, corpus)
