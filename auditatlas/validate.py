@@ -95,18 +95,29 @@ MEMORY_LIMIT = "256MB"
 # this little Parquet stay far below MEMORY_LIMIT, so that database never needs to spill (it
 # has no spill folder: DuckDB cannot move one once used, and each write has its own).
 KEPT_MAX_BYTES = 16 * 1024 * 1024
+# The kept database is replaced by a new one after serving this many checks. DuckDB keeps a few
+# KB of native memory per Parquet file a database has read, closed cursors or not (about 9 KB a
+# check reading two new files, measured on the kept database; none on a database closed after
+# each check), and a long-lived writer reads new files at every write: the receiver's staged
+# parts, named anew each time, grew it about 20 MB per million spans received (bench/README.md).
+# Replacing it bounds that at this many checks' worth for about 20 ms once per this many checks.
+KEPT_MAX_USES = 100
 
 _kept: tuple[int, duckdb.DuckDBPyConnection] | None = None
+_kept_uses = 0
 _kept_lock = threading.Lock()
 
 
 def _kept_cursor() -> duckdb.DuckDBPyConnection:
     """A new cursor (a connection of its own: its temporary views are its own) of this process's
-    checking database, made on first use."""
-    global _kept
+    checking database, made on first use and again after KEPT_MAX_USES cursors."""
+    global _kept, _kept_uses
     with _kept_lock:
-        if _kept is None or _kept[0] != os.getpid():
-            _kept = (os.getpid(), _checking_database(spill=""))
+        if _kept is None or _kept[0] != os.getpid() or _kept_uses >= KEPT_MAX_USES:
+            # The replaced database is not closed here: a cursor another thread still checks on
+            # holds it, and DuckDB frees it with its last cursor.
+            _kept, _kept_uses = (os.getpid(), _checking_database(spill="")), 0
+        _kept_uses += 1
         return duck_cursor(_kept[1])
 
 

@@ -117,6 +117,32 @@ def test_bad_source_name(tmp_path):
         store.write_source(tmp_path, "../evil", _run("alpha", 1))
 
 
+
+def test_the_kept_checking_database_is_replaced_after_its_uses(tmp_path, monkeypatch):
+    """A long-lived writer (the receiver) checks every write on the kept database, which keeps
+    native memory per Parquet file read: it is replaced after KEPT_MAX_USES checks, and a
+    cursor still open on the replaced one keeps working."""
+    from auditatlas import validate
+
+    monkeypatch.setattr(validate, "KEPT_MAX_USES", 3)
+    monkeypatch.setattr(validate, "_kept", None)
+    monkeypatch.setattr(validate, "_kept_uses", 0)
+    first = validate._kept_cursor()
+    first.execute("CREATE TABLE marker AS SELECT 1 AS x")  # in the database, seen by its every cursor
+    seen, real_checks = [], validate._run_checks
+
+    def checks(con, source):
+        seen.append(con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'marker'").fetchone()[0])
+        real_checks(con, source)
+
+    monkeypatch.setattr(validate, "_run_checks", checks)
+    for _ in range(4):
+        store.write_source(tmp_path, "alpha", _run("alpha", 2))
+    assert seen == [1, 1, 0, 0]  # two more checks on the first database, then a new one
+    assert first.execute("SELECT x FROM marker").fetchall() == [(1,)]
+    first.close()
+
+
 @pytest.mark.parametrize("kept_max_bytes", [None, -1])
 def test_invariant_checks_spill_inside_the_store_and_clean_up(tmp_path, monkeypatch, kept_max_bytes):
     """The staged checks run under a memory limit. A source over ``KEPT_MAX_BYTES`` may spill:
