@@ -117,7 +117,6 @@ def test_bad_source_name(tmp_path):
         store.write_source(tmp_path, "../evil", _run("alpha", 1))
 
 
-
 def test_the_kept_checking_database_is_replaced_after_its_uses(tmp_path, monkeypatch):
     """A long-lived writer (the receiver) checks every write on the kept database, which keeps
     native memory per Parquet file read: it is replaced after KEPT_MAX_USES checks, and a
