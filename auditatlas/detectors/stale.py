@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from ..query_function import Query
-from ..store import source_corpora
+from ..store import read_manifest, source_corpora
 
 
 def stale_prediction_sets(query: Query, root: str | Path, source: str) -> list[str]:
@@ -21,8 +21,11 @@ def stale_prediction_sets(query: Query, root: str | Path, source: str) -> list[s
     names the same sets. ``query`` reads the store at ``root``.
     """
     root = Path(root)
+    manifest = read_manifest(root)
+    if not any(int((entry.get("rows") or {}).get("prediction_sets", 0) or 0) for entry in manifest["sources"].values()):
+        return []  # no prediction set at all, so none is stale: the store's views need not be opened
     sets = query("rescore_provenance", {})
-    corpora = set(source_corpora(root).get(source, ()))
+    corpora = set(source_corpora(root, manifest).get(source, ()))
     stale = []
     for rec in sets.to_dict(orient="records"):
         try:

@@ -243,11 +243,6 @@ def stale_notes(store: str | Path, source: str) -> list[str]:
     They stay in the store (re-scoring never replaces another source, and an ingest never
     deletes one), but their features and splits were read from runs that have just changed.
     """
-    from ..store import read_manifest
-
-    sources = read_manifest(store).get("sources", {})
-    if not any(int((entry.get("rows") or {}).get("prediction_sets", 0) or 0) for entry in sources.values()):
-        return []  # no prediction set at all, so none made stale: the store's views need not be opened
     from queries import runner
 
     from ..detectors.stale import stale_prediction_sets
