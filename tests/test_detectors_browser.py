@@ -59,7 +59,11 @@ def test_grid_renders_offline_then_choosing_a_cell_lists_its_errors(server, brow
             box = now
         # Third data row (SOLVE_CLUE), first column; then five cells right: the 'random' column
         # (action, success rate, labeled steps, iforest · basic, xgboost, random).
-        page.mouse.click(box["x"] + 30, box["y"] + 35 + 35 * 2 + 17)
+        # After the heatmap's click the grid's first click only takes the focus; the second
+        # selects (a selected cell stays selected when clicked again).
+        for _ in range(2):
+            page.mouse.click(box["x"] + 30, box["y"] + 35 + 35 * 2 + 17)
+            page.wait_for_timeout(300)
         for _ in range(5):
             page.keyboard.press("ArrowRight")
             page.wait_for_timeout(200)
