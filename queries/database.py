@@ -19,12 +19,16 @@ verdicts, ``queries/labels.py``) gets a second schema beside its own, ``store_vN
 made on first use and dropped with the version; a verdict written is a new manifest, so a new
 version, so the chosen labels are never stale.
 
-Plain names in schema ``main`` always read the newest version (switched in one transaction):
-cursors from :meth:`Database.cursor` (``queries.connect``) see whole versions statement by
-statement, as before.
+Plain names in schema ``main`` read the version that was current at the last
+:meth:`Database.cursor` call (``queries.connect``), switched in one transaction: such cursors see
+whole versions statement by statement. Only those cursors read ``main``, so a version is made
+the plain names' one when a cursor is asked for, not at every open (the app and the CLI read
+through pinned versions and never pay for it), and the version ``main`` reads is kept until
+``main`` moves on, so a held plain cursor never reads a dropped schema.
 """
 from __future__ import annotations
 
+import hashlib
 import itertools
 import threading
 from collections.abc import Iterator
@@ -38,7 +42,7 @@ import duckdb
 from auditatlas.duck import connect as duck_connect
 from auditatlas.duck import cursor as duck_cursor
 from auditatlas.errors import StoreError, first_line
-from auditatlas.store import MANIFEST, health, read_manifest, store_dir
+from auditatlas.store import MANIFEST, health, manifest_bytes, read_manifest, store_dir
 
 from . import labels as label_choices
 from . import views
@@ -67,6 +71,8 @@ class StoreVersion:
     lease: Any = None
     # Label choice -> the schema of this version under it (queries/labels.py), made on first use.
     label_schemas: dict = field(default_factory=dict)
+    # The key of the schema holding its released rankings resolved (Database._resolved).
+    resolved: str = ""
 
 
 class Database:
@@ -86,7 +92,14 @@ class Database:
         # Derived builds take seconds at scale: apart, so other queries do not wait for them.
         self._build = threading.Lock()
         self._current: StoreVersion | None = None
+        # The version plain names in ``main`` read (guarded by _ddl): never dropped while they do.
+        self._published: StoreVersion | None = None
         self._retired: list[StoreVersion] = []
+        # Released rankings resolved (a window over every ranked run's steps, tens of ms with
+        # CatchBench's judges) depend on the data sources only: a verdict or a tour saved (each a
+        # new version) reuses them. Key (the data sources' manifest) -> [schema, versions using
+        # it], guarded by _ddl; a schema goes with its last version.
+        self._resolved: dict[str, list] = {}
         self._serial = itertools.count(1)
         self._local = threading.local()
         self._sweep()
@@ -186,20 +199,30 @@ class Database:
     def _open(self, stamp: Stamp | None) -> StoreVersion:
         """A new version from the manifest as it is now, made current (caller holds _ddl)."""
         manifest = read_manifest(self.root)
-        schema = f"store_v{next(self._serial)}"
+        serial = next(self._serial)
+        schema = f"store_v{serial}"
+        key = hashlib.sha256(manifest_bytes(manifest)).hexdigest()
+        shared = self._resolved.get(key)
         cur = self._ddl_cursor
         cur.execute(f"CREATE SCHEMA {schema}")
         try:
             cur.execute(f"USE {schema}")
-            views.bind_live(cur, self.root, manifest)
-            views.publish(cur, schema)
+            fresh = shared is None
+            if fresh:
+                shared = [f"resolved_v{serial}", 0]
+                cur.execute(f"CREATE SCHEMA {shared[0]}")
+            views.bind_live(cur, self.root, manifest, resolved=shared[0], resolve=fresh)
         except BaseException as exc:
             # The previous version stays current and whole.
             cur.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+            if key not in self._resolved and shared is not None:
+                cur.execute(f"DROP SCHEMA IF EXISTS {shared[0]} CASCADE")
             if isinstance(exc, (duckdb.Error, OSError)):
                 raise StoreError(self._unreadable(exc)) from exc
             raise
-        version = StoreVersion(stamp, schema, manifest)
+        shared[1] += 1
+        self._resolved[key] = shared
+        version = StoreVersion(stamp, schema, manifest, resolved=key)
         with self._pins:
             old, self._current = self._current, version
             if old is not None:
@@ -227,10 +250,19 @@ class Database:
         """Drop superseded versions no query reads (caller holds _ddl)."""
         with self._pins:
             gone, self._retired = self._retired, []
+            if self._published in gone:  # plain names still read it: dropped once they move on
+                gone.remove(self._published)
+                self._retired.append(self._published)
         for version in gone:
             for schema in version.label_schemas.values():
                 self._ddl_cursor.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
             self._ddl_cursor.execute(f"DROP SCHEMA IF EXISTS {version.schema} CASCADE")
+            shared = self._resolved.get(version.resolved)
+            if shared is not None:
+                shared[1] -= 1
+                if shared[1] == 0:
+                    del self._resolved[version.resolved]
+                    self._ddl_cursor.execute(f"DROP SCHEMA IF EXISTS {shared[0]} CASCADE")
             if version.lease is not None:
                 version.lease.release()
                 version.lease = None
@@ -289,7 +321,13 @@ class Database:
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
         """A new cursor on the newest version's plain names (opened first if the manifest changed)."""
-        with self.reading():
+        with self.reading() as version:
+            if self._published is not version:
+                with self._ddl:
+                    if self._published is not version:
+                        views.publish(self._ddl_cursor, version.schema)
+                        self._published = version
+                        self._drop_retired()  # the version main read before, if retired meanwhile
             return duck_cursor(self.con)
 
     def thread_cursor(self) -> duckdb.DuckDBPyConnection:

@@ -37,17 +37,33 @@ NAMES: tuple[str, ...] = (
 )
 
 
-def bind_live(con: duckdb.DuckDBPyConnection, root: Path, manifest: dict) -> None:
-    """Views over the parts ``manifest`` lists, in ``con``'s current schema."""
+def bind_live(con: duckdb.DuckDBPyConnection, root: Path, manifest: dict, resolved: str | None = None,
+              resolve: bool = True) -> None:
+    """Views over the parts ``manifest`` lists, in ``con``'s current schema.
+
+    ``resolved``: a schema of its own for the released rankings resolved
+    (``predictions_resolved``), which other versions of the same sources share; with ``resolve``
+    false they are there already. None: they are resolved into the current schema."""
     for table in TABLES:
         bind_table(con, root, manifest, table)
-    # Released rankings are resolved to per-step scores once per store version (a small table:
-    # one row per judged step), not in a view every query recomputes.
-    con.execute(f"CREATE OR REPLACE TABLE predictions_resolved AS {text('resolve_rankings')}")
+    if resolved is None:
+        resolve_rankings(con)
+    else:
+        if resolve:
+            resolve_rankings(con, into=resolved)
+        con.execute(f"CREATE OR REPLACE VIEW predictions_resolved AS SELECT * FROM {resolved}.predictions_resolved")
     con.execute(f"CREATE OR REPLACE VIEW predictions AS {text('view_predictions')}")
     # Derived tables start as live views; bind_derived points them at their files.
     for name in derived.TABLES:
         con.execute(f"CREATE OR REPLACE VIEW {name} AS {text(derived.QUERY.get(name, name))}")
+
+
+def resolve_rankings(con: duckdb.DuckDBPyConnection, into: str | None = None) -> None:
+    """Released rankings resolved to per-step scores, as table ``predictions_resolved`` of schema
+    ``into`` (the current one when None), from the current schema's tables: a small table (one
+    row per judged step) made once, not a view every query recomputes."""
+    target = "predictions_resolved" if into is None else f"{into}.predictions_resolved"
+    con.execute(f"CREATE OR REPLACE TABLE {target} AS {text('resolve_rankings')}")
 
 
 def bind_table(con: duckdb.DuckDBPyConnection, root: Path, manifest: dict, table: str) -> None:

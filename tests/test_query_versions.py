@@ -171,6 +171,61 @@ def test_a_pinned_version_keeps_its_views_while_a_write_lands(tmp_path):
                               [pinned.schema]).fetchone()[0]
 
 
+def test_a_held_plain_cursor_never_reads_a_dropped_version(tmp_path):
+    """Plain names in ``main`` move to the newest version when a plain cursor is asked for, not
+    when any reader opens one: a held cursor keeps reading its version whole while queries read
+    newer ones, and the version it read is dropped only once ``main`` has moved on."""
+    root = tmp_path / "store"
+    write_source(root, "fixture", _toy_tables())
+    held = queries.connect(root)
+    assert held.execute("SELECT count(*) FROM runs").fetchone()[0] == 4
+    db = queries.database.for_store(root)
+    first = db._published.schema
+    for n in (3, 5):
+        write_source(root, "more", _runs(n))
+        assert queries.run("slice_options", {}, root=root).query("column_name == 'corpus'").runs.sum() == 4 + n
+        assert held.execute("SELECT count(*) FROM runs").fetchone()[0] == 4  # its version, whole, still there
+    schemas = lambda: set(db.con.execute("SELECT schema_name FROM duckdb_schemas()").df().schema_name)  # noqa: E731
+    assert first in schemas()
+    assert queries.connect(root).execute("SELECT count(*) FROM runs").fetchone()[0] == 9
+    assert held.execute("SELECT count(*) FROM runs").fetchone()[0] == 9  # main moved, in one transaction
+    assert first not in schemas()
+
+
+def test_released_rankings_are_resolved_again_only_when_a_data_source_changes(tmp_path):
+    """A verdict saved is a new version of the same data sources: it reads the rankings resolved
+    for the version before; a data write resolves them again, and the resolved rankings of
+    versions no query reads are dropped with them."""
+    from auditatlas.verdicts import append_verdicts, verdict
+
+    root = tmp_path / "store"
+    write_source(root, "fixture", _toy_tables())
+    db = queries.database.for_store(root)
+
+    def judged() -> list:
+        return sorted(queries.connect(root).execute(
+            "SELECT run_id, step_idx, score FROM predictions WHERE set_id = 'judge:m'").fetchall())
+
+    def resolved_schemas() -> set[str]:
+        return {r[0] for r in db.con.execute(
+            "SELECT schema_name FROM duckdb_schemas() WHERE schema_name LIKE 'resolved_v%'").fetchall()}
+
+    # r1: top 0, ranking [0, 2, 1]; r2: ranking [1] (specs/catchbench.md's scoring).
+    released = [("toy:r1", 0, 4.0), ("toy:r1", 1, 1.0), ("toy:r1", 2, 2.0),
+                ("toy:r2", 0, 0.0), ("toy:r2", 1, 3.0), ("toy:r2", 2, 0.0)]
+    assert judged() == released
+    first = resolved_schemas()
+    assert len(first) == 1
+    append_verdicts(root, [verdict(CORPUS, "toy:r1", 0, "anomaly", "kim")])
+    assert judged() == released and resolved_schemas() == first
+    assert queries.connect(root).execute("SELECT count(*) FROM verdicts").fetchone()[0] == 1  # the new version
+    tables = _toy_tables()
+    tables["rankings"] = [r for r in tables["rankings"] if r["run_key"] == "k2"]
+    write_source(root, "fixture", tables)
+    assert judged() == [r for r in released if r[0] == "toy:r2"]
+    assert len(resolved_schemas()) == 1 and resolved_schemas() != first
+
+
 def test_a_query_looks_at_the_manifest_once(tmp_path, monkeypatch):
     root = tmp_path / "store"
     write_source(root, "fixture", _toy_tables())
