@@ -22,7 +22,26 @@ def pinned_keys(frame: pd.DataFrame, config: dict | None = None) -> dict:
     config = dict(config or {})
     for name in frame.columns[:1]:
         config[name] = {**(config.get(name) or {}), "pinned": True}
+        width = key_width(frame[name])
+        if width is not None and config[name].get("width") is None:
+            config[name]["width"] = width
     return config
+
+
+# The grid sizes a column to its first rows, up to about 190 px: a longer key (a board's
+# "llm_judge_needed(llama-3.3-70b)") was cut where the row's name matters most. Pixels per
+# character of the grid's 14 px font, its padding, and a cap that leaves the values room.
+KEY_CHAR_PX, KEY_PAD_PX, KEY_MAX_PX, KEY_FITS_CHARS = 7.5, 28, 420, 22
+
+
+def key_width(column: pd.Series) -> int | None:
+    """Pixels that show the longest key whole (up to KEY_MAX_PX), or None when the grid's own
+    width already does."""
+    lengths = column.dropna().astype("string").str.len()
+    longest = int(lengths.max()) if len(lengths) else 0
+    if longest <= KEY_FITS_CHARS:
+        return None
+    return min(KEY_MAX_PX, int(longest * KEY_CHAR_PX + KEY_PAD_PX))
 
 
 def table(frame: pd.DataFrame, key: str, caption: str | None = None, download: pd.DataFrame | None = None,

@@ -121,3 +121,20 @@ def test_a_link_value_the_reader_changes_is_no_longer_reported(small_store, monk
     at.selectbox(key="grid_backbone").set_value(options[0]).run()
     assert at.selectbox(key="grid_backbone").value == options[0]
     assert not at.warning, _warnings(at)
+
+
+def test_a_tables_key_column_is_wide_enough_for_its_longest_key():
+    """The grid sizes a column to about 190 px: a board's entrant 'llm_judge_needed(llama-3.3-70b)'
+    was cut in its pinned key column. A long key gets the width it needs (capped), a short one
+    the grid's own, and a width the page set stays."""
+    import pandas as pd
+
+    from components.tables import pinned_keys
+
+    long_keys = pd.DataFrame({"entrant": ["llm_judge_needed(llama-3.3-70b)", "random", None], "f1": [0.7, 0.5, 0.1]})
+    config = pinned_keys(long_keys)
+    assert config["entrant"]["pinned"] and 240 <= config["entrant"]["width"] <= 420
+    assert "f1" not in config
+    assert pinned_keys(pd.DataFrame({"action": ["SC · SOLVE_CLUE"]}))["action"] == {"pinned": True}
+    assert pinned_keys(pd.DataFrame({"entrant": ["x" * 500]}))["entrant"]["width"] <= 420
+    assert pinned_keys(long_keys, {"entrant": {"width": "small"}})["entrant"]["width"] == "small"

@@ -114,7 +114,7 @@ def _row_columns(result) -> tuple[b.Column, ...]:
     labels = result.family_labels
     title = "contrasts: " + " · ".join(labels.values()) if labels else "contrasts"
     names = "; ".join(f"{short}: {name}" for name, short in labels.items())
-    return (b.Column("entrant", width="medium", pinned=True),
+    return (b.Column("entrant", pinned=True),  # as wide as its longest name (components.tables.key_width)
             b.Column("contrasts", title, help=f"Holm-adjusted paired contrasts, one verdict per family ({names}); "
                                               "a seed group counts its seeds that separate"),
             b.Column("seeds", width="small"), b.Column("items", width="small"))
