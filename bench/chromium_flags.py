@@ -38,6 +38,9 @@ SETS = {
     "no-gpu-compositing": ["--disable-gpu-compositing"],
     "low-end": ["--enable-low-end-device-mode"],
     "in-process-gpu": ["--in-process-gpu"],
+    # V8's tiers: a page visit of a few seconds may not pay back TurboFan's compiles.
+    "js-maglev": ["--js-flags=--max-opt=2"],
+    "js-sparkplug": ["--js-flags=--max-opt=1"],
 }
 
 
