@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pandas as pd
 import streamlit as st
 
-from components.tables import csv_safe, file_name, pinned_keys
+from components.tables import csv_button, pinned_keys
 
 
 def grid_table(text: pd.DataFrame, colors: pd.DataFrame, key: str, on_select: Callable[[], None] | None,
@@ -20,9 +20,7 @@ def grid_table(text: pd.DataFrame, colors: pd.DataFrame, key: str, on_select: Ca
     styler = text.style.apply(lambda _: colors, axis=None)
     st.dataframe(styler, hide_index=True, key=f"table-{key}", on_select=on_select or "ignore",
                  selection_mode="single-cell", width="stretch", column_config=pinned_keys(text))
-    rows = text if detail is None else detail
-    st.download_button("Download CSV", csv_safe(rows).to_csv(index=False).encode("utf-8"), file_name=file_name(key),
-                       mime="text/csv", key=f"csv-{key}")
+    csv_button(text if detail is None else detail, key)
 
 
 def selected_cell(key: str) -> tuple[int, str] | None:

@@ -95,6 +95,23 @@ def board(name: str, corpus: str, slice_: Mapping[str, Any] | None = None):
     return _board(name, corpus, json.dumps(slice_ or {}, sort_keys=True), str(store_root()), store_stamp())
 
 
+@st.cache_data(show_spinner=False, max_entries=32)
+def _grid(corpus: str, slice_json: str, by_backbone: bool, set_ids: tuple[str, ...], root: str, stamp: int,
+          _sets: pd.DataFrame):
+    from auditatlas.analyses.auroc_grid import compute_grid
+
+    return compute_grid(query, corpus, json.loads(slice_json), by_backbone=by_backbone, sets=_sets)
+
+
+def grid(corpus: str, slice_: Mapping[str, Any] | None, by_backbone: bool, sets: pd.DataFrame):
+    """The Detectors page's AUROC grid, per store version: its queries are cached each on its own,
+    and the grid assembled from them (a fifth of the page's warm run) is kept too, so a backbone
+    switch or a cell's click does not assemble it again. ``sets`` are the corpus's step-level
+    sets of this store version, so their ids stand for them in the key."""
+    return _grid(corpus, json.dumps(slice_ or {}, sort_keys=True, default=str), by_backbone,
+                 tuple(sets["set_id"]), str(store_root()), store_stamp(), sets)
+
+
 @lru_cache(maxsize=16)
 def _tour_stop(link: str, i: int, root: str, stamp: int) -> tuple:
     from functools import partial

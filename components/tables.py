@@ -56,10 +56,11 @@ def table(frame: pd.DataFrame, key: str, caption: str | None = None, download: p
     shown, label_columns = run_columns.with_labels(frame)
     kwargs["column_config"] = pinned_keys(shown, {**label_columns, **(kwargs.get("column_config") or {})})
     st.dataframe(shown, hide_index=True, key=f"table-{key}", **kwargs)
-    st.download_button(
-        "Download CSV",
-        csv_safe(frame if download is None else download).to_csv(index=False).encode("utf-8"),
-        file_name=file_name(key),
-        mime="text/csv",
-        key=f"csv-{key}",
-    )
+    csv_button(frame if download is None else download, key)
+
+
+def csv_button(frame: pd.DataFrame, key: str) -> None:
+    """The table's CSV download, made when it is clicked: every table of a page wrote its CSV on
+    every rerun (each click), for the few a reader takes away. A click downloads without a rerun."""
+    st.download_button("Download CSV", lambda: csv_safe(frame).to_csv(index=False).encode("utf-8"),
+                       file_name=file_name(key), mime="text/csv", key=f"csv-{key}", on_click="ignore")

@@ -15,7 +15,7 @@ import streamlit as st
 from auditatlas.views import blocks as b
 from components import run_columns, trace_graph
 from components.safe import md
-from components.tables import csv_safe, file_name, pinned_keys, table
+from components.tables import csv_button, pinned_keys, table
 
 _DRAW_TEXT = {"": st.markdown, "note": st.caption, "info": st.info, "warning": st.warning, "error": st.error,
               "success": st.success, "simulated": st.info, "hint": st.caption, "sentence": lambda text: st.markdown("#### " + text)}
@@ -122,6 +122,4 @@ def _table(block: b.Table) -> None:
         st.caption(caption)
     kwargs["column_config"] = pinned_keys(frame, kwargs.get("column_config"))
     st.dataframe(frame.style.apply(lambda _: styles, axis=None), hide_index=True, key=f"table-{block.name}", **kwargs)
-    st.download_button("Download CSV", csv_safe(frame if block.download is None else block.download)
-                       .to_csv(index=False).encode(), file_name=file_name(block.name), mime="text/csv",
-                       key=f"csv-{block.name}")
+    csv_button(frame if block.download is None else block.download, block.name)

@@ -58,7 +58,7 @@ tabs = st.tabs(TABS, key="tab", bind="query-params")
 def grid_tab() -> None:
     st.subheader(view.GRID_HEADING)
     with st.spinner("Scoring the grid…"):
-        grid = dv.compute_grid(cached.query, corpus, slice_, by_backbone=True, sets=sets)
+        grid = cached.grid(corpus, slice_, by_backbone=True, sets=sets)
     head, drawable = view.grid_head(grid, sets)
     view_blocks.draw(head)
     if not drawable:
@@ -69,7 +69,7 @@ def grid_tab() -> None:
         help="The heatmap, table and errors below are this backbone's; '(all backbones)' pools the backbones of the "
              "slice into one grid.")
     link.not_held("grid_backbone", "backbone", facet)
-    shown = grid if facet != dv.ALL_BACKBONES else dv.compute_grid(cached.query, corpus, slice_, by_backbone=False, sets=sets)
+    shown = grid if facet != dv.ALL_BACKBONES else cached.grid(corpus, slice_, by_backbone=False, sets=sets)
 
     def pick_from_map() -> None:
         # A click on a heatmap cell chooses its backbone, action and detector below, as the

@@ -5,6 +5,9 @@ the choice in the URL, a shared link restores it, the other
 tabs render, no exception reaches the user, and no request leaves localhost."""
 from __future__ import annotations
 
+import csv
+import io
+from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import pytest
@@ -44,6 +47,14 @@ def test_grid_renders_offline_then_choosing_a_cell_lists_its_errors(server, brow
     assert page.locator("[class*='st-key-table-grid-']").count() == 1
     keep_shot(page, shots / "detectors-grid.png", full_page=True)
     assert not exceptions_on(page)
+    # The grid's CSV, made when clicked: every cell with its interval and counts, where the
+    # table shows the number alone.
+    with page.expect_download(timeout=60_000) as done:
+        page.locator("[class*='st-key-csv-grid-'] button").first.click()
+    rows = list(csv.DictReader(io.StringIO(Path(done.value.path()).read_text(encoding="utf-8"))))
+    solve = next(r for r in rows if r["action"].endswith("SOLVE_CLUE"))
+    assert "±" in solve["xgboost (1 set)"] or "[" in solve["xgboost (1 set)"], solve
+    assert "[" in solve["iforest · basic (3 sets)"], solve  # the interval over its three seeds
     _click_heatmap_cell(page, "xgboost", "SOLVE_CLUE")
     grid = page.locator("[class*='st-key-table-grid-']").first
     # A busy machine draws the heatmaps late and moves the table under the click: click where
