@@ -201,7 +201,7 @@ LATER_TABLES: frozenset[str] = frozenset({"verdicts", "tours"})
 
 # Run columns the store writer copies onto each step (the shared slice, minus corpus which
 # every table carries anyway).
-STEP_SLICE_KEYS: tuple[str, ...] = ("backbone", "difficulty", "temperature", "domain", "outcome")
+STEP_SLICE_KEYS: tuple[str, ...] = tuple(c for c in SLICE_COLUMNS if c != "corpus")
 # Step columns the store writer computes from the run's steps (auditatlas.chains).
 STEP_CHAIN_COLUMNS: tuple[str, ...] = ("chain_role", "chain_length")
 # Run columns the store writer computes from a batch's steps.

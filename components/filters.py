@@ -14,15 +14,12 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from auditatlas.schema import LABEL_CHOICES
+from auditatlas.schema import LABEL_CHOICES, SLICE_COLUMNS
 from auditatlas.view_state.state_fields import SLICE_LABELS as LABELS  # noqa: F401 - pages use describe
 from auditatlas.view_state.state_fields import slice_not_held
 from auditatlas.views import LABELS as LABELS_FIELD
-from auditatlas.views import SLICE
 from components.safe import md
 from components.view_state import report
-
-SLICE_COLUMNS = tuple(f.name for f in SLICE)
 
 # session_state key: {column: (values the link asked for that the store lacks, the widget value then)}
 UNKNOWN_KEY = "_slice_values_not_in_store"
