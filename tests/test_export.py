@@ -7,10 +7,11 @@ with every request refused.
 from __future__ import annotations
 
 import html
+import io
 import json
 import re
 from pathlib import Path
-from urllib.parse import urlencode
+from urllib.parse import unquote, urlencode
 
 import pandas as pd
 import pytest
@@ -261,6 +262,11 @@ def test_detectors_cell_errors_and_recall_by_role_hold_the_page_numbers(app_stor
             assert list(zip(shown["run_id"], shown["step"])) == list(zip(part["run_id"], part["step_idx"]))
             assert set(shown["action"]) == {action} and set(shown["backbone"]) == {"GPT-4.1"}
     assert (errors["label"] != errors["pred_label"]).all() and len(errors)  # the cell has errors to show
+    # The grid's CSV is the app's: each cell with its interval and counts (the table shows the number).
+    grid_csv = re.search(r'download="grid-maadbench-sim-GPT-4\.1[^"]*" href="data:text/csv;charset=utf-8,([^"]*)"', page)
+    cells = pd.read_csv(io.StringIO(unquote(html.unescape(grid_csv.group(1)))))
+    detector_cells = cells.drop(columns=[c for c in cells.columns if c in ("action", "success rate", "labeled steps")])
+    assert detector_cells.astype(str).apply(lambda col: col.str.contains(r"\[", regex=True)).any().any()
     page = _export(app_store, "/propagation?tab=Recall+by+role&rule=top_pct&top_pct=20")
     per_set = P.role_recall(P.role_recall_counts(query, {}, 20.0))  # the page's own computation
     long = _table(page, "role-recall-long")

@@ -233,7 +233,8 @@ def page(query: Query, link, root: Path, remember: Remember | None = None) -> li
     out += grid_maps(grid, shown, facet, values["side_by_side"])
     text, num, _titles = dv.wide_grid(shown, facet, detail=False)  # intervals and counts: the long table
     out.append(b.Table(text.reset_index(drop=True), f"grid-{corpus}-{facet}", caption=b.Text(
-        "The grid for backbone {}", (facet,)), styles=grid_styles(text, num).reset_index(drop=True)))
+        "The grid for backbone {}", (facet,)), styles=grid_styles(text, num).reset_index(drop=True),
+        download=dv.wide_grid(shown, facet)[0].reset_index(drop=True)))  # the CSV as the app's: cells with their intervals
     out += grid_long(shown, corpus)
     out.append(b.Heading(ERRORS_HEADING))
     action = _pick(out, values["action"], [dv.ALL_ACTIONS, *num["action"].iloc[:-1]], "action")
