@@ -86,7 +86,7 @@ def grid_tab() -> None:
 
     view_blocks.draw(view.grid_maps(grid, shown, facet, side_by_side), on_select={"grid-heatmaps": pick_from_map})
     # On screen each cell is its number; the CSV and the long table below carry intervals and counts.
-    text, num, titles = dv.wide_grid(shown, facet, detail=False)
+    table, num, titles = view.grid_table(shown, corpus, facet)
     actions = list(num["action"].iloc[:-1])
     detectors = list(grid.detectors["detector"])
 
@@ -101,11 +101,10 @@ def grid_tab() -> None:
             st.session_state["detector"] = titles[col]
             st.session_state["action"] = num["action"].iloc[row]
 
-    grid_key = f"grid-{corpus}-{facet}"
+    grid_key = table.name
     st.caption("Click a detector's cell, in the heatmap or the table, to list its errors below (the table's bottom "
                "row: over all actions).")
-    auroc_grid.grid_table(text, view.grid_styles(text, num), grid_key, on_select=pick_cell,
-                          detail=dv.wide_grid(shown, facet)[0])
+    auroc_grid.grid_table(table.frame, table.styles, grid_key, on_select=pick_cell, detail=table.download)
     view_blocks.draw(view.grid_long(shown, corpus))
 
     st.subheader(view.ERRORS_HEADING)

@@ -88,6 +88,18 @@ def grid_styles(text: pd.DataFrame, num: pd.DataFrame) -> pd.DataFrame:
     return styles
 
 
+def grid_table(shown, corpus: str, facet: str) -> tuple[b.Table, pd.DataFrame, dict[str, str]]:
+    """The grid of one backbone as a table: each cell its number on screen, coloured; its CSV the
+    cells with their intervals and counts. With the numeric table (row positions of a chosen
+    cell) and the map from column title to detector."""
+    text, num, titles = dv.wide_grid(shown, facet, detail=False)
+    table = b.Table(text.reset_index(drop=True), f"grid-{corpus}-{facet}",
+                    caption=b.Text("The grid for backbone {}", (facet,)),
+                    styles=grid_styles(text, num).reset_index(drop=True),
+                    download=dv.wide_grid(shown, facet)[0].reset_index(drop=True))
+    return table, num, titles
+
+
 def grid_long(shown, corpus: str) -> list[b.Block]:
     return [b.Table(figs.long_cells(shown), f"grid-long-{corpus}", placeholder="—",
                     caption="The same grid, one row per cell, with each cell's 95% interval and its positives and "
@@ -231,10 +243,8 @@ def page(query: Query, link, root: Path, remember: Remember | None = None) -> li
     facet = _pick(out, values["grid_backbone"], [*grid.backbones, dv.ALL_BACKBONES], "backbone")
     shown = grid if facet != dv.ALL_BACKBONES else dv.compute_grid(query, corpus, slice_, by_backbone=False, sets=sets)
     out += grid_maps(grid, shown, facet, values["side_by_side"])
-    text, num, _titles = dv.wide_grid(shown, facet, detail=False)  # intervals and counts: the long table
-    out.append(b.Table(text.reset_index(drop=True), f"grid-{corpus}-{facet}", caption=b.Text(
-        "The grid for backbone {}", (facet,)), styles=grid_styles(text, num).reset_index(drop=True),
-        download=dv.wide_grid(shown, facet)[0].reset_index(drop=True)))  # the CSV as the app's: cells with their intervals
+    table, num, _titles = grid_table(shown, corpus, facet)
+    out.append(table)
     out += grid_long(shown, corpus)
     out.append(b.Heading(ERRORS_HEADING))
     action = _pick(out, values["action"], [dv.ALL_ACTIONS, *num["action"].iloc[:-1]], "action")
