@@ -12,6 +12,7 @@ from pathlib import Path
 from ...errors import first_line
 from ..otlp import check_corpus_name
 from ..otlp_spans import Decoded, decode_body
+from ..stream import use_system_allocator
 from .bodies import Refused, inflate
 from .held import Held
 from .journal import Journal, JournalError
@@ -62,6 +63,10 @@ class Receiver:
     def __init__(self, root: Path, corpus: str, settings: Settings = Settings(),  # noqa: B008 - Settings is frozen
                  origin: str = "OTLP/HTTP", say: Say = print) -> None:
         check_corpus_name(Path(root), corpus, "receive")  # one sentence (AtlasError) before any port opens
+        # Arrow's buffers from malloc, as in every ingest process: with the bundled mimalloc a
+        # receiver writing every second kept ~100 MB more and rose ~60 MB per million spans
+        # (freed write buffers held for reuse); with malloc the writes' memory is handed back.
+        use_system_allocator()
         self.root = Path(root)
         self.corpus = corpus
         self.settings = settings
