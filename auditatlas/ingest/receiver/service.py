@@ -63,9 +63,9 @@ class Receiver:
     def __init__(self, root: Path, corpus: str, settings: Settings = Settings(),  # noqa: B008 - Settings is frozen
                  origin: str = "OTLP/HTTP", say: Say = print) -> None:
         check_corpus_name(Path(root), corpus, "receive")  # one sentence (AtlasError) before any port opens
-        # Arrow's buffers from malloc, as in every ingest process: with the bundled mimalloc a
-        # receiver writing every second kept ~100 MB more and rose ~60 MB per million spans
-        # (freed write buffers held for reuse); with malloc the writes' memory is handed back.
+        # Arrow's buffers from malloc, as in every ingest process: the bundled mimalloc keeps
+        # freed write buffers for reuse, and a receiver writing every second held ~100 MB more
+        # with it (bench/README.md).
         use_system_allocator()
         self.root = Path(root)
         self.corpus = corpus
