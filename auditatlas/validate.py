@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from .duck import connect as duck_connect
 from .duck import cursor as duck_cursor
-from .errors import StoreError
+from .errors import StoreError, first_line
 from .schema import empty_table
 
 if TYPE_CHECKING:
@@ -224,12 +224,17 @@ def check_added(added: Mapping[str, Sequence[Path]], held_runs: Sequence[Path], 
 
 
 def _run_checks(con: duckdb.DuckDBPyConnection, source: str, one_statement: bool = True) -> None:
-    if one_statement:
-        row = con.execute(_FIRST_BROKEN).fetchone()
-    else:
-        row = next(((i, found[0]) for i, (_, sql) in enumerate(_CHECKS)
-                    if (found := con.execute(f"SELECT CAST(v AS VARCHAR) FROM ({sql}) AS t(v) LIMIT 1").fetchone())
-                    is not None), None)
+    import duckdb
+
+    try:
+        if one_statement:
+            row = con.execute(_FIRST_BROKEN).fetchone()
+        else:
+            row = next(((i, found[0]) for i, (_, sql) in enumerate(_CHECKS)
+                        if (found := con.execute(f"SELECT CAST(v AS VARCHAR) FROM ({sql}) AS t(v) LIMIT 1").fetchone())
+                        is not None), None)
+    except duckdb.Error as exc:  # e.g. out of memory: the write stops in one sentence, not a traceback
+        raise StoreError(f"source '{source}' could not be checked ({first_line(exc)}); nothing was written.") from exc
     if row is not None:
         description = _CHECKS[row[0]][0]
         raise StoreError(

@@ -193,3 +193,18 @@ def test_a_large_sources_checks_run_one_at_a_time_within_the_memory_limit(tmp_pa
     monkeypatch.setattr(validate, "MEMORY_LIMIT", "32MB")
     ingest("maadbench", tmp_path / "rooms", tmp_path / "store")
     assert _counts(tmp_path / "store")["runs"] == 300
+
+
+def test_checks_that_cannot_run_stop_the_write_in_one_sentence(tmp_path, monkeypatch):
+    """A check DuckDB cannot run (here out of a 4 MB limit) is one sentence naming the source, and
+    the store is left as it was: not a traceback from inside the writer."""
+    from auditatlas import validate
+
+    store.write_source(tmp_path, "alpha", _run("alpha", 3))
+    before = (tmp_path / "MANIFEST.json").read_bytes()
+    monkeypatch.setattr(validate, "KEPT_MAX_BYTES", -1)
+    monkeypatch.setattr(validate, "MEMORY_LIMIT", "1MB")
+    with pytest.raises(StoreError, match=r"^source 'beta' could not be checked \(.*Out of Memory.*\); nothing was written\.$"):
+        store.write_source(tmp_path, "beta", _run("beta", 3))
+    assert (tmp_path / "MANIFEST.json").read_bytes() == before
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(store.TMP_PREFIX)]
