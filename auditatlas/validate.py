@@ -76,15 +76,15 @@ _CHECKS: list[tuple[str, str]] = [
 CHECKED_TABLES: tuple[str, ...] = ("runs", "steps", "edges", "prediction_sets", "predictions", "rankings",
                                    "configs", "capabilities")
 
-# Every check in one statement, the first broken one (in the order above) with its offender:
-# one statement costs a third less than fifteen on a small source (each check still scans what
+# Each check's first offender as (its index, the id); every check in one statement gives the
+# first broken one (in the order above) with its offender: one statement costs a third less than fifteen on a small source (each check still scans what
 # it scanned). Every offender column is an id (a string). A large source is checked one
 # statement at a time instead: DuckDB runs the branches of one statement at once, each with its
 # hash tables, and at a million rooms they did not fit MEMORY_LIMIT together ("failed to pin
 # block"), where each alone spills and passes.
-_FIRST_BROKEN = "SELECT k, v FROM (" + " UNION ALL ".join(
-    f"(SELECT {i} AS k, CAST(t.v AS VARCHAR) AS v FROM ({sql}) AS t(v) LIMIT 1)" for i, (_, sql) in enumerate(_CHECKS)
-) + ") ORDER BY k LIMIT 1"
+_FIRST_OFFENDER = [f"SELECT {i} AS k, CAST(t.v AS VARCHAR) AS v FROM ({sql}) AS t(v) LIMIT 1"
+                   for i, (_, sql) in enumerate(_CHECKS)]
+_FIRST_BROKEN = "SELECT k, v FROM (" + " UNION ALL ".join(f"({one})" for one in _FIRST_OFFENDER) + ") ORDER BY k LIMIT 1"
 
 # Bounded: the checks group a million runs; DuckDB spills past this instead of growing.
 # At a million rooms 256 MB runs them as fast as 512 MB did (14 s) with 240 MB less.
@@ -227,12 +227,8 @@ def _run_checks(con: duckdb.DuckDBPyConnection, source: str, one_statement: bool
     import duckdb
 
     try:
-        if one_statement:
-            row = con.execute(_FIRST_BROKEN).fetchone()
-        else:
-            row = next(((i, found[0]) for i, (_, sql) in enumerate(_CHECKS)
-                        if (found := con.execute(f"SELECT CAST(v AS VARCHAR) FROM ({sql}) AS t(v) LIMIT 1").fetchone())
-                        is not None), None)
+        statements = [_FIRST_BROKEN] if one_statement else _FIRST_OFFENDER
+        row = next((found for one in statements if (found := con.execute(one).fetchone()) is not None), None)
     except duckdb.Error as exc:  # e.g. out of memory: the write stops in one sentence, not a traceback
         raise StoreError(f"source '{source}' could not be checked ({first_line(exc)}); nothing was written.") from exc
     if row is not None:
