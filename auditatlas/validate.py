@@ -76,12 +76,12 @@ _CHECKS: list[tuple[str, str]] = [
 CHECKED_TABLES: tuple[str, ...] = ("runs", "steps", "edges", "prediction_sets", "predictions", "rankings",
                                    "configs", "capabilities")
 
-# Each check's first offender as (its index, the id); every check in one statement gives the
-# first broken one (in the order above) with its offender: one statement costs a third less than fifteen on a small source (each check still scans what
-# it scanned). Every offender column is an id (a string). A large source is checked one
-# statement at a time instead: DuckDB runs the branches of one statement at once, each with its
-# hash tables, and at a million rooms they did not fit MEMORY_LIMIT together ("failed to pin
-# block"), where each alone spills and passes.
+# Each check's first offender as (its index, the id). All of them in one statement give the
+# first broken one (in the order above): a third cheaper than fifteen statements on a small
+# source (each check still scans what it scanned). Every offender column is an id (a string).
+# A large source is checked one statement at a time instead: DuckDB runs the branches of one
+# statement at once, each with its hash tables, and at a million rooms they did not fit
+# MEMORY_LIMIT together ("failed to pin block"), where each alone spills and passes.
 _FIRST_OFFENDER = [f"SELECT {i} AS k, CAST(t.v AS VARCHAR) AS v FROM ({sql}) AS t(v) LIMIT 1"
                    for i, (_, sql) in enumerate(_CHECKS)]
 _FIRST_BROKEN = "SELECT k, v FROM (" + " UNION ALL ".join(f"({one})" for one in _FIRST_OFFENDER) + ") ORDER BY k LIMIT 1"
