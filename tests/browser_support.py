@@ -209,3 +209,64 @@ CELL_XY = """([bb, src, later]) => {
   }
   return null;
 }"""
+
+
+# Where a Streamlit dataframe's cell stands, read from the accessible table glide-data-grid keeps
+# beside its canvas: the 0-based column under the header that starts with ``column`` and the
+# 0-based row whose first cell contains ``row``, and the cell now selected (or null).
+_GRID_CELLS = """([grid, column, row]) => {
+  const heads = Array.from(grid.querySelectorAll('th[role=columnheader]'));
+  const col = heads.findIndex(h => h.innerText.trim().startsWith(column));
+  const firsts = Array.from(grid.querySelectorAll('td[id^="glide-cell-0-"]'));
+  const hit = firsts.find(td => td.innerText.includes(row));
+  const chosen = grid.querySelector('td[id^="glide-cell-"][aria-selected=true]');
+  const at = chosen ? chosen.id.split('-').slice(2).map(Number) : null;
+  return {col: col, row: hit ? Number(hit.id.split('-')[3]) : -1, at: at};
+}"""
+
+
+def choose_cell(page, grid, column: str, row: str, reached: str, tries: int = 3) -> None:
+    """Choose one cell of a Streamlit dataframe with the keyboard, until the page's JS expression
+    ``reached`` holds (the choice is in the URL).
+
+    The cell is found by its column header and its row's first cell in the grid's accessible
+    table, and every move is read back from it, so no pixel depends on where charts drawn above
+    have pushed the grid. A rerun that takes the focus mid-way (a busy machine) is met by starting
+    again from whichever cell the grid says is selected."""
+    for attempt in range(tries):
+        where = _grid_selected(page, grid, column, row)
+        at = where["at"]
+        if at is None:
+            # No cell selected yet: focus the grid, then click its first cell (after a click
+            # elsewhere on the page, a first click only takes the focus: click until it selects).
+            grid.locator("#glide-cell-0-0").focus()
+            for _ in range(4):
+                page.wait_for_timeout(500)
+                at = _grid_selected(page, grid, column, row)["at"]
+                if at is not None:
+                    break
+                box = grid.bounding_box()
+                page.mouse.click(box["x"] + 30, box["y"] + 35 + 17)  # header 35 px, rows 35 px
+            assert at is not None, "the grid took no selection"
+        else:
+            grid.locator(f"#glide-cell-{at[0]}-{at[1]}").focus()
+        across, down = where["col"] - at[0], where["row"] - at[1]
+        keys = ["ArrowRight" if across > 0 else "ArrowLeft"] * abs(across)
+        keys += ["ArrowDown" if down > 0 else "ArrowUp"] * abs(down)
+        for key in keys:
+            page.keyboard.press(key)
+            page.wait_for_timeout(100)
+        try:
+            # A choice that reaches the link does so within a rerun (1-3 s under the suite's load).
+            page.wait_for_function(reached, timeout=15_000)
+            return
+        except Exception:  # noqa: BLE001 - tried again from where the grid stands; the last miss fails
+            if attempt == tries - 1:
+                raise
+            page.wait_for_timeout(1_000)  # the accessible table follows the canvas a moment later
+
+
+def _grid_selected(page, grid, column: str, row: str) -> dict:
+    where = page.evaluate(_GRID_CELLS, [grid.element_handle(), column, row])
+    assert where["col"] >= 0 and where["row"] >= 0, f"no cell {column!r} x {row!r} in the grid: {where}"
+    return where

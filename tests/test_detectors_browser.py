@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from browser_support import exceptions_on, keep_shot, new_page, streamlit_server, wait_idle
+from browser_support import choose_cell, exceptions_on, keep_shot, new_page, streamlit_server, wait_idle
 
 pytestmark = pytest.mark.browser
 
@@ -56,37 +56,9 @@ def test_grid_renders_offline_then_choosing_a_cell_lists_its_errors(server, brow
     assert "±" in solve["xgboost (1 set)"] or "[" in solve["xgboost (1 set)"], solve
     assert "[" in solve["iforest · basic (3 sets)"], solve  # the interval over its three seeds
     _click_heatmap_cell(page, "xgboost", "SOLVE_CLUE")
+    # The table's cell for the same action under another detector, chosen with the keyboard.
     grid = page.locator("[class*='st-key-table-grid-']").first
-    # A busy machine draws the heatmaps late and moves the table under the click: click where
-    # the table stands still, and again if the choice did not reach the link.
-    for attempt in range(3):
-        box = None
-        for _ in range(20):
-            grid.scroll_into_view_if_needed()
-            page.wait_for_timeout(500)
-            now = grid.bounding_box()
-            if box is not None and now == box:
-                break
-            box = now
-        # Third data row (SOLVE_CLUE), first column; then five cells right: the 'random' column
-        # (action, success rate, labeled steps, iforest · basic, xgboost, random).
-        # After the heatmap's click the grid's first click only takes the focus; the second
-        # selects (a selected cell stays selected when clicked again).
-        for _ in range(2):
-            page.mouse.click(box["x"] + 30, box["y"] + 35 + 35 * 2 + 17)
-            page.wait_for_timeout(300)
-        for _ in range(5):
-            page.keyboard.press("ArrowRight")
-            page.wait_for_timeout(200)
-        try:
-            # A choice that reaches the link does so within a rerun (1-3 s under the suite's
-            # load); a miss is tried again after 15 s (under the browser's default wait, two
-            # minutes, one miss held its worker for 137 s).
-            page.wait_for_function("() => window.location.search.includes('detector=random')", timeout=15_000)
-            break
-        except Exception:  # noqa: BLE001 - tried again; the third miss fails below
-            if attempt == 2:
-                raise
+    choose_cell(page, grid, "random", "SOLVE_CLUE", "() => location.search.includes('detector=random')")
     wait_idle(page, "False positives")
     query = parse_qs(urlparse(page.url).query)
     assert query["detector"] == ["random"] and query["action"] == ["SOLVE_CLUE"]
