@@ -36,3 +36,19 @@ def test_no_module_opens_duckdb_another_way():
             if re.search(r"\bduckdb\.connect\(", path.read_text()):
                 offenders.append(str(path.relative_to(REPO)))
     assert offenders == []
+
+
+def test_connections_let_jemalloc_purge_in_the_background(tmp_path):
+    """What DuckDB frees goes back to the system as it ages, not at the next large allocation:
+    the setting is on for the product's connections and the query layer's cursors."""
+    from queries.database import for_store
+
+    con = connect()
+    try:
+        assert con.execute("SELECT current_setting('allocator_background_threads')").fetchone()[0] is True
+    finally:
+        con.close()
+    db = for_store(tmp_path / "empty-store")
+    with db.reading(derived=False) as version:
+        setting = db.cursor_on(version).execute("SELECT current_setting('allocator_background_threads')").fetchone()[0]
+    assert setting is True
