@@ -19,7 +19,7 @@ from auditatlas.analyses.run_detection import (
     random_scores,
     time_to_detection,
 )
-from auditatlas.analyses.run_features import FEATURE_GROUPS, prefix_features
+from auditatlas.analyses.run_features import FEATURE_COLUMNS, FEATURE_GROUPS, prefix_features
 from auditatlas.errors import UndefinedMetric
 from auditatlas.stats import roc_auc
 from auditatlas.store import write_source
@@ -147,7 +147,7 @@ def _oracle_source(root: Path) -> None:
 
 
 def _row(features, run_id: str) -> dict:
-    table = features.table.set_index("run_id")
+    table = features.table.set_axis(features.run_ids)  # the table holds features; the ids are beside it
     return table.loc[run_id].to_dict()
 
 
@@ -253,7 +253,7 @@ def test_features_equal_auditables_graph_features(tmp_path, fraction):
         by_run.setdefault(run_id, []).append(
             {"idx": idx, "agent": agent, "kind": "tool_call" if is_tool else "decision",
              "deps": deps.get((run_id, idx), [])})
-    table = features.table.set_index("run_id")
+    table = features.table.set_axis(features.run_ids)  # the table holds features; the ids are beside it
     for run_id in features.run_ids:
         prefix = by_run[run_id][: int(table.loc[run_id, "prefix_steps"])]
         graph = build_graph(prefix, dependency="explicit", shared_resource=False)
@@ -503,3 +503,6 @@ def test_features_read_in_batches_of_runs_equal_one_read(synth):
         assert list(batched.run_ids) == list(whole.run_ids)
         np.testing.assert_array_equal(batched.y, whole.y)
         assert batched.table.reset_index(drop=True).equals(whole.table.reset_index(drop=True)), batch
+        # What the entrants read and no more: numbers only, the ids and outcomes beside the table.
+        assert list(batched.table.columns) == [*FEATURE_COLUMNS, "run_steps", "prefix_steps"], batch
+        assert all(dtype.kind in "fi" for dtype in batched.table.dtypes), batched.table.dtypes

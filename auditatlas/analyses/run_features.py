@@ -131,9 +131,15 @@ def prefix_features(
         return _assemble(query("run_prefix_features", {**params, "run_from": None, "run_to": None}), float(fraction))
     parts = [_assemble(query("run_prefix_features", {**params, "run_from": lo, "run_to": hi}), float(fraction))
              for lo, hi in zip(starts, starts[1:] + [None])]
-    table = pd.concat([p.table for p in parts], ignore_index=True)
-    return RunFeatures(np.concatenate([p.run_ids for p in parts]), np.concatenate([p.y for p in parts]), table,
-                       float(fraction))
+    run_ids = np.concatenate([p.run_ids for p in parts])
+    y = np.concatenate([p.y for p in parts])
+    # Column by column, each column's pieces let go as it is joined, and the columns kept as
+    # they are (copy=False): the batches and the whole table are then held together one column
+    # at a time, not twice over (pd.concat, then a consolidating copy).
+    pieces = {name: [p.table[name].to_numpy() for p in parts] for name in parts[0].table.columns}
+    del parts
+    table = pd.DataFrame({name: np.concatenate(pieces.pop(name)) for name in list(pieces)}, copy=False)
+    return RunFeatures(run_ids, y, table, float(fraction))
 
 
 def _assemble(table: pd.DataFrame, fraction: float) -> RunFeatures:
@@ -149,12 +155,15 @@ def _assemble(table: pd.DataFrame, fraction: float) -> RunFeatures:
     table["rel_dep_depth"] = depth / steps
     table["max_blast_share"] = table["max_blast_indeg"] / steps
     table["max_audit_share"] = table["max_audit_outdeg"] / steps
-    for col in FEATURE_COLUMNS:
-        table[col] = table[col].astype(float)
+    # The table holds what the entrants read, as floats: the run ids and outcomes are the
+    # arrays beside it (strings in the table too were a second copy of a million of them).
+    features = pd.DataFrame({col: table[col].to_numpy(dtype=float) for col in FEATURE_COLUMNS})
+    features["run_steps"] = table["run_steps"].to_numpy(dtype=np.int64)
+    features["prefix_steps"] = k
     return RunFeatures(
         run_ids=table["run_id"].to_numpy(dtype=object),
         y=(table["outcome"] == "failure").to_numpy(dtype=np.int64),
-        table=table,
+        table=features,
         fraction=fraction,
     )
 
