@@ -134,7 +134,10 @@ def _one_corpus(query: Query, corpus: str, slice_: Mapping[str, Any], chunk_runs
     # Group codes in the order of the group keys themselves: GroupKFold then folds exactly as on the keys.
     groups = np.unique(run_groups(runs)[0], return_inverse=True)[1].ravel()[run_pos]
     run_ids = runs["run_id"].to_numpy(dtype=object)
-    del runs  # every run's slice columns: a few hundred MB at a million rooms
+    # Every run's slice columns, a few hundred MB at a million rooms: the later reads need only
+    # the runs' positions.
+    positions = runs.loc[:, ["run_pos"]]
+    del runs
     n_groups, smallest = len(np.unique(groups)), int(min((y == 0).sum(), (y == 1).sum()))
     why = _too_small(n_groups, smallest)
     if why:
@@ -148,9 +151,9 @@ def _one_corpus(query: Query, corpus: str, slice_: Mapping[str, Any], chunk_runs
         train = np.flatnonzero(fold != k)
         fit_rows.append(train[seeded_subsample(np.arange(len(train)), max_fit, seed=0)])
     wanted = np.unique(np.concatenate(fit_rows))
-    fit_X = _rows_of(query, corpus, slice_, chunk_runs, wanted)
+    fit_X = _rows_of(query, corpus, slice_, chunk_runs, wanted, positions)
     forests = [_forest().fit(fit_X[np.searchsorted(wanted, rows)], y[rows]) for rows in fit_rows]
-    probabilities = _score_every_step(query, corpus, slice_, chunk_runs, fold, forests)
+    probabilities = _score_every_step(query, corpus, slice_, chunk_runs, fold, forests, positions)
     confidence, issue = rank_by_cleanlab(y, probabilities)
     del probabilities
     # Run id and corpus as categories (codes into the runs' ids): at a million rooms a string per
@@ -172,21 +175,22 @@ def _forest():
     return RandomForestClassifier(**FOREST)
 
 
-def _labeled_chunks(query: Query, corpus: str, slice_: Mapping[str, Any], chunk_runs: int):
+def _labeled_chunks(query: Query, corpus: str, slice_: Mapping[str, Any], chunk_runs: int, runs: pd.DataFrame):
     """(first labeled row of the chunk, the chunk's labeled rows of X), chunk by chunk."""
     from ..detectors.features import structural_chunks
 
     start = 0
-    for chunk in structural_chunks(query, corpus, slice_, chunk_runs):
+    for chunk in structural_chunks(query, corpus, slice_, chunk_runs, runs=runs):
         X = chunk.X[chunk.labeled]
         yield start, X
         start += len(X)
 
 
-def _rows_of(query: Query, corpus: str, slice_: Mapping[str, Any], chunk_runs: int, rows: np.ndarray) -> np.ndarray:
+def _rows_of(query: Query, corpus: str, slice_: Mapping[str, Any], chunk_runs: int, rows: np.ndarray,
+             runs: pd.DataFrame) -> np.ndarray:
     """The labeled rows ``rows`` (sorted) of the corpus's matrix, read a chunk at a time."""
     out = None
-    for start, X in _labeled_chunks(query, corpus, slice_, chunk_runs):
+    for start, X in _labeled_chunks(query, corpus, slice_, chunk_runs, runs):
         if out is None:
             out = np.empty((len(rows), X.shape[1]), dtype=X.dtype)
         lo, hi = np.searchsorted(rows, [start, start + len(X)])
@@ -195,10 +199,10 @@ def _rows_of(query: Query, corpus: str, slice_: Mapping[str, Any], chunk_runs: i
 
 
 def _score_every_step(query: Query, corpus: str, slice_: Mapping[str, Any], chunk_runs: int, fold: np.ndarray,
-                      forests: list) -> np.ndarray:
+                      forests: list, runs: pd.DataFrame) -> np.ndarray:
     """Each labeled step's class probabilities (columns 0, 1) from the forest of its fold."""
     probabilities = np.zeros((len(fold), 2))
-    for start, X in _labeled_chunks(query, corpus, slice_, chunk_runs):
+    for start, X in _labeled_chunks(query, corpus, slice_, chunk_runs, runs):
         of = fold[start:start + len(X)]
         for k, forest in enumerate(forests):
             inside = np.flatnonzero(of == k)
