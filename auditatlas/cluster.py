@@ -57,7 +57,7 @@ def get_client(address: str | None = None, *, n_workers: int = DEFAULT_WORKERS, 
     # Loopback only. No dashboard; the scheduler still serves its small HTTP endpoints (health,
     # metrics) somewhere, so on a free loopback port rather than on 0.0.0.0:8787.
     # CRITICAL: a worker whose last heartbeat races the shutdown logs a harmless traceback.
-    # Workers take Arrow buffers from malloc (see ingest.stream.use_system_allocator): set
+    # Workers take Arrow buffers from malloc (see arrow_memory.use_system_allocator): set
     # before they start, so even the buffers of their imports come from it.
     sweep_scratch()
     scratch, lease = _new_scratch()

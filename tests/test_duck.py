@@ -52,3 +52,23 @@ def test_connections_let_jemalloc_purge_in_the_background(tmp_path):
     with db.reading(derived=False) as version:
         setting = db.cursor_on(version).execute("SELECT current_setting('allocator_background_threads')").fetchone()[0]
     assert setting is True
+
+
+def test_a_process_that_opens_duckdb_takes_arrows_buffers_from_malloc(tmp_path):
+    """pandas keeps every string column of a result in Arrow, whose bundled mimalloc kept the
+    freed buffers: label doubt at a million rooms held a 462 MB region of them. A fresh
+    interpreter starts on mimalloc; reading a store through the query layer moves it to malloc."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys, pyarrow as pa; from pathlib import Path\n"
+            "before = pa.default_memory_pool().backend_name\n"
+            "import queries\n"
+            "queries.connect(Path(sys.argv[1]))\n"
+            "print(before, pa.default_memory_pool().backend_name)")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "empty-store")], capture_output=True, text=True,
+                          timeout=120, cwd=REPO,
+                          env={k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["mimalloc", "system"]

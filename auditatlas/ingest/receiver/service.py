@@ -9,10 +9,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...arrow_memory import use_system_allocator
 from ...errors import first_line
 from ..otlp import check_corpus_name
 from ..otlp_spans import Decoded, decode_body
-from ..stream import use_system_allocator
 from .bodies import Refused, inflate
 from .held import Held
 from .journal import Journal, JournalError
