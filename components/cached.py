@@ -186,20 +186,31 @@ def search_index():
     return index_for(store_root(), wait=False)
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
-def _supervised_doubt(slice_json: str, root: str, data_stamp: str):
+# Four: a queue of every labeled step (the random order) is a million-row frame at 100,000 rooms.
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _review_queue(order: str, slice_json: str, seed: int, supervised: bool, root: str, data_stamp: str):
     from functools import partial
 
-    from auditatlas.analyses import label_doubt
+    from auditatlas.analyses import label_doubt, review_queue
     from queries.kept import remember_frame
 
-    return label_doubt.kept_supervised_doubt(lambda name, params=None: queries.run(name, params, root=root), root,
-                                             json.loads(slice_json), partial(remember_frame, root))
+    def run(name, params=None):
+        return queries.run(name, params, root=root)
+
+    slice_ = json.loads(slice_json)
+    half = None
+    if supervised:
+        half = label_doubt.kept_supervised_doubt(run, root, slice_, partial(remember_frame, root))
+    steps = review_queue.queue(run, order, slice_, seed, None if half is None else half.steps)
+    return steps, ([] if half is None else list(half.notes))
 
 
-def supervised_doubt(slice_: Mapping[str, Any] | None):
-    """The supervised half of label doubt on the slice (``auditatlas.analyses.label_doubt``: a
-    cross-validated fit, seconds at 1,500 rooms, about 30 s at 100,000), kept while only verdicts
-    are written; the whole store's is kept on disk per store version (``queries.kept``), so a
-    new server's first /review reads it."""
-    return _supervised_doubt(json.dumps(dict(slice_ or {}), sort_keys=True, default=str), str(store_root()), data_stamp())
+def review_queue(order: str, slice_: Mapping[str, Any] | None, seed: int, supervised: bool):
+    """The review queue of ``order`` on the slice (``auditatlas.analyses.review_queue.queue``) and
+    the supervised half's notes: computed once per store version (verdicts aside) and shared,
+    not copied, by every session and every rerun. At a million rooms the doubt order joins
+    and sorts 9 million labeled steps: copied out of the data cache and computed again on
+    each step, it took 15 s a step. The frame is read-only. ``supervised``: with label doubt's
+    supervised half (doubt order), whose fit may raise AtlasError (not kept: tried again)."""
+    return _review_queue(order, json.dumps(dict(slice_ or {}), sort_keys=True, default=str), int(seed), bool(supervised),
+                         str(store_root()), data_stamp())

@@ -75,19 +75,19 @@ def queue_view() -> None:
     """The open step of the queue, its verdict form and its context (or why there is none)."""
     # Everything but the verdicts is read through query_unreviewed: a verdict written does not make the
     # queue (seconds at 1,500 rooms) or the step be read again.
-    supervised = None
+    queue = None
     if order.name == "doubt":
         try:
             with st.spinner("Fitting the supervised half of label doubt (out-of-fold, once per store version)…"):
-                half = cached.supervised_doubt(slice_)
+                queue, notes = cached.review_queue(order.name, slice_, int(values["seed"]), supervised=True)
         except AtlasError as exc:  # e.g. the store changed while its features were read
             st.warning(md(f"The supervised half of label doubt could not be computed ({exc}); the order below rests "
                           "on the label-free half alone."))
         else:
-            for note in half.notes:  # our words and corpus names: as text
+            for note in notes:  # our words and corpus names: as text
                 st.caption(md(note))
-            supervised = half.steps
-    queue = review_queue.queue(cached.query_unreviewed, order.name, slice_, int(values["seed"]), supervised)
+    if queue is None:
+        queue, _ = cached.review_queue(order.name, slice_, int(values["seed"]), supervised=False)
     if queue.empty:
         st.warning(review_queue.why_empty(cached.query_unreviewed, order.name, slice_))  # our words only
         return

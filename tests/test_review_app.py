@@ -110,3 +110,29 @@ def test_back_through_the_navigation_the_review_is_where_the_reader_left_it(root
     # The page's own link while on it opens what it says: the default view (the doubt order).
     _switch(at, "pages/review.py")
     assert "Step 1 of 5" in _plain(page_texts(at))
+
+
+def test_the_queue_is_computed_once_per_store_version_and_shared(root, monkeypatch):
+    """Every step of a review session, and every session, reads one queue: a verdict leaves it
+    as it is (the orders question the released labels); a write to the data makes a new one.
+    At a million rooms computing the doubt order again on each step took 15 s a step."""
+    from auditatlas import verdicts
+    from auditatlas.analyses import review_queue
+    from components import cached
+
+    monkeypatch.setenv("AUDITATLAS_STORE", str(root))
+    cached._review_queue.clear()
+    computed = []
+    real = review_queue.queue
+    monkeypatch.setattr(review_queue, "queue", lambda *a, **k: computed.append(a[1]) or real(*a, **k))
+    first, _ = cached.review_queue("doubt", None, 0, supervised=True)
+    assert list(zip(first["run_id"], first["step_idx"])) == review_store.DOUBT_ORDER
+    again, _ = cached.review_queue("doubt", None, 0, supervised=True)
+    assert again is first and computed == ["doubt"]
+    verdicts.append_verdicts(root, [verdicts.verdict("c", "r:b", 3, "normal", "ann")])
+    assert cached.review_queue("doubt", None, 0, supervised=True)[0] is first and computed == ["doubt"]
+    # Another order, or the data written again (a new version of the same sources): computed anew.
+    cached.review_queue("random", None, 0, supervised=False)
+    review_store.build(root)
+    assert cached.review_queue("doubt", None, 0, supervised=True)[0] is not first
+    assert computed == ["doubt", "random", "doubt"]
