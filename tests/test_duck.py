@@ -1,8 +1,14 @@
 """Every DuckDB connection of the product is opened by auditatlas.duck, with the progress bar off
-(DuckDB draws it on stdout after two seconds, even into a pipe: it broke `--json` output)."""
+(DuckDB draws it on stdout after two seconds, even into a pipe: it broke `--json` output), and
+with the process's freed memory given back (jemalloc's background purge, Arrow on malloc)."""
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
+
+import pytest
 
 from auditatlas.duck import connect
 from conftest import REPO
@@ -54,20 +60,25 @@ def test_connections_let_jemalloc_purge_in_the_background(tmp_path):
     assert setting is True
 
 
-def test_a_process_that_opens_duckdb_takes_arrows_buffers_from_malloc(tmp_path):
-    """pandas keeps every string column of a result in Arrow, whose bundled mimalloc kept the
-    freed buffers: label doubt at a million rooms held a 462 MB region of them. A fresh
-    interpreter starts on mimalloc; reading a store through the query layer moves it to malloc."""
-    import os
-    import subprocess
-    import sys
+# Made in a fresh interpreter (which starts on mimalloc): what moves its Arrow pool to malloc.
+FRESH_PROCESSES = {
+    "reading a store through the query layer": "import queries\nqueries.connect(Path(sys.argv[1]))\n",
+    "a receiver": ("from auditatlas.ingest.receiver.service import Receiver\n"
+                   "Receiver(Path(sys.argv[1]), 'live', say=lambda line: None)\n"),
+}
 
+
+@pytest.mark.parametrize("what", list(FRESH_PROCESSES))
+def test_a_process_takes_arrows_buffers_from_malloc(tmp_path, what):
+    """pandas keeps every string column of a result in Arrow, whose bundled mimalloc kept the
+    freed buffers: label doubt at a million rooms held a 462 MB region of them, and a receiver
+    writing every second ~100 MB more (bench/README.md). A fresh interpreter starts on
+    mimalloc; reading a store, or a receiver, moves it to malloc."""
     code = ("import sys, pyarrow as pa; from pathlib import Path\n"
             "before = pa.default_memory_pool().backend_name\n"
-            "import queries\n"
-            "queries.connect(Path(sys.argv[1]))\n"
+            + FRESH_PROCESSES[what] +
             "print(before, pa.default_memory_pool().backend_name)")
-    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "empty-store")], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "store")], capture_output=True, text=True,
                           timeout=120, cwd=REPO,
                           env={k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"})
     assert done.returncode == 0, done.stderr
