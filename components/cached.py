@@ -3,8 +3,9 @@
 The connection is a resource shared by all sessions (``st.cache_resource``); query results are
 data (``st.cache_data``) keyed by query name, bound parameters and the store manifest's
 modification time, so an ingest or re-score invalidates them without a restart. Pages hand
-``query`` to the analyses (``auditatlas.analyses``): what is cached is each query, not an
-analysis's result.
+``query`` to the analyses (``auditatlas.analyses``): what is cached is each query, and the
+few analysis results a page would otherwise wait for on every rerun (a board, the Detectors
+grid, the review queue).
 """
 from __future__ import annotations
 
@@ -194,9 +195,7 @@ def _review_queue(order: str, slice_json: str, seed: int, supervised: bool, root
     from auditatlas.analyses import label_doubt, review_queue
     from queries.kept import remember_frame
 
-    def run(name, params=None):
-        return queries.run(name, params, root=root)
-
+    run = queries.runner(root)
     slice_ = json.loads(slice_json)
     half = None
     if supervised:

@@ -73,8 +73,8 @@ def _next_step_now() -> None:
 
 def queue_view() -> None:
     """The open step of the queue, its verdict form and its context (or why there is none)."""
-    # Everything but the verdicts is read through query_unreviewed: a verdict written does not make the
-    # queue (seconds at 1,500 rooms) or the step be read again.
+    # The queue (cached.review_queue) and everything but the verdicts (query_unreviewed) are kept
+    # while only verdicts are written: a verdict does not make the queue or the step be read again.
     queue = None
     if order.name == "doubt":
         try:
