@@ -24,7 +24,7 @@ from typing import Any
 
 import duckdb
 
-from . import labels, named, twins
+from . import labels, named, template, twins
 from .database import for_store
 from .slices import SLICE_COLUMNS, slice_params
 
@@ -66,6 +66,7 @@ def run(name: str, params: Mapping[str, Any] | None = None, root: str | Path | N
     parameters are the ones the query declares (its ``$name`` placeholders), no more, no fewer.
     Any query also takes the label choice (``queries/labels.py``): the slice's ``labels``, or
     ``params["labels"]`` for a query without the slice; the released labels when neither.
+    A table the query takes (``@frame($name)``) is a pandas DataFrame or an Arrow table.
     """
     choice = labels.choice_of(params)
     params = labels.without_choice(params)
@@ -79,11 +80,18 @@ def run(name: str, params: Mapping[str, Any] | None = None, root: str | Path | N
         # The twins read stored released labels and ranks: only the released labels take them.
         chosen = named.query(twins.choose(name, params, version) if choice == labels.DEFAULT_LABELS else name)
         sql, bound = named.prepare(chosen, params)
+        cursor = db.cursor_on(version, choice)
+        # The caller's tables, on this thread's cursor for this query only.
+        for frame in chosen.frames:
+            cursor.register(template.frame_table(frame), params[frame])
         try:
-            return db.cursor_on(version, choice).execute(sql, bound).df()
+            return cursor.execute(sql, bound).df()
         except duckdb.Error as exc:
             db.raise_if_broken(exc)
             raise
+        finally:
+            for frame in chosen.frames:
+                cursor.unregister(template.frame_table(frame))
 
 
 def runner(root: str | Path | None = None) -> Callable[..., Any]:

@@ -151,9 +151,10 @@ def frame_file_name(name: str) -> str:
     return file_name(name).removesuffix(".json") + ".parquet"
 
 
-def read_frame(root: str | Path, key: str, name: str) -> tuple[pd.DataFrame, Any] | None:
+def read_frame(root: str | Path, key: str, name: str, arrow: bool = False) -> tuple[Any, Any] | None:
     """The table ``name`` kept for version ``key`` and its notes; None when there is none or it
-    cannot be read."""
+    cannot be read. ``arrow``: as the Arrow table read, not converted to pandas (for a caller
+    that hands it to DuckDB: at a million rooms label doubt's half converts in seconds)."""
     import pyarrow.parquet as pq
 
     path = home(root) / key / frame_file_name(name)
@@ -165,7 +166,7 @@ def read_frame(root: str | Path, key: str, name: str) -> tuple[pd.DataFrame, Any
     except Exception as exc:  # noqa: BLE001 - a truncated or foreign file is a miss: computed again
         _log.warning("kept table %s cannot be read (%s); computing it again", path, exc)
         return None
-    return table.to_pandas(), notes
+    return (table if arrow else table.to_pandas()), notes
 
 
 def write_frame(root: str | Path, key: str, name: str, frame: pd.DataFrame, notes: Any) -> bool:
@@ -179,15 +180,16 @@ def write_frame(root: str | Path, key: str, name: str, frame: pd.DataFrame, note
     return _keep(root, key, frame_file_name(name), lambda scratch: pq.write_table(table, scratch))
 
 
-def remember_frame(root: str | Path, name: str,
-                   compute: Callable[[], tuple[pd.DataFrame, Any]]) -> tuple[pd.DataFrame, Any, bool]:
+def remember_frame(root: str | Path, name: str, compute: Callable[[], tuple[pd.DataFrame, Any]],
+                   arrow: bool = False) -> tuple[Any, Any, bool]:
     """``remember`` for a table: the kept (frame, notes) of the store's current version, else
-    ``compute()``'s, kept for the next process; and whether it was read (True)."""
+    ``compute()``'s, kept for the next process; and whether it was read (True). ``arrow``: a
+    kept table is handed back as Arrow (:func:`read_frame`), a computed one as computed."""
     def computed() -> tuple[pd.DataFrame, Any]:
         frame, notes = compute()
         return frame, json.loads(json.dumps(notes))
 
-    (frame, notes), was_read = _remembered(root, lambda key: read_frame(root, key, name), computed,
+    (frame, notes), was_read = _remembered(root, lambda key: read_frame(root, key, name, arrow), computed,
                                            lambda key, kept: write_frame(root, key, name, *kept))
     return frame, notes, was_read
 

@@ -20,8 +20,10 @@ class Query:
     """A named query ``sql/NAME.sql`` and what it declares."""
 
     name: str
-    # Its $name placeholders; an @each($xs) list is the one parameter xs.
+    # Its $name placeholders and @frame($name) tables; an @each($xs) list is the one parameter xs.
     parameters: frozenset[str]
+    # Its @frame($name) tables: registered while it runs, never bound as values.
+    frames: frozenset[str]
     # Takes params["slice"] (the template has @slice); the slice's own $col are not listed.
     uses_slice: bool
     # Reads a derived table (declared in derived.READERS): its first run per store version builds them.
@@ -31,7 +33,8 @@ class Query:
 @cache
 def query(name: str) -> Query:
     """The named query ``name`` (KeyError naming the folder when there is none)."""
-    return Query(name, template.placeholders(template.text(name)), template.uses_slice(name),
+    frames = template.frames(name)
+    return Query(name, template.placeholders(template.text(name)) | frames, frames, template.uses_slice(name),
                  name in derived.READERS)
 
 
@@ -49,7 +52,7 @@ def prepare(query: Query, params: Mapping[str, Any] | None) -> tuple[str, dict[s
     """SQL text and bound values: exactly the parameters ``query`` declares, taken from
     ``params``, plus the slice's filtered columns when it takes the slice."""
     params = params or {}
-    bound = {k: v for k, v in params.items() if k in query.parameters}
+    bound = {k: v for k, v in params.items() if k in query.parameters and k not in query.frames}
     if not query.uses_slice:
         return template.each(template.text(query.name), bound)
     chosen = filtered_columns(params.get("slice"))

@@ -1,6 +1,6 @@
 """The SQL template language of the named queries (``queries/sql/NAME.sql``).
 
-A named query is DuckDB SQL plus five forms, expanded here from our own column and file names
+A named query is DuckDB SQL plus six forms, expanded here from our own column and file names
 only; every value is bound, never written into the text.
 
 ``$name``
@@ -23,6 +23,11 @@ only; every value is bound, never written into the text.
     the list parameter ``xs`` as ``($xs__0, $xs__1, ...)``, each element bound on its own:
     DuckDB prunes row groups on an IN list of values, not on a list parameter. An empty list is
     ``(NULL)``, which matches nothing. Expanded when the values are bound (:func:`each`).
+``@frame($name)``
+    a table handed in by the caller (a pandas DataFrame or an Arrow table), scanned where it
+    lies: the caller's half of a join too large to pass as values (label doubt's supervised
+    half, one row per labeled step). The query declares it as parameter ``name``
+    (:func:`frames`); ``queries.run`` registers it for that query only.
 ``@name`` (any other name, not followed by ``(``)
     includes the fragment ``sql/_name.sql``, so a predicate or CTE several queries share (the
     run list's filters, the scored test steps, the ROC-AUC sum) is written once. A fragment may
@@ -40,6 +45,7 @@ SQL_DIR = Path(__file__).resolve().parent / "sql"
 
 _FRAGMENT = re.compile(r"@([a-z][a-z_]*)\b(?!\()")
 _EACH = re.compile(r"@each\(\$([a-z_][a-z_0-9]*)\)")
+_FRAME = re.compile(r"@frame\(\$([a-z_][a-z_0-9]*)\)")
 _IN_SLICE = re.compile(r"@in_slice\(([a-z_][a-z_0-9]*\.run_id)\)")
 # A string literal, a comment or a placeholder, left to right: a ``$`` inside either of the
 # first two is no parameter (DuckDB reads them the same way).
@@ -69,7 +75,18 @@ def text(name: str, active: tuple[str, ...] = ()) -> str:
     sql = _IN_SLICE.sub(lambda m: f"{m.group(1)} IN (SELECT run_id FROM sliced_runs)" if active else "true", sql)
     if "@slice" in sql:
         sql = sql.replace("@slice", slice_ctes(active))
-    return _fragments(sql)
+    return _FRAME.sub(lambda m: frame_table(m.group(1)), _fragments(sql))
+
+
+@cache
+def frames(name: str) -> frozenset[str]:
+    """The ``@frame($name)`` tables query ``name`` takes (fragments included)."""
+    return frozenset(_FRAME.findall(_fragments(raw(name).replace("@slice", ""))))
+
+
+def frame_table(name: str) -> str:
+    """The name a ``@frame($name)`` table is registered under while its query runs."""
+    return f"frame__{name}"
 
 
 def _fragments(sql: str, depth: int = 0) -> str:

@@ -1,6 +1,7 @@
 """Named queries over a small hand-made store: slice binding and the Overview counts."""
 from __future__ import annotations
 
+import duckdb
 import pytest
 
 import queries
@@ -204,3 +205,25 @@ def test_parameters_a_query_does_not_declare_are_refused(tiny):
         queries.run("detector_sets", {"corpus": "t", "nope": 1}, root=tiny)
     with pytest.raises(ValueError, match=r"named query 'detector_sets' needs parameter\(s\) corpus"):
         queries.run("detector_sets", {}, root=tiny)
+
+
+def test_a_frame_is_declared_and_registered_for_its_query_only(tiny):
+    """@frame($supervised): a parameter of its query, refused when missing, never bound as a
+    value, and gone from the cursor once the query has run (the next query cannot read it)."""
+    import pandas as pd
+
+    doubt = queries.named.query("review_doubt_order")
+    assert doubt.frames == {"supervised"} and {"supervised", "supervisions"} <= doubt.parameters
+    assert "frame__supervised" in queries.template.text("review_doubt_order")
+    _, bound = queries.named.prepare(doubt, {"slice": {}, "supervisions": [], "supervised": pd.DataFrame()})
+    assert set(bound) == {"supervisions"}
+    with pytest.raises(ValueError, match=r"needs parameter\(s\) supervised"):
+        queries.run("review_doubt_order", {"slice": {}, "supervisions": []}, root=tiny)
+    half = pd.DataFrame({"run_id": ["none"], "step_idx": [0], "self_confidence": [0.5], "label_issue": [True]})
+    queries.run("review_doubt_order", {"slice": {}, "supervisions": [], "supervised": half}, root=tiny)
+    with pytest.raises(duckdb.CatalogException):
+        queries.connect(tiny).execute("SELECT * FROM frame__supervised")
+    cursor_of_this_thread = queries.database.for_store(tiny)
+    with cursor_of_this_thread.reading() as version:
+        with pytest.raises(duckdb.CatalogException):
+            cursor_of_this_thread.cursor_on(version).execute("SELECT * FROM frame__supervised")

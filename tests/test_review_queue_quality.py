@@ -67,27 +67,6 @@ def test_window_and_capture_by_hand():
     assert queue_quality.captured(order, flips, 4) == 1.0
 
 
-def test_doubt_order_rule_by_hand():
-    """Four labeled steps (review_doubt_steps' columns) and a supervised half:
-    s1 normal, 3 of 4 sets flag it (label-free: doubted, share 0.75); out-of-fold P(label) 0.6
-    s2 anomaly, none of 4 flags it (label-free: doubted, share 1);    P(label) 0.9
-    s3 normal, none flags it (label-free: not doubted); P(label) 0.05, cleanlab: a label issue
-    s4 anomaly, no set scores it; no supervised figure -> in neither half, not in the queue.
-    Doubt = 1 - P(label): s3 0.95, s1 0.4, s2 0.1. Without the supervised half: by share, s2, s1."""
-    from auditatlas.analyses import review_queue
-
-    steps = pd.DataFrame({"corpus": "c", "run_id": ["r"] * 4, "step_idx": [1, 2, 3, 4], "label": [0, 1, 0, 1],
-                          "n_sets": [4, 4, 4, 0], "n_top": [3, 0, 0, 0], "contradicting": [3, 4, 0, 0],
-                          "share": [0.75, 1.0, 0.0, None]})
-    half = pd.DataFrame({"run_id": ["r"] * 3, "step_idx": [1, 2, 3], "self_confidence": [0.6, 0.9, 0.05],
-                         "label_issue": [False, False, True]})
-    both = review_queue.doubt_order(steps, half)
-    assert both["step_idx"].tolist() == [3, 1, 2]
-    assert both["doubt"].tolist() == pytest.approx([0.95, 0.4, 0.1])
-    assert both["label_issue"].tolist() == [True, False, False]
-    assert review_queue.doubt_order(steps, None)["step_idx"].tolist() == [2, 1]
-
-
 def test_self_confidence_is_the_probability_of_the_given_label():
     import numpy as np
 
@@ -110,6 +89,21 @@ def test_the_supervised_half_says_why_it_is_left_out_on_a_tiny_corpus(tmp_path):
     # Corpus r: 8 labeled steps in 2 runs (no rooms, so a run is a group); corpus u has no label.
     assert half.notes == ["The supervised half of label doubt is left out on corpus 'r': its labeled steps are in "
                           "2 room group(s), and 5 folds need 5."]
+    # Left out, the half adds nothing: the doubt order is the label-free one, read as computed
+    # or as kept (Parquet, handed back as Arrow).
+    from functools import partial
+
+    from auditatlas.analyses import review_queue
+    from queries import kept
+
+    kept_half = label_doubt.kept_supervised_doubt(queries.runner(root), root, {},
+                                                  partial(kept.remember_frame, root, arrow=True))
+    kept_half = label_doubt.kept_supervised_doubt(queries.runner(root), root, {},
+                                                  partial(kept.remember_frame, root, arrow=True))
+    assert type(kept_half.steps).__module__.startswith("pyarrow")  # the second read the kept file
+    for steps in (half.steps, kept_half.steps):
+        order = review_queue.queue(queries.runner(root), "doubt", {}, supervised=steps)
+        assert list(zip(order["run_id"], order["step_idx"])) == review_store.DOUBT_ORDER
 
 
 class _Counting:

@@ -229,6 +229,29 @@ def test_doubt_order_is_the_hand_worked_one(built):
     assert list(doubt["share"]) == [1.0, 1.0, 1.0, 1.0, 0.75]
 
 
+# A supervised half by hand for the store's corpus r (run, step: P(label), cleanlab's label issue).
+# With the label-free half above: a2 and b1 are not in it (doubt = their share, 1.0; run order),
+# a0 is doubted by the half alone (an issue, 1 - 0.05), b2 is not in it (share 0.75), a1 and b3
+# are (1 - 0.6, 1 - 0.9); a3 is in neither half's doubt (no flag, no issue), nor is b0.
+HALF = {("r:a", 0): (0.05, True), ("r:a", 1): (0.6, False), ("r:a", 3): (0.5, False), ("r:b", 3): (0.9, False)}
+
+
+@pytest.mark.parametrize("as_table", ["pandas", "categorical", "arrow"])
+def test_doubt_order_with_a_supervised_half_is_the_hand_worked_one(built, as_table):
+    keys = list(HALF)
+    half = pd.DataFrame({"run_id": [r for r, _ in keys], "step_idx": [i for _, i in keys],
+                         "self_confidence": [HALF[k][0] for k in keys], "label_issue": [HALF[k][1] for k in keys]})
+    if as_table != "pandas":  # the kept half: run ids as categories, read back from Parquet as Arrow
+        half["run_id"] = half["run_id"].astype("category")
+    if as_table == "arrow":
+        half = pa.Table.from_pandas(half, preserve_index=False)
+    doubt = review_queue.queue(queries.runner(built), "doubt", {}, 0, supervised=half)
+    assert _keys(doubt) == [("r:a", 2), ("r:b", 1), ("r:a", 0), ("r:b", 2), ("r:a", 1), ("r:b", 3)]
+    assert doubt["doubt"].tolist() == pytest.approx([1.0, 1.0, 0.95, 0.75, 0.4, 0.1])
+    assert doubt["label_issue"].tolist() == [False, False, True, False, False, False]
+    assert doubt["free_contradicts"].tolist() == [True, True, False, True, True, True]
+
+
 def test_flagged_order_is_the_hand_worked_one(built):
     flagged = review_queue.queue(queries.runner(built), "flagged", {}, 0)
     assert _keys(flagged) == review_store.FLAGGED_ORDER

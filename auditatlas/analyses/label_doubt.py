@@ -56,9 +56,10 @@ COLUMNS = ["corpus", "run_id", "step_idx", "self_confidence", "label_issue"]
 class SupervisedDoubt:
     """Per labeled step of the corpora it could be computed on: ``self_confidence`` (the
     out-of-fold probability of its released label) and ``label_issue`` (cleanlab's verdict).
-    ``notes``: one sentence per corpus it was left out on."""
+    ``notes``: one sentence per corpus it was left out on. ``steps`` is a pandas frame, or the
+    Arrow table a kept half is read back as when its reader hands it to DuckDB."""
 
-    steps: pd.DataFrame
+    steps: Any
     notes: list[str] = field(default_factory=list)
 
 
@@ -85,7 +86,7 @@ def supervised_doubt(query: Query, root: str | Path | None, slice_: Mapping[str,
 # What keeps a table per store version: ``queries.kept.remember_frame`` bound to a store root,
 # (name, compute -> (frame, notes)) -> (frame, notes, read). Handed in: analyses never import
 # the query layer.
-RememberFrame = Callable[[str, Callable[[], tuple[pd.DataFrame, Any]]], tuple[pd.DataFrame, Any, bool]]
+RememberFrame = Callable[[str, Callable[[], tuple[pd.DataFrame, Any]]], tuple[Any, Any, bool]]
 KEPT_NAME = "label_doubt/supervised"
 
 

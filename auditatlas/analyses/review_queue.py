@@ -40,7 +40,9 @@ from . import Query, label_doubt
 LABEL_FREE = ["unsupervised", "zero-shot"]
 EVERY_SUPERVISION = ["unsupervised", "one-class", "supervised", "zero-shot"]
 KEY_COLUMNS = ["corpus", "run_id", "step_idx", "label"]
-SUPERVISED_COLUMNS = ["run_id", "step_idx", "self_confidence", "label_issue"]
+# The doubt order's supervised half when there is none: its columns, no row.
+NO_SUPERVISED_HALF = pd.DataFrame({"run_id": pd.Series(dtype=str), "step_idx": pd.Series(dtype="int64"),
+                                   "self_confidence": pd.Series(dtype="float64"), "label_issue": pd.Series(dtype=bool)})
 
 
 @dataclass(frozen=True)
@@ -80,43 +82,25 @@ ORDERS: dict[str, Order] = {o.name: o for o in (
 
 
 def queue(query: Query, order: str, slice_: Mapping[str, Any] | None, seed: int = 0,
-          supervised: pd.DataFrame | None = None) -> pd.DataFrame:
+          supervised: Any = None) -> pd.DataFrame:
     """The steps of ``slice_`` in review order ``order`` (one of ORDERS). The orders question
     the released labels, whatever the slice's label choice. ``supervised``: the supervised half
-    of label doubt (``label_doubt.supervised_doubt(...).steps``) for the doubt order; without
-    it, that order rests on the label-free half alone."""
+    of label doubt (``label_doubt.supervised_doubt(...).steps``, a pandas or Arrow table) for the
+    doubt order, joined, filtered and sorted in DuckDB (``review_doubt_order.sql``: at a million
+    rooms it is 9 million rows beside as many labeled steps); without it, that order rests on
+    the label-free half alone."""
     slice_ = on_release(slice_)
     if order == "random":
         return shuffled(query("review_labeled_steps", {"slice": dict(slice_ or {})}), seed)
     if order == "doubt":
-        return doubt_order(query("review_doubt_steps", {"slice": dict(slice_ or {}), "supervisions": LABEL_FREE}),
-                           supervised)
+        half = supervised if supervised is not None else NO_SUPERVISED_HALF
+        return query("review_doubt_order", {"slice": dict(slice_ or {}), "supervisions": LABEL_FREE,
+                                            "supervised": half})
     if order == "flagged":
         return query("review_flagged", {"slice": dict(slice_ or {}), "supervisions": EVERY_SUPERVISION})
     if order == "judges":
         return query("review_judges", {"slice": dict(slice_ or {}), "decisive_source": DECISIVE_SOURCE})
     raise KeyError(f"no review order '{order}'; orders: {', '.join(ORDERS)}")
-
-
-def doubt_order(steps: pd.DataFrame, supervised: pd.DataFrame | None) -> pd.DataFrame:
-    """The doubted steps of ``steps`` (review_doubt_steps.sql: every labeled step, its
-    label-free counts) most doubtful first, with the supervised half joined on where given.
-
-    ``doubt``: one minus the out-of-fold probability of the label where the supervised half has
-    the step, else the label-free share. Ties: the label-free share, the sets contradicting, then
-    run and step (so the order is the same on every run)."""
-    half = supervised if supervised is not None else pd.DataFrame(columns=SUPERVISED_COLUMNS)
-    merged = steps.merge(half[SUPERVISED_COLUMNS], on=["run_id", "step_idx"], how="left")
-    free = (((merged["label"] == 0) & (2 * merged["n_top"] > merged["n_sets"]))
-            | ((merged["label"] == 1) & (merged["n_top"] == 0) & (merged["n_sets"] > 0)))
-    issue = merged["label_issue"].astype("boolean").fillna(False).astype(bool)
-    merged = merged.assign(free_contradicts=free.astype(bool), label_issue=issue,
-                           self_confidence=merged["self_confidence"].astype(float))
-    merged["doubt"] = (1 - merged["self_confidence"]).fillna(merged["share"].where(free)).astype(float)
-    doubted = merged[merged["free_contradicts"] | merged["label_issue"]]
-    ordered = doubted.sort_values(["doubt", "share", "contradicting", "run_id", "step_idx"],
-                                  ascending=[False, False, False, True, True], na_position="last", kind="stable")
-    return ordered.reset_index(drop=True)
 
 
 def shuffled(steps: pd.DataFrame, seed: int) -> pd.DataFrame:

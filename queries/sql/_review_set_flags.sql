@@ -1,7 +1,7 @@
 -- Per step of the slice: how many step-level prediction sets of the supervisions in
 -- $supervisions score it (n_sets), and how many rank it in their top decile (n_top): within the
 -- set's scored steps of the slice, a rank (1 = highest score, ties share a rank) of at most
--- ceil(10% of them). For the review orders (review_doubt_steps.sql, review_flagged.sql).
+-- ceil(10% of them). For the review orders (review_doubt_order.sql, review_flagged.sql).
 review_sets AS (
     SELECT set_id FROM prediction_sets
     WHERE granularity = 'step' AND list_contains($supervisions, supervision)
