@@ -199,7 +199,7 @@ def _review_queue(order: str, slice_json: str, seed: int, supervised: bool, root
     slice_ = json.loads(slice_json)
     half = None
     if supervised:
-        half = label_doubt.kept_supervised_doubt(run, root, slice_, partial(remember_frame, root, arrow=True))
+        half = label_doubt.kept_supervised_doubt(run, root, slice_, partial(remember_frame, root, as_file=True))
     steps = review_queue.queue(run, order, slice_, seed, None if half is None else half.steps)
     return steps, ([] if half is None else list(half.notes))
 

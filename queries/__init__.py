@@ -66,7 +66,8 @@ def run(name: str, params: Mapping[str, Any] | None = None, root: str | Path | N
     parameters are the ones the query declares (its ``$name`` placeholders), no more, no fewer.
     Any query also takes the label choice (``queries/labels.py``): the slice's ``labels``, or
     ``params["labels"]`` for a query without the slice; the released labels when neither.
-    A table the query takes (``@frame($name)``) is a pandas DataFrame or an Arrow table.
+    A table the query takes (``@frame($name)``) is a pandas DataFrame, an Arrow table or a
+    Parquet file's path.
     """
     choice = labels.choice_of(params)
     params = labels.without_choice(params)
@@ -81,8 +82,10 @@ def run(name: str, params: Mapping[str, Any] | None = None, root: str | Path | N
         chosen = named.query(twins.choose(name, params, version) if choice == labels.DEFAULT_LABELS else name)
         sql, bound = named.prepare(chosen, params)
         cursor = db.cursor_on(version, choice)
-        # The caller's tables, on this thread's cursor for this query only.
-        for frame in chosen.frames:
+        # The caller's tables (not files: those are read by the query), on this thread's cursor
+        # for this query only.
+        tables = [frame for frame in chosen.frames if not template.is_file(params[frame])]
+        for frame in tables:
             cursor.register(template.frame_table(frame), params[frame])
         try:
             return cursor.execute(sql, bound).df()
@@ -90,7 +93,7 @@ def run(name: str, params: Mapping[str, Any] | None = None, root: str | Path | N
             db.raise_if_broken(exc)
             raise
         finally:
-            for frame in chosen.frames:
+            for frame in tables:
                 cursor.unregister(template.frame_table(frame))
 
 

@@ -151,22 +151,23 @@ def frame_file_name(name: str) -> str:
     return file_name(name).removesuffix(".json") + ".parquet"
 
 
-def read_frame(root: str | Path, key: str, name: str, arrow: bool = False) -> tuple[Any, Any] | None:
+def read_frame(root: str | Path, key: str, name: str, as_file: bool = False) -> tuple[Any, Any] | None:
     """The table ``name`` kept for version ``key`` and its notes; None when there is none or it
-    cannot be read. ``arrow``: as the Arrow table read, not converted to pandas (for a caller
-    that hands it to DuckDB: at a million rooms label doubt's half converts in seconds)."""
+    cannot be read. ``as_file``: the Parquet file's path, not its rows (for a caller that hands
+    it to a named query: at a million rooms label doubt's half is seconds to read into pandas
+    and DuckDB reads what the query needs of it)."""
     import pyarrow.parquet as pq
 
     path = home(root) / key / frame_file_name(name)
     try:
-        table = pq.read_table(path)
-        notes = json.loads((table.schema.metadata or {})[FRAME_NOTES])
+        table = pq.read_schema(path) if as_file else pq.read_table(path)
+        notes = json.loads(((table if as_file else table.schema).metadata or {})[FRAME_NOTES])
     except FileNotFoundError:
         return None
     except Exception as exc:  # noqa: BLE001 - a truncated or foreign file is a miss: computed again
         _log.warning("kept table %s cannot be read (%s); computing it again", path, exc)
         return None
-    return (table if arrow else table.to_pandas()), notes
+    return (path if as_file else table.to_pandas()), notes
 
 
 def write_frame(root: str | Path, key: str, name: str, frame: pd.DataFrame, notes: Any) -> bool:
@@ -181,15 +182,15 @@ def write_frame(root: str | Path, key: str, name: str, frame: pd.DataFrame, note
 
 
 def remember_frame(root: str | Path, name: str, compute: Callable[[], tuple[pd.DataFrame, Any]],
-                   arrow: bool = False) -> tuple[Any, Any, bool]:
+                   as_file: bool = False) -> tuple[Any, Any, bool]:
     """``remember`` for a table: the kept (frame, notes) of the store's current version, else
-    ``compute()``'s, kept for the next process; and whether it was read (True). ``arrow``: a
-    kept table is handed back as Arrow (:func:`read_frame`), a computed one as computed."""
+    ``compute()``'s, kept for the next process; and whether it was read (True). ``as_file``: a
+    kept table is handed back as its file's path (:func:`read_frame`), a computed one as computed."""
     def computed() -> tuple[pd.DataFrame, Any]:
         frame, notes = compute()
         return frame, json.loads(json.dumps(notes))
 
-    (frame, notes), was_read = _remembered(root, lambda key: read_frame(root, key, name, arrow), computed,
+    (frame, notes), was_read = _remembered(root, lambda key: read_frame(root, key, name, as_file), computed,
                                            lambda key, kept: write_frame(root, key, name, *kept))
     return frame, notes, was_read
 

@@ -22,7 +22,7 @@ class Query:
     name: str
     # Its $name placeholders and @frame($name) tables; an @each($xs) list is the one parameter xs.
     parameters: frozenset[str]
-    # Its @frame($name) tables: registered while it runs, never bound as values.
+    # Its @frame($name) tables: a file's path is bound, a table registered while it runs.
     frames: frozenset[str]
     # Takes params["slice"] (the template has @slice); the slice's own $col are not listed.
     uses_slice: bool
@@ -33,8 +33,7 @@ class Query:
 @cache
 def query(name: str) -> Query:
     """The named query ``name`` (KeyError naming the folder when there is none)."""
-    frames = template.frames(name)
-    return Query(name, template.placeholders(template.text(name)) | frames, frames, template.uses_slice(name),
+    return Query(name, template.placeholders(template.text(name)), template.frames(name), template.uses_slice(name),
                  name in derived.READERS)
 
 
@@ -52,11 +51,11 @@ def prepare(query: Query, params: Mapping[str, Any] | None) -> tuple[str, dict[s
     """SQL text and bound values: exactly the parameters ``query`` declares, taken from
     ``params``, plus the slice's filtered columns when it takes the slice."""
     params = params or {}
-    bound = {k: v for k, v in params.items() if k in query.parameters and k not in query.frames}
+    bound = {k: v for k, v in params.items() if k in query.parameters}
     if not query.uses_slice:
-        return template.each(template.text(query.name), bound)
+        return template.frame_sources(*template.each(template.text(query.name), bound))
     chosen = filtered_columns(params.get("slice"))
     # One value: a scalar equality, which DuckDB turns into a constant filter on the scan.
     active = tuple(col + "=" if len(values) == 1 else col for col, values in chosen.items())
     values = {col: vals[0] if len(vals) == 1 else vals for col, vals in chosen.items()}
-    return template.each(template.text(query.name, active), {**values, **bound})
+    return template.frame_sources(*template.each(template.text(query.name, active), {**values, **bound}))

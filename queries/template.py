@@ -24,10 +24,11 @@ only; every value is bound, never written into the text.
     DuckDB prunes row groups on an IN list of values, not on a list parameter. An empty list is
     ``(NULL)``, which matches nothing. Expanded when the values are bound (:func:`each`).
 ``@frame($name)``
-    a table handed in by the caller (a pandas DataFrame or an Arrow table), scanned where it
-    lies: the caller's half of a join too large to pass as values (label doubt's supervised
-    half, one row per labeled step). The query declares it as parameter ``name``
-    (:func:`frames`); ``queries.run`` registers it for that query only.
+    a table handed in by the caller, scanned where it lies: the caller's half of a join too
+    large to pass as values (label doubt's supervised half, one row per labeled step). A
+    Parquet file's path is read there (``read_parquet($name)``, the path bound); a pandas
+    DataFrame or an Arrow table is registered by ``queries.run`` for that query only
+    (:func:`frame_sources`). The query declares it as parameter ``name``.
 ``@name`` (any other name, not followed by ``(``)
     includes the fragment ``sql/_name.sql``, so a predicate or CTE several queries share (the
     run list's filters, the scored test steps, the ROC-AUC sum) is written once. A fragment may
@@ -38,6 +39,7 @@ from __future__ import annotations
 
 import re
 from functools import cache
+from os import PathLike
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +77,7 @@ def text(name: str, active: tuple[str, ...] = ()) -> str:
     sql = _IN_SLICE.sub(lambda m: f"{m.group(1)} IN (SELECT run_id FROM sliced_runs)" if active else "true", sql)
     if "@slice" in sql:
         sql = sql.replace("@slice", slice_ctes(active))
-    return _FRAME.sub(lambda m: frame_table(m.group(1)), _fragments(sql))
+    return _fragments(sql)
 
 
 @cache
@@ -87,6 +89,25 @@ def frames(name: str) -> frozenset[str]:
 def frame_table(name: str) -> str:
     """The name a ``@frame($name)`` table is registered under while its query runs."""
     return f"frame__{name}"
+
+
+def is_file(value: Any) -> bool:
+    """Whether a ``@frame`` value is a Parquet file's path (read by DuckDB), not a table to register."""
+    return isinstance(value, (str, PathLike))
+
+
+def frame_sources(sql: str, bound: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """``@frame($name)`` becomes ``read_parquet($name)`` for a path (bound as text) and the
+    registered table's name for a table (``name`` is then no longer bound)."""
+    def expand(m: re.Match) -> str:
+        name = m.group(1)
+        if is_file(bound.get(name)):
+            bound[name] = str(bound[name])
+            return f"read_parquet(${name})"
+        bound.pop(name, None)
+        return frame_table(name)
+
+    return _FRAME.sub(expand, sql), bound
 
 
 def _fragments(sql: str, depth: int = 0) -> str:

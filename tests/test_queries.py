@@ -208,15 +208,19 @@ def test_parameters_a_query_does_not_declare_are_refused(tiny):
 
 
 def test_a_frame_is_declared_and_registered_for_its_query_only(tiny):
-    """@frame($supervised): a parameter of its query, refused when missing, never bound as a
-    value, and gone from the cursor once the query has run (the next query cannot read it)."""
+    """@frame($supervised): a parameter of its query, refused when missing; a table is not bound
+    as a value and is gone from the cursor once the query has run (the next query cannot read
+    it); a Parquet file's path is bound and read by the query."""
+    from pathlib import Path
+
     import pandas as pd
 
     doubt = queries.named.query("review_doubt_order")
     assert doubt.frames == {"supervised"} and {"supervised", "supervisions"} <= doubt.parameters
-    assert "frame__supervised" in queries.template.text("review_doubt_order")
-    _, bound = queries.named.prepare(doubt, {"slice": {}, "supervisions": [], "supervised": pd.DataFrame()})
-    assert set(bound) == {"supervisions"}
+    sql, bound = queries.named.prepare(doubt, {"slice": {}, "supervisions": [], "supervised": pd.DataFrame()})
+    assert "frame__supervised" in sql and set(bound) == {"supervisions"}
+    sql, bound = queries.named.prepare(doubt, {"slice": {}, "supervisions": [], "supervised": Path("/x/h.parquet")})
+    assert "read_parquet($supervised)" in sql and bound["supervised"] == "/x/h.parquet"  # a file: bound, not written in
     with pytest.raises(ValueError, match=r"needs parameter\(s\) supervised"):
         queries.run("review_doubt_order", {"slice": {}, "supervisions": []}, root=tiny)
     half = pd.DataFrame({"run_id": ["none"], "step_idx": [0], "self_confidence": [0.5], "label_issue": [True]})

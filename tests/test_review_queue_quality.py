@@ -90,17 +90,17 @@ def test_the_supervised_half_says_why_it_is_left_out_on_a_tiny_corpus(tmp_path):
     assert half.notes == ["The supervised half of label doubt is left out on corpus 'r': its labeled steps are in "
                           "2 room group(s), and 5 folds need 5."]
     # Left out, the half adds nothing: the doubt order is the label-free one, read as computed
-    # or as kept (Parquet, handed back as Arrow).
+    # or as kept (its Parquet file, read by the query).
     from functools import partial
 
     from auditatlas.analyses import review_queue
     from queries import kept
 
     kept_half = label_doubt.kept_supervised_doubt(queries.runner(root), root, {},
-                                                  partial(kept.remember_frame, root, arrow=True))
+                                                  partial(kept.remember_frame, root, as_file=True))
     kept_half = label_doubt.kept_supervised_doubt(queries.runner(root), root, {},
-                                                  partial(kept.remember_frame, root, arrow=True))
-    assert type(kept_half.steps).__module__.startswith("pyarrow")  # the second read the kept file
+                                                  partial(kept.remember_frame, root, as_file=True))
+    assert str(kept_half.steps).endswith(".parquet")  # the second read the kept file
     for steps in (half.steps, kept_half.steps):
         order = review_queue.queue(queries.runner(root), "doubt", {}, supervised=steps)
         assert list(zip(order["run_id"], order["step_idx"])) == review_store.DOUBT_ORDER

@@ -236,15 +236,20 @@ def test_doubt_order_is_the_hand_worked_one(built):
 HALF = {("r:a", 0): (0.05, True), ("r:a", 1): (0.6, False), ("r:a", 3): (0.5, False), ("r:b", 3): (0.9, False)}
 
 
-@pytest.mark.parametrize("as_table", ["pandas", "categorical", "arrow"])
-def test_doubt_order_with_a_supervised_half_is_the_hand_worked_one(built, as_table):
+@pytest.mark.parametrize("as_table", ["pandas", "categorical", "arrow", "parquet"])
+def test_doubt_order_with_a_supervised_half_is_the_hand_worked_one(built, as_table, tmp_path):
     keys = list(HALF)
     half = pd.DataFrame({"run_id": [r for r, _ in keys], "step_idx": [i for _, i in keys],
                          "self_confidence": [HALF[k][0] for k in keys], "label_issue": [HALF[k][1] for k in keys]})
     if as_table != "pandas":  # the kept half: run ids as categories, read back from Parquet as Arrow
         half["run_id"] = half["run_id"].astype("category")
-    if as_table == "arrow":
+    if as_table in ("arrow", "parquet"):
         half = pa.Table.from_pandas(half, preserve_index=False)
+    if as_table == "parquet":  # as a kept half is handed over: its file
+        import pyarrow.parquet as pq
+
+        pq.write_table(half, tmp_path / "half.parquet")
+        half = tmp_path / "half.parquet"
     doubt = review_queue.queue(queries.runner(built), "doubt", {}, 0, supervised=half)
     assert _keys(doubt) == [("r:a", 2), ("r:b", 1), ("r:a", 0), ("r:b", 2), ("r:a", 1), ("r:b", 3)]
     assert doubt["doubt"].tolist() == pytest.approx([1.0, 1.0, 0.95, 0.75, 0.4, 0.1])

@@ -57,7 +57,7 @@ class SupervisedDoubt:
     """Per labeled step of the corpora it could be computed on: ``self_confidence`` (the
     out-of-fold probability of its released label) and ``label_issue`` (cleanlab's verdict).
     ``notes``: one sentence per corpus it was left out on. ``steps`` is a pandas frame, or the
-    Arrow table a kept half is read back as when its reader hands it to DuckDB."""
+    Parquet file a kept half is in when its reader hands it to a named query."""
 
     steps: Any
     notes: list[str] = field(default_factory=list)

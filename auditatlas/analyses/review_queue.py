@@ -85,10 +85,10 @@ def queue(query: Query, order: str, slice_: Mapping[str, Any] | None, seed: int 
           supervised: Any = None) -> pd.DataFrame:
     """The steps of ``slice_`` in review order ``order`` (one of ORDERS). The orders question
     the released labels, whatever the slice's label choice. ``supervised``: the supervised half
-    of label doubt (``label_doubt.supervised_doubt(...).steps``, a pandas or Arrow table) for the
-    doubt order, joined, filtered and sorted in DuckDB (``review_doubt_order.sql``: at a million
-    rooms it is 9 million rows beside as many labeled steps); without it, that order rests on
-    the label-free half alone."""
+    of label doubt (``label_doubt.supervised_doubt(...).steps``: a pandas or Arrow table, or a
+    Parquet file) for the doubt order, joined, filtered and sorted in DuckDB
+    (``review_doubt_order.sql``: at a million rooms it is 9 million rows beside as many labeled
+    steps); without it, that order rests on the label-free half alone."""
     slice_ = on_release(slice_)
     if order == "random":
         return shuffled(query("review_labeled_steps", {"slice": dict(slice_ or {})}), seed)
