@@ -1,5 +1,6 @@
 """What a write keeps for its store version before it returns, so that no reader's first open
-pays for it: every board's default view, the whole store's supervised half of label doubt, the
+pays for it: every board's default view, the whole store's supervised half of label doubt and
+the doubt order it leads, the
 step vectors with the whole store's failure clusters, and the Detectors grid's default view. The CLI after a write and the app's
 first launch both call :func:`keep_for_version`; ``AUDITATLAS_KEEP_BOARDS=0`` leaves all of it
 to the first open (``board_kept.keeps_after_write``).
@@ -14,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .analyses import Query, board_kept, detector_comparison, label_doubt
+from .analyses import Query, board_kept, detector_comparison, label_doubt, review_queue
 
 # what failed, the exception, what happens instead
 Failed = Callable[[str, Exception, str], None]
@@ -46,7 +47,7 @@ def keep_for_version(root: str | Path, query: Query, remember: board_kept.Rememb
         for name in board_kept.registry()]
     kept += [
         ("label doubt", "the supervised half of label doubt could not be fitted now",
-         lambda: label_doubt.kept_supervised_doubt(query, root, {}, remember_frame),
+         lambda: review_queue.kept_doubt_order(query, root, {}, remember_frame),
          "the Review page fits it on first open"),
         ("step vectors and failure clusters", "the step vectors could not be built now",
          lambda: clusters.keep_default(root, query), "the Patterns page builds them on first open"),

@@ -192,16 +192,14 @@ def search_index():
 def _review_queue(order: str, slice_json: str, seed: int, supervised: bool, root: str, data_stamp: str):
     from functools import partial
 
-    from auditatlas.analyses import label_doubt, review_queue
+    from auditatlas.analyses import review_queue
     from queries.kept import remember_frame
 
     run = queries.runner(root)
     slice_ = json.loads(slice_json)
-    half = None
-    if supervised:
-        half = label_doubt.kept_supervised_doubt(run, root, slice_, partial(remember_frame, root, as_file=True))
-    steps = review_queue.queue(run, order, slice_, seed, None if half is None else half.steps)
-    return steps, ([] if half is None else list(half.notes))
+    if supervised and order == "doubt":
+        return review_queue.kept_doubt_order(run, root, slice_, partial(remember_frame, root))
+    return review_queue.queue(run, order, slice_, seed), []
 
 
 def review_queue(order: str, slice_: Mapping[str, Any] | None, seed: int, supervised: bool):
@@ -209,7 +207,9 @@ def review_queue(order: str, slice_: Mapping[str, Any] | None, seed: int, superv
     the supervised half's notes: computed once per store version (verdicts aside) and shared,
     not copied, by every session and every rerun. At a million rooms the doubt order joins
     and sorts 9 million labeled steps: copied out of the data cache and computed again on
-    each step, it took 15 s a step. The frame is read-only. ``supervised``: with label doubt's
-    supervised half (doubt order), whose fit may raise AtlasError (not kept: tried again)."""
+    each step, it took 15 s a step. The whole store's doubt order is kept on disk by the write
+    (``review_queue.kept_doubt_order``), so a new server reads it. The frame is read-only.
+    ``supervised``: with label doubt's supervised half (doubt order), whose fit may raise
+    AtlasError (not kept: tried again)."""
     return _review_queue(order, json.dumps(dict(slice_ or {}), sort_keys=True, default=str), int(seed), bool(supervised),
                          str(store_root()), data_stamp())

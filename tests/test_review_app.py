@@ -136,3 +136,30 @@ def test_the_queue_is_computed_once_per_store_version_and_shared(root, monkeypat
     review_store.build(root)
     assert cached.review_queue("doubt", None, 0, supervised=True)[0] is not first
     assert computed == ["doubt", "random", "doubt"]
+
+
+def test_a_write_keeps_the_doubt_order_and_the_page_reads_it(tmp_path, monkeypatch):
+    """The whole store's doubt order is kept by the write beside the half it rests on (at a
+    million rooms its join took seconds on every new server's first /review); the page reads it
+    without ordering again. Here the half is left out (a tiny corpus), and its note is kept too."""
+    from auditatlas.after_write import keep
+    from auditatlas.analyses import review_queue
+    from components import cached
+    from queries import kept
+
+    root = review_store.build(tmp_path / "store")
+    monkeypatch.setenv("AUDITATLAS_KEEP_BOARDS", "1")
+    keep(root, print, only="label doubt")
+    order, notes = kept.read_frame(root, kept.version_key(root), review_queue.KEPT_DOUBT_ORDER)
+    assert list(zip(order["run_id"], order["step_idx"])) == review_store.DOUBT_ORDER
+    assert len(notes) == 1 and "left out on corpus 'r'" in notes[0]
+    computed = []
+    real = review_queue.queue
+    monkeypatch.setattr(review_queue, "queue", lambda *a, **k: computed.append(a[1]) or real(*a, **k))
+    monkeypatch.setenv("AUDITATLAS_STORE", str(root))
+    cached._review_queue.clear()
+    queue, page_notes = cached.review_queue("doubt", None, 0, supervised=True)
+    assert list(zip(queue["run_id"], queue["step_idx"])) == review_store.DOUBT_ORDER and page_notes == notes
+    assert computed == []  # read, not ordered again
+    cached.review_queue("doubt", {"backbone": ["Y"]}, 0, supervised=True)
+    assert computed == ["doubt"]  # a slice is ordered where it is asked for

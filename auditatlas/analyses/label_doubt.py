@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -83,10 +83,13 @@ def supervised_doubt(query: Query, root: str | Path | None, slice_: Mapping[str,
     return SupervisedDoubt(steps, notes)
 
 
-# What keeps a table per store version: ``queries.kept.remember_frame`` bound to a store root,
-# (name, compute -> (frame, notes)) -> (frame, notes, read). Handed in: analyses never import
-# the query layer.
-RememberFrame = Callable[[str, Callable[[], tuple[pd.DataFrame, Any]]], tuple[Any, Any, bool]]
+class RememberFrame(Protocol):
+    """What keeps a table per store version: ``queries.kept.remember_frame`` bound to a store
+    root. Handed in: analyses never import the query layer. ``as_file``: a kept table is handed
+    back as its Parquet file's path (for a named query to read), not its rows."""
+
+    def __call__(self, name: str, compute: Callable[[], tuple[pd.DataFrame, Any]],
+                 as_file: bool = False) -> tuple[Any, Any, bool]: ...
 KEPT_NAME = "label_doubt/supervised"
 
 

@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from ..graph import DECISIVE_SOURCE
-from ..view_state.state_fields import on_release
+from ..view_state.state_fields import filters_any, on_release
 from . import Query, label_doubt
 
 LABEL_FREE = ["unsupervised", "zero-shot"]
@@ -101,6 +101,26 @@ def queue(query: Query, order: str, slice_: Mapping[str, Any] | None, seed: int 
     if order == "judges":
         return query("review_judges", {"slice": dict(slice_ or {}), "decisive_source": DECISIVE_SOURCE})
     raise KeyError(f"no review order '{order}'; orders: {', '.join(ORDERS)}")
+
+
+KEPT_DOUBT_ORDER = "review/doubt_order"
+
+
+def kept_doubt_order(query: Query, root: Any, slice_: Mapping[str, Any] | None,
+                     remember: label_doubt.RememberFrame) -> tuple[pd.DataFrame, list[str]]:
+    """The doubt order with its supervised half, and the half's notes: for the whole store kept
+    per store version beside the half (the view /review opens on; at a million rooms its join is
+    seconds), a slice's computed. The half is handed to the query as its kept file."""
+    from functools import partial
+
+    def compute() -> tuple[pd.DataFrame, list[str]]:
+        half = label_doubt.kept_supervised_doubt(query, root, slice_, partial(remember, as_file=True))
+        return queue(query, "doubt", slice_, supervised=half.steps), list(half.notes)
+
+    if filters_any(on_release(slice_)):
+        return compute()
+    order, notes, _ = remember(KEPT_DOUBT_ORDER, compute)
+    return order, list(notes)
 
 
 def shuffled(steps: pd.DataFrame, seed: int) -> pd.DataFrame:
