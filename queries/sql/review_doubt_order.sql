@@ -40,11 +40,13 @@ judged AS (
            h.self_confidence, coalesce(h.label_issue, false) AS label_issue,
            coalesce((s.label = 0 AND 2 * f.n_top > f.n_sets) OR (s.label = 1 AND f.n_top = 0 AND f.n_sets > 0), false)
                AS free_contradicts
-    FROM sliced_steps s
+    -- steps, not sliced_steps: the flags read that too, and a CTE read twice is materialized
+    -- (a million-room store's 9 million steps held at once).
+    FROM steps s
     SEMI JOIN doubted d ON d.run_id = s.run_id AND d.step_idx = s.step_idx
     LEFT JOIN review_flags f ON f.run_id = s.run_id AND f.step_idx = s.step_idx
     LEFT JOIN half h ON h.run_id = s.run_id AND h.step_idx = s.step_idx
-    WHERE s.label IS NOT NULL
+    WHERE s.label IS NOT NULL AND @in_slice(s.run_id)
 )
 SELECT *, coalesce(1 - self_confidence, CASE WHEN free_contradicts THEN share END) AS doubt
 FROM judged
