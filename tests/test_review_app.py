@@ -150,6 +150,7 @@ def test_a_write_keeps_the_doubt_order_and_the_page_reads_it(tmp_path, monkeypat
     root = review_store.build(tmp_path / "store")
     monkeypatch.setenv("AUDITATLAS_KEEP_BOARDS", "1")
     keep(root, print, only="label doubt")
+    keep(root, print, only="the doubt order")  # a part of its own (its own process at scale)
     order, notes = kept.read_frame(root, kept.version_key(root), review_queue.KEPT_DOUBT_ORDER)
     assert list(zip(order["run_id"], order["step_idx"])) == review_store.DOUBT_ORDER
     assert len(notes) == 1 and "left out on corpus 'r'" in notes[0]
