@@ -15,8 +15,15 @@ WITH @slice,
 -- Only the doubted steps are joined to the steps and the half: the label-free doubts (from the
 -- flags alone) and the half's label issues, a few percent of the labeled steps. Joined on every
 -- labeled step, a million-room store's 9 million run ids were held twice.
+labeled_flags AS (
+    SELECT k.run_id, f.step_idx, s.label, f.n_sets, f.n_top
+    FROM review_flag_counts f
+    JOIN review_run_keys k USING (run_key)
+    JOIN steps s ON s.run_id = k.run_id AND s.step_idx = f.step_idx
+    WHERE s.label IS NOT NULL
+),
 free AS (
-    SELECT run_id, step_idx FROM review_flags
+    SELECT run_id, step_idx FROM labeled_flags
     WHERE (label = 0 AND 2 * n_top > n_sets) OR (label = 1 AND n_top = 0 AND n_sets > 0)
 ),
 issues AS (
@@ -29,6 +36,12 @@ half AS (
            CAST(h.self_confidence AS DOUBLE) AS self_confidence, CAST(h.label_issue AS BOOLEAN) AS label_issue
     FROM @frame($supervised) h
     SEMI JOIN doubted d ON d.run_id = CAST(h.run_id AS VARCHAR) AND d.step_idx = CAST(h.step_idx AS BIGINT)
+),
+doubted_flags AS (
+    SELECT k.run_id, f.step_idx, f.n_sets, f.n_top
+    FROM review_flag_counts f
+    JOIN review_run_keys k USING (run_key)
+    SEMI JOIN doubted d ON d.run_id = k.run_id AND d.step_idx = f.step_idx
 ),
 judged AS (
     SELECT s.corpus, s.run_id, s.step_idx, s.label, coalesce(f.n_sets, 0) AS n_sets,
@@ -44,7 +57,7 @@ judged AS (
     -- (a million-room store's 9 million steps held at once).
     FROM steps s
     SEMI JOIN doubted d ON d.run_id = s.run_id AND d.step_idx = s.step_idx
-    LEFT JOIN review_flags f ON f.run_id = s.run_id AND f.step_idx = s.step_idx
+    LEFT JOIN doubted_flags f ON f.run_id = s.run_id AND f.step_idx = s.step_idx
     LEFT JOIN half h ON h.run_id = s.run_id AND h.step_idx = s.step_idx
     WHERE s.label IS NOT NULL AND @in_slice(s.run_id)
 )
