@@ -1,8 +1,8 @@
 """What a write keeps for its store version before it returns, so that no reader's first open
 pays for it: every board's default view, the whole store's supervised half of label doubt and
-the doubt order it leads, the
-step vectors with the whole store's failure clusters, and the Detectors grid's default view. The CLI after a write and the app's
-first launch both call :func:`keep_for_version`; ``AUDITATLAS_KEEP_BOARDS=0`` leaves all of it
+the doubt order it leads, the step vectors with the whole store's failure clusters, and the
+Detectors grid's default view. The CLI after a write and the app's first launch both call
+:func:`keep_for_version`; ``AUDITATLAS_KEEP_BOARDS=0`` leaves all of it
 to the first open (``board_kept.keeps_after_write``).
 
 The query function and the two ``remember`` functions are handed in (``queries.kept``'s

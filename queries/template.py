@@ -83,7 +83,7 @@ def text(name: str, active: tuple[str, ...] = ()) -> str:
 @cache
 def frames(name: str) -> frozenset[str]:
     """The ``@frame($name)`` tables query ``name`` takes (fragments included)."""
-    return frozenset(_FRAME.findall(_fragments(raw(name).replace("@slice", ""))))
+    return frozenset(_FRAME.findall(text(name)))
 
 
 def frame_table(name: str) -> str:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -106,7 +107,7 @@ def queue(query: Query, order: str, slice_: Mapping[str, Any] | None, seed: int 
 KEPT_DOUBT_ORDER = "review/doubt_order"
 
 
-def kept_doubt_order(query: Query, root: Any, slice_: Mapping[str, Any] | None,
+def kept_doubt_order(query: Query, root: str | Path | None, slice_: Mapping[str, Any] | None,
                      remember: label_doubt.RememberFrame) -> tuple[pd.DataFrame, list[str]]:
     """The doubt order with its supervised half, and the half's notes: for the whole store kept
     per store version beside the half (the view /review opens on; at a million rooms its join is

@@ -30,7 +30,13 @@ issues AS (
     SELECT CAST(run_id AS VARCHAR) AS run_id, CAST(step_idx AS BIGINT) AS step_idx
     FROM @frame($supervised) WHERE label_issue
 ),
-doubted AS (SELECT * FROM free UNION SELECT * FROM issues),
+-- Each doubted step once, with whether the label-free half doubts it (the rule written once, above).
+doubted AS (
+    SELECT run_id, step_idx, bool_or(by_free) AS by_free
+    FROM (SELECT run_id, step_idx, true AS by_free FROM free
+          UNION ALL SELECT run_id, step_idx, false AS by_free FROM issues)
+    GROUP BY run_id, step_idx
+),
 half AS (
     SELECT CAST(h.run_id AS VARCHAR) AS run_id, CAST(h.step_idx AS BIGINT) AS step_idx,
            CAST(h.self_confidence AS DOUBLE) AS self_confidence, CAST(h.label_issue AS BOOLEAN) AS label_issue
@@ -50,13 +56,11 @@ judged AS (
                AS contradicting,
            CASE WHEN f.n_sets > 0 THEN (CASE WHEN s.label = 0 THEN f.n_top ELSE f.n_sets - f.n_top END) / f.n_sets END
                AS share,
-           h.self_confidence, coalesce(h.label_issue, false) AS label_issue,
-           coalesce((s.label = 0 AND 2 * f.n_top > f.n_sets) OR (s.label = 1 AND f.n_top = 0 AND f.n_sets > 0), false)
-               AS free_contradicts
+           h.self_confidence, coalesce(h.label_issue, false) AS label_issue, d.by_free AS free_contradicts
     -- steps, not sliced_steps: the flags read that too, and a CTE read twice is materialized
     -- (a million-room store's 9 million steps held at once).
     FROM steps s
-    SEMI JOIN doubted d ON d.run_id = s.run_id AND d.step_idx = s.step_idx
+    JOIN doubted d ON d.run_id = s.run_id AND d.step_idx = s.step_idx
     LEFT JOIN doubted_flags f ON f.run_id = s.run_id AND f.step_idx = s.step_idx
     LEFT JOIN half h ON h.run_id = s.run_id AND h.step_idx = s.step_idx
     WHERE s.label IS NOT NULL AND @in_slice(s.run_id)
