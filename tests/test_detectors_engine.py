@@ -253,8 +253,9 @@ def test_board_entrants_are_declared_in_board_order_on_registry_detectors():
 
 # ------------------------------------------------------------------------------- features
 
-def test_step_features_hand_worked(toy):
-    f = step_features(queries.runner(toy), "toy", {})
+@pytest.mark.parametrize("chunk_runs", [100_000, 1, 2], ids=["one read", "a run at a time", "two runs at a time"])
+def test_step_features_hand_worked(toy, chunk_runs):
+    f = step_features(queries.runner(toy), "toy", {}, chunk_runs=chunk_runs)
     col = {c: i for i, c in enumerate(f.columns)}
     r0 = f.run_pos == 0
     assert f.runs["run_id"].iloc[0] == "toy:r0"
@@ -281,10 +282,15 @@ def test_step_features_hand_worked(toy):
     assert f.X.dtype == np.float32 and len(f) == 35
 
 
-def test_text_feature_set_is_bounded_and_named(toy):
+def test_text_feature_set_is_bounded_and_named(toy, sim):
     f = step_features(queries.runner(toy), "toy", {}, "structural+text")
     text_cols = [c for c in f.columns if c.startswith("text_")]
     assert len(text_cols) == 48 and f.feature_set == "structural+text"
+    whole = step_features(queries.runner(sim), "maadbench-sim", {}, "structural+text")
+    chunked = step_features(queries.runner(sim), "maadbench-sim", {}, "structural+text", chunk_runs=7)
+    np.testing.assert_array_equal(chunked.X, whole.X)  # read seven runs at a time, the same matrix
+    np.testing.assert_array_equal(chunked.step_idx, whole.step_idx)
+    assert (whole.X[:, [whole.columns.index(c) for c in text_cols]] > 0).any(axis=1).mean() > 0.9
     with pytest.raises(AtlasError, match="unknown feature set"):
         step_features(queries.runner(toy), "toy", {}, "bag-of-everything")
 
@@ -615,3 +621,30 @@ def test_cli_workers_0_runs_the_jobs_in_this_process(toy):
 
     bad = run("score", "--detector", "random", "--workers", "-1")
     assert bad.returncode == 2 and "--workers" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_set_written_a_few_runs_at_a_time_keeps_every_row_and_rank(sim, monkeypatch):
+    """A set larger than a store batch is cut where runs change: every step and run row lands
+    once, and each run's step ranks are those of the whole run (worked here with pandas)."""
+    from auditatlas.detectors import prediction_sets
+    from auditatlas.store import SourceWriter
+
+    monkeypatch.setattr(prediction_sets, "WRITE_BATCH_ROWS", 700)  # the set is ~3,100 rows
+    batches: list[int] = []
+    append = SourceWriter.append
+    monkeypatch.setattr(SourceWriter, "append",
+                        lambda self, tables: (batches.append(len(tables["predictions"])), append(self, tables))[1])
+    result = engine.score(sim, ["iforest"], {"corpus": ["maadbench-sim"]}, [5], client=None)
+    set_id = result.sets[0].set_id
+    con = _con(sim)
+    n_steps, n_runs = con.execute(
+        "SELECT count(*), count(DISTINCT run_id) FROM steps WHERE corpus = 'maadbench-sim'").fetchone()
+    rows = con.execute("SELECT run_id, step_idx, score, rank FROM predictions WHERE set_id = ?",
+                       [set_id]).df()
+    steps = rows[rows["step_idx"].notna()].copy()
+    assert len(steps) == n_steps and rows["step_idx"].isna().sum() == n_runs
+    assert not steps.duplicated(["run_id", "step_idx"]).any()
+    assert len(batches) >= 4 and max(batches) <= 700 and sum(batches) == len(rows)
+    steps = steps.sort_values(["run_id", "score", "step_idx"], ascending=[True, False, True])
+    steps["expected"] = steps.groupby("run_id").cumcount() + 1
+    assert (steps["rank"] == steps["expected"]).all()

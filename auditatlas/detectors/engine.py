@@ -36,6 +36,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..errors import UndefinedMetric
 from ..progress import Progress, or_quiet
 from ..view_state.state_fields import copy_shared
@@ -159,6 +161,9 @@ def score(
         t0 = time.perf_counter()
         executor = execute(units, features.X, client, tick, should_stop)
         stages["jobs"] += time.perf_counter() - t0
+        # The matrix is done with: the sets are assembled without it (at a million rooms it is
+        # over a gigabyte, as much as the three sets of a panel waiting for the write).
+        features.X = np.empty((0, features.X.shape[1]), dtype=np.float32)
         t0 = time.perf_counter()
         sources = data_sources(root, corpus)
         slice_json = json.dumps({**slice_, "corpus": [corpus]}, sort_keys=True)

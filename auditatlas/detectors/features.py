@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AtlasError
-from ..progress import Progress, or_quiet, quiet
+from ..progress import Progress, or_quiet
 from ..query_function import Query
 from . import DEFAULT_FEATURE_SET, FEATURE_SETS
 
@@ -40,6 +40,7 @@ NUMERIC_COLUMNS: tuple[str, ...] = (
 TEXT_IN_FEATURES = 16
 TEXT_OUT_FEATURES = 32
 TEXT_CHUNK_RUNS = 20_000  # runs per text query: bounds the text held in memory at once
+FEATURE_CHUNK_RUNS = 100_000  # runs per read of the numeric features (about 900,000 simulated steps)
 
 
 @dataclass
@@ -85,9 +86,14 @@ def step_features(
     slice: Mapping[str, Any] | None = None,
     feature_set: str = DEFAULT_FEATURE_SET,
     progress: Progress | None = None,
+    chunk_runs: int = FEATURE_CHUNK_RUNS,
 ) -> StepFeatures:
     """Features of every step of ``corpus`` in ``slice`` (the slice's corpus filter is replaced),
-    read through ``query`` (a named query's name and parameters -> its frame)."""
+    read through ``query`` (a named query's name and parameters -> its frame).
+
+    Read ``chunk_runs`` runs at a time into one matrix made at its final size: at a million
+    rooms the whole corpus's frame, its column copies and the stacked blocks held four times
+    the matrix at once."""
     check_feature_set(feature_set)
     report = or_quiet(progress)
     sliced = {**dict(slice or {}), "corpus": [corpus]}
@@ -95,47 +101,71 @@ def step_features(
     vocab = query("step_feature_vocab", {"slice": sliced})
     actions = vocab.loc[vocab["kind"] == "action", "value"].astype(str).tolist()
     agents = vocab.loc[vocab["kind"] == "agent", "value"].astype(str).tolist()
-    report(0.2, f"reading step features of {len(runs):,} runs")
-    steps = query("step_features", {"slice": sliced, "actions": actions, "agents": agents, "lo": None, "hi": None})
-    if len(runs) and int(runs["n_steps"].sum()) != len(steps):
-        raise AtlasError("the store changed while step features were read; run the re-score again.")
-    held = [steps]
-    del steps  # _assemble lets go of the frame once its columns are copied out
-    return _assemble(corpus, feature_set, runs, held, actions, agents, query, sliced, report)
-
-
-def _assemble(corpus: str, feature_set: str, runs: pd.DataFrame, held: list[pd.DataFrame], actions: list[str],
-              agents: list[str], query: Query, sliced: Mapping[str, Any], report: Progress) -> StepFeatures:
-    """The matrix of the frame ``held`` holds (taken out of it, so it is freed here)."""
-    steps = held.pop()
-    run_pos = steps["run_pos"].to_numpy(dtype=np.int32)
-    step_idx = steps["step_idx"].to_numpy(dtype=np.int64)
-    order = np.lexsort((step_idx, run_pos))  # (run, step) order: the text chunks come the same way
-    numeric = steps.loc[:, list(NUMERIC_COLUMNS)].to_numpy(dtype=np.float32)[order]
-    action_code = steps["action_code"].to_numpy(dtype=np.int32)[order]
-    agent_code = steps["agent_code"].to_numpy(dtype=np.int32)[order]
-    label = steps["label"].to_numpy(dtype=np.float64)[order]
-    del steps
-    blocks = [numeric, _one_hot(action_code, len(actions)), _one_hot(agent_code, len(agents))]
     columns = list(NUMERIC_COLUMNS) + [f"action={a}" for a in actions] + [f"agent={a}" for a in agents]
-    if feature_set == "structural+text":
+    text = feature_set == "structural+text"
+    if text:
+        columns += [f"text_in#{i}" for i in range(TEXT_IN_FEATURES)] + [f"text_out#{i}" for i in range(TEXT_OUT_FEATURES)]
+    n_steps = int(runs["n_steps"].sum()) if len(runs) else 0
+    out = _Matrix(n_steps, len(columns))
+    changed = AtlasError("the store changed while step features were read; run the re-score again.")
+    for lo in range(0, max(len(runs), 1), chunk_runs):
+        report(0.2 + 0.3 * lo / max(len(runs), 1), f"reading step features of {len(runs):,} runs")
+        chunk = query("step_features", {"slice": sliced, "actions": actions, "agents": agents,
+                                        "lo": lo if len(runs) > chunk_runs else None,
+                                        "hi": lo + chunk_runs if len(runs) > chunk_runs else None})
+        if out.row + len(chunk) > n_steps:
+            raise changed
+        out.fill(chunk, len(actions), len(agents))
+        del chunk
+    if out.row != n_steps:
+        raise changed
+    if text:
         report(0.5, "hashing step text")
-        text_block, text_columns = _text_features(query, sliced, len(runs), len(order), report)
-        blocks.append(text_block)
-        columns += text_columns
+        _text_features(query, sliced, len(runs), out.X[:, len(columns) - TEXT_IN_FEATURES - TEXT_OUT_FEATURES:],
+                       report)
     report(0.9, "features ready")
-    return StepFeatures(
-        corpus=corpus,
-        feature_set=feature_set,
-        runs=runs,
-        run_pos=run_pos[order],
-        step_idx=step_idx[order],
-        label=label,
-        action=action_code - 1,
-        X=np.hstack(blocks).astype(np.float32, copy=False),
-        columns=columns,
-        actions=actions,
-    )
+    return out.features(corpus, feature_set, runs, columns, actions)
+
+
+class _Matrix:
+    """A feature matrix and its per-step arrays, filled a chunk of runs at a time in run order."""
+
+    def __init__(self, n_steps: int, width: int) -> None:
+        self.X = np.zeros((n_steps, width), dtype=np.float32)
+        self.run_pos = np.empty(n_steps, dtype=np.int32)
+        self.step_idx = np.empty(n_steps, dtype=np.int64)
+        self.label = np.empty(n_steps, dtype=np.float64)
+        self.action = np.empty(n_steps, dtype=np.int32)
+        self.row = 0
+
+    def fill(self, steps: pd.DataFrame, n_actions: int, n_agents: int) -> None:
+        """The next rows: one chunk's steps (whole runs, after those filled before), put in
+        (run, step) order."""
+        n = len(steps)
+        if not n:
+            return
+        run_pos = steps["run_pos"].to_numpy(dtype=np.int32)
+        step_idx = steps["step_idx"].to_numpy(dtype=np.int64)
+        order = np.lexsort((step_idx, run_pos))  # (run, step) order: the text chunks come the same way
+        rows = slice(self.row, self.row + n)
+        self.run_pos[rows] = run_pos[order]
+        self.step_idx[rows] = step_idx[order]
+        self.label[rows] = steps["label"].to_numpy(dtype=np.float64)[order]
+        width = len(NUMERIC_COLUMNS)
+        for j, name in enumerate(NUMERIC_COLUMNS):
+            self.X[rows, j] = steps[name].to_numpy(dtype=np.float32)[order]
+        action_code = steps["action_code"].to_numpy(dtype=np.int32)[order]
+        agent_code = steps["agent_code"].to_numpy(dtype=np.int32)[order]
+        self.action[rows] = action_code - 1
+        _one_hot_into(self.X[rows, width:width + n_actions], action_code)
+        _one_hot_into(self.X[rows, width + n_actions:width + n_actions + n_agents], agent_code)
+        self.row += n
+
+    def features(self, corpus: str, feature_set: str, runs: pd.DataFrame, columns: list[str],
+                 actions: list[str]) -> StepFeatures:
+        return StepFeatures(corpus=corpus, feature_set=feature_set, runs=runs, run_pos=self.run_pos,
+                            step_idx=self.step_idx, label=self.label, action=self.action, X=self.X,
+                            columns=columns, actions=actions)
 
 
 def structural_chunks(query: Query, corpus: str, slice: Mapping[str, Any] | None = None,
@@ -154,18 +184,20 @@ def structural_chunks(query: Query, corpus: str, slice: Mapping[str, Any] | None
     vocab = query("step_feature_vocab", {"slice": sliced})
     actions = vocab.loc[vocab["kind"] == "action", "value"].astype(str).tolist()
     agents = vocab.loc[vocab["kind"] == "agent", "value"].astype(str).tolist()
+    columns = list(NUMERIC_COLUMNS) + [f"action={a}" for a in actions] + [f"agent={a}" for a in agents]
     for lo in range(0, max(len(runs), 1), chunk_runs):
-        held = [query("step_features", {"slice": sliced, "actions": actions, "agents": agents, "lo": lo,
-                                        "hi": lo + chunk_runs})]
-        yield _assemble(corpus, DEFAULT_FEATURE_SET, runs, held, actions, agents, query, sliced, quiet)
+        chunk = query("step_features", {"slice": sliced, "actions": actions, "agents": agents, "lo": lo,
+                                        "hi": lo + chunk_runs})
+        out = _Matrix(len(chunk), len(columns))
+        out.fill(chunk, len(actions), len(agents))
+        del chunk
+        yield out.features(corpus, DEFAULT_FEATURE_SET, runs, columns, actions)
 
 
-def _one_hot(codes: np.ndarray, width: int) -> np.ndarray:
-    """1-based codes (0 = none) to a (rows x width) 0/1 block."""
-    out = np.zeros((len(codes), width), dtype=np.float32)
+def _one_hot_into(block: np.ndarray, codes: np.ndarray) -> None:
+    """1-based codes (0 = none) as 0/1 columns of ``block`` (rows x width, zeros before)."""
     rows = np.flatnonzero(codes > 0)
-    out[rows, codes[rows] - 1] = 1.0
-    return out
+    block[rows, codes[rows] - 1] = 1.0
 
 
 def _vectorizer(n_features: int):
@@ -175,15 +207,18 @@ def _vectorizer(n_features: int):
                              dtype=np.float32)
 
 
-def _text_features(query: Query, sliced: Mapping[str, Any], n_runs: int, n_steps: int,
-                   report: Progress) -> tuple[np.ndarray, list[str]]:
-    """Hashed n-grams of text_in and text_out, read TEXT_CHUNK_RUNS runs at a time."""
-    block = np.zeros((n_steps, TEXT_IN_FEATURES + TEXT_OUT_FEATURES), dtype=np.float32)
+def _text_features(query: Query, sliced: Mapping[str, Any], n_runs: int, block: np.ndarray,
+                   report: Progress) -> None:
+    """Hashed n-grams of text_in and text_out into ``block`` (steps x text columns, in (run,
+    step) order), read TEXT_CHUNK_RUNS runs at a time."""
+    n_steps = len(block)
     hash_in, hash_out = _vectorizer(TEXT_IN_FEATURES), _vectorizer(TEXT_OUT_FEATURES)
     row = 0
     for lo in range(0, max(n_runs, 1), TEXT_CHUNK_RUNS):
         texts = query("step_texts", {"slice": sliced, "lo": lo, "hi": lo + TEXT_CHUNK_RUNS})
         n = len(texts)
+        if row + n > n_steps:
+            raise AtlasError("the store changed while step text was read; run the re-score again.")
         if n:
             block[row:row + n, :TEXT_IN_FEATURES] = hash_in.transform(texts["text_in"]).toarray()
             block[row:row + n, TEXT_IN_FEATURES:] = hash_out.transform(texts["text_out"]).toarray()
@@ -191,5 +226,3 @@ def _text_features(query: Query, sliced: Mapping[str, Any], n_runs: int, n_steps
         report(0.5 + 0.4 * min(1.0, (lo + TEXT_CHUNK_RUNS) / max(n_runs, 1)), f"hashed the text of {row:,} steps")
     if row != n_steps:
         raise AtlasError("the store changed while step text was read; run the re-score again.")
-    columns = [f"text_in#{i}" for i in range(TEXT_IN_FEATURES)] + [f"text_out#{i}" for i in range(TEXT_OUT_FEATURES)]
-    return block, columns

@@ -18,7 +18,7 @@ from .features import StepFeatures
 from .jobs import Unit
 from .provenance import peak_grew_mb, set_params
 
-WRITE_BATCH_ROWS = 2_000_000  # predictions per store batch: few batches, bounded memory
+WRITE_BATCH_ROWS = 1_000_000  # predictions per store batch: a batch of 1M rows adds about 450 MB while the store ranks and sorts it
 
 
 @dataclass
@@ -60,7 +60,13 @@ def _run_max(values: np.ndarray, run_pos: np.ndarray, n_runs: int) -> np.ndarray
 
 def prediction_rows(set_id: str, features: StepFeatures, scores: np.ndarray, labels: np.ndarray,
                     test_step: np.ndarray, test_run: np.ndarray):
-    """The set's predictions as an Arrow table: step rows, then one run row per scored run."""
+    """The set's predictions as an Arrow table: step rows (in run order), then one run row per
+    scored run.
+
+    The string columns stay dictionary-encoded (run ids as int32 codes into the runs' ids, one
+    shared array): a panel's sets wait in memory until one write, and at a million rooms each
+    set is ten million rows, whose run ids as strings took gigabytes. The store casts them to
+    its schema's strings (and the step index to its int64) a batch at a time (``write_sets``)."""
     import pyarrow as pa
 
     n_runs = len(features.runs)
@@ -73,21 +79,20 @@ def prediction_rows(set_id: str, features: StepFeatures, scores: np.ndarray, lab
     sides = pa.array(["train", "test"], type=pa.string())
 
     def take(idx: np.ndarray):
-        return pa.DictionaryArray.from_arrays(pa.array(idx.astype(np.int32)), run_ids).cast(pa.string())
+        return pa.DictionaryArray.from_arrays(pa.array(idx.astype(np.int32)), run_ids)
 
     def side(mask: np.ndarray):
-        return pa.DictionaryArray.from_arrays(pa.array(mask.astype(np.int32)), sides).cast(pa.string())
+        return pa.DictionaryArray.from_arrays(pa.array(mask.astype(np.int8)), sides)
 
     def constant(value: str, n: int):
-        # A million-row column of one string, without a million Python objects.
-        return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)), pa.array([value])).cast(pa.string())
+        return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int8)), pa.array([value]))
 
     n_steps = len(features)
     step_rows = pa.table({
         "set_id": constant(set_id, n_steps),
         "corpus": constant(features.corpus, n_steps),
         "run_id": take(features.run_pos),
-        "step_idx": pa.array(features.step_idx, type=pa.int64()),
+        "step_idx": pa.array(features.step_idx.astype(np.int32)),  # the schema's int64 at the write
         "score": pa.array(scores, type=pa.float64()),
         "pred_label": pa.array(labels.astype(np.int8), type=pa.int8()),
         "split": side(test_step),
@@ -96,12 +101,38 @@ def prediction_rows(set_id: str, features: StepFeatures, scores: np.ndarray, lab
         "set_id": constant(set_id, len(runs_scored)),
         "corpus": constant(features.corpus, len(runs_scored)),
         "run_id": take(runs_scored),
-        "step_idx": pa.nulls(len(runs_scored), pa.int64()),
+        "step_idx": pa.nulls(len(runs_scored), pa.int32()),
         "score": pa.array(run_score, type=pa.float64()),
         "pred_label": pa.array(run_label.astype(np.int8), type=pa.int8()),
         "split": side(test_run[runs_scored]),
     })
     return pa.concat_tables([step_rows, run_rows])
+
+
+def run_pieces(predictions, max_rows: int) -> list:
+    """``predictions`` cut into slices of at most ``max_rows`` rows (more only for one run larger
+    than that), each cut where the run changes: the store ranks a run's step scores within a
+    batch, so a run's rows must not be split across two."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = predictions.num_rows
+    if n <= max_rows:
+        return [predictions]
+    runs = predictions.column("run_id").combine_chunks()
+    codes = (runs if pa.types.is_dictionary(runs.type) else pc.dictionary_encode(runs)).indices
+    codes = codes.to_numpy(zero_copy_only=False)
+    starts = np.flatnonzero(codes[1:] != codes[:-1]) + 1  # rows where a run begins
+    cuts = [0]
+    while n - cuts[-1] > max_rows:
+        at = np.searchsorted(starts, cuts[-1] + max_rows, side="right") - 1
+        cut = int(starts[at]) if at >= 0 and starts[at] > cuts[-1] else None
+        if cut is None:  # one run longer than max_rows: it goes whole, up to the next run
+            later = starts[starts > cuts[-1]]
+            cut = int(later[0]) if len(later) else n
+        cuts.append(cut)
+    cuts.append(n)
+    return [predictions.slice(a, b - a) for a, b in zip(cuts, cuts[1:]) if b > a]
 
 
 def set_record(unit: Unit, features: StepFeatures, set_id: str, source: str, slice_json: str,
@@ -137,21 +168,31 @@ def set_record(unit: Unit, features: StepFeatures, set_id: str, source: str, sli
 
 
 def write_sets(root: Path, source: str, pending: list[tuple[dict, Any]], meta: Mapping[str, Any]) -> dict:
-    """All sets as one store source. Sets go in batches of up to WRITE_BATCH_ROWS predictions:
-    the store ranks and sorts each batch, so a panel's many small sets cost one pass, not one each."""
+    """All sets as one store source, in batches of up to WRITE_BATCH_ROWS predictions: a panel's
+    many small sets go in one batch (the store ranks and sorts each batch: one pass, not one
+    each), and a set of ten million rows goes a few runs at a time, so the ranking and the cast
+    of its run ids to strings stay bounded by the batch."""
     import pyarrow as pa
 
     from ..store import SourceWriter
 
     with SourceWriter(root, source) as writer:
-        batch: list[tuple[dict, Any]] = []
+        rows_out: list[dict] = []
+        pieces: list[Any] = []
         rows = 0
-        for row, predictions in pending + [(None, None)]:
-            if batch and (row is None or rows + predictions.num_rows > WRITE_BATCH_ROWS):
-                writer.append({"prediction_sets": [r for r, _ in batch],
-                               "predictions": pa.concat_tables([p for _, p in batch])})
-                batch, rows = [], 0
-            if row is not None:
-                batch.append((row, predictions))
-                rows += predictions.num_rows
+
+        def flush() -> None:
+            nonlocal rows_out, pieces, rows
+            if rows_out or pieces:
+                writer.append({"prediction_sets": rows_out, "predictions": pa.concat_tables(pieces)})
+            rows_out, pieces, rows = [], [], 0
+
+        for row, predictions in pending:
+            rows_out.append(row)
+            for piece in run_pieces(predictions, WRITE_BATCH_ROWS):
+                if pieces and rows + piece.num_rows > WRITE_BATCH_ROWS:
+                    flush()
+                pieces.append(piece)
+                rows += piece.num_rows
+        flush()
         return writer.commit(dict(meta))

@@ -66,11 +66,12 @@ def estimator_params(model: Any) -> dict[str, Any]:
 
 
 def versions() -> dict[str, str]:
-    """Versions of the libraries that fit and scored (``params.versions``)."""
-    import pyod
-    import sklearn
+    """Versions of the libraries that fit and scored (``params.versions``), read from the installed
+    distributions: importing PyOD for its version cost a panel without a PyOD detector a second
+    or two."""
+    from importlib.metadata import version
 
-    return {"scikit-learn": sklearn.__version__, "pyod": pyod.__version__, "numpy": np.__version__}
+    return {"scikit-learn": version("scikit-learn"), "pyod": version("pyod"), "numpy": np.__version__}
 
 
 def data_sources(root: str | Path, corpus: str) -> dict[str, str]:
