@@ -98,21 +98,18 @@ def step_features(
     report = or_quiet(progress)
     sliced = {**dict(slice or {}), "corpus": [corpus]}
     runs = query("step_feature_runs", {"slice": sliced})
-    vocab = query("step_feature_vocab", {"slice": sliced})
-    actions = vocab.loc[vocab["kind"] == "action", "value"].astype(str).tolist()
-    agents = vocab.loc[vocab["kind"] == "agent", "value"].astype(str).tolist()
-    columns = list(NUMERIC_COLUMNS) + [f"action={a}" for a in actions] + [f"agent={a}" for a in agents]
+    actions, agents, columns = _vocabulary(query, sliced)
     text = feature_set == "structural+text"
     if text:
         columns += [f"text_in#{i}" for i in range(TEXT_IN_FEATURES)] + [f"text_out#{i}" for i in range(TEXT_OUT_FEATURES)]
     n_steps = int(runs["n_steps"].sum()) if len(runs) else 0
     out = _Matrix(n_steps, len(columns))
     changed = AtlasError("the store changed while step features were read; run the re-score again.")
+    whole = len(runs) <= chunk_runs  # one read, without the run positions' range
     for lo in range(0, max(len(runs), 1), chunk_runs):
         report(0.2 + 0.3 * lo / max(len(runs), 1), f"reading step features of {len(runs):,} runs")
         chunk = query("step_features", {"slice": sliced, "actions": actions, "agents": agents,
-                                        "lo": lo if len(runs) > chunk_runs else None,
-                                        "hi": lo + chunk_runs if len(runs) > chunk_runs else None})
+                                        "lo": None if whole else lo, "hi": None if whole else lo + chunk_runs})
         if out.row + len(chunk) > n_steps:
             raise changed
         out.fill(chunk, len(actions), len(agents))
@@ -125,6 +122,14 @@ def step_features(
                        report)
     report(0.9, "features ready")
     return out.features(corpus, feature_set, runs, columns, actions)
+
+
+def _vocabulary(query: Query, sliced: Mapping[str, Any]) -> tuple[list[str], list[str], list[str]]:
+    """The slice's actions and agents, in their one-hot order, and the structural columns."""
+    vocab = query("step_feature_vocab", {"slice": sliced})
+    actions = vocab.loc[vocab["kind"] == "action", "value"].astype(str).tolist()
+    agents = vocab.loc[vocab["kind"] == "agent", "value"].astype(str).tolist()
+    return actions, agents, list(NUMERIC_COLUMNS) + [f"action={a}" for a in actions] + [f"agent={a}" for a in agents]
 
 
 class _Matrix:
@@ -181,10 +186,7 @@ def structural_chunks(query: Query, corpus: str, slice: Mapping[str, Any] | None
     sliced = {**dict(slice or {}), "corpus": [corpus]}
     if runs is None:
         runs = query("step_feature_runs", {"slice": sliced})
-    vocab = query("step_feature_vocab", {"slice": sliced})
-    actions = vocab.loc[vocab["kind"] == "action", "value"].astype(str).tolist()
-    agents = vocab.loc[vocab["kind"] == "agent", "value"].astype(str).tolist()
-    columns = list(NUMERIC_COLUMNS) + [f"action={a}" for a in actions] + [f"agent={a}" for a in agents]
+    actions, agents, columns = _vocabulary(query, sliced)
     for lo in range(0, max(len(runs), 1), chunk_runs):
         chunk = query("step_features", {"slice": sliced, "actions": actions, "agents": agents, "lo": lo,
                                         "hi": lo + chunk_runs})
