@@ -314,3 +314,22 @@ def test_ingest_keeps_a_long_note_and_names_the_true_line_after_a_note_of_two_li
     done = run_cli("--store", str(root), "ingest", "reviews", str(path))
     assert done.returncode == 0, done.stderr
     assert _history(root)["note"].tolist() == ["n" * verdicts.TEXT_LIMIT]
+
+
+def test_a_prediction_on_a_step_the_run_lacks_is_left_out_of_the_flags(root):
+    """A set V4 ties c1 and d0 at 0.9 and also scores 0.95 on steps no run of the store has (one
+    past u:c's last step, a negative index, a run the store lacks). Counted, they would make
+    V4's top decile (8 scores: rank 1) hold only them, so V4 would flag neither c1 nor d0 and d0
+    (2 of 4 sets) would leave the flagged order; left out, V4 scores 5 steps, ties c1 and d0 at
+    rank 1, and both stay: c1 4 of 4, d0 3 of 4."""
+    real = [("u:c", i) for i in range(3)] + [("u:d", i) for i in range(2)]
+    stray = [("u:c", 3), ("u:d", -1), ("u:nowhere", 0)]
+    store.write_source(root, "stray", {
+        "prediction_sets": [{"set_id": "V4", "corpus": "u", "method": "v4", "family": "test",
+                             "supervision": "unsupervised", "granularity": "step", "origin": "release"}],
+        "predictions": [{"set_id": "V4", "corpus": "u", "run_id": r, "step_idx": i, "split": "all",
+                         "score": 0.95 if (r, i) in stray else 0.9 if (r, i) in {("u:c", 1), ("u:d", 0)} else 0.1}
+                        for r, i in real + stray]})
+    flagged = review_queue.queue(queries.runner(root), "flagged", {}, 0)
+    assert _keys(flagged) == review_store.FLAGGED_ORDER
+    assert list(flagged["n_top"]) == [4, 3] and list(flagged["n_sets"]) == [4, 4]

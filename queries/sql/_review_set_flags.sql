@@ -5,24 +5,22 @@
 -- A rank of at most k is a score of at least the set's k-th highest (with ties counted), so each
 -- set's cut-off is found once and the steps are compared with it, and runs and sets go by
 -- number: ranking and grouping every scored step with its run id and set id held 9 GB at a
--- million rooms with three sets.
+-- million rooms with three sets. A prediction counts when its step is one of the run's: the
+-- store holds every run's steps dense, 0..n_steps-1 (auditatlas/validate.py), so the run's
+-- n_steps says it, where a join to the slice's steps held a hash table of every step.
 review_sets AS (
     SELECT set_id, row_number() OVER (ORDER BY set_id) AS set_key FROM prediction_sets
     WHERE granularity = 'step' AND list_contains($supervisions, supervision)
 ),
 review_run_keys AS (
-    SELECT run_id, row_number() OVER (ORDER BY run_id) AS run_key FROM sliced_runs
-),
-review_step_keys AS (
-    SELECT k.run_key, s.step_idx FROM sliced_steps s JOIN review_run_keys k USING (run_id)
+    SELECT run_id, n_steps, row_number() OVER (ORDER BY run_id) AS run_key FROM sliced_runs
 ),
 review_scored AS (
     SELECT r.set_key, k.run_key, p.step_idx, max(p.score) AS score
     FROM predictions p
     JOIN review_sets r USING (set_id)
     JOIN review_run_keys k USING (run_id)
-    SEMI JOIN review_step_keys s ON s.run_key = k.run_key AND s.step_idx = p.step_idx
-    WHERE p.score IS NOT NULL
+    WHERE p.score IS NOT NULL AND p.step_idx >= 0 AND p.step_idx < k.n_steps
     GROUP BY r.set_key, k.run_key, p.step_idx
 ),
 review_cuts AS (
