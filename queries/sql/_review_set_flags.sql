@@ -8,20 +8,21 @@
 -- million rooms with three sets. A prediction counts when its step is one of the run's: the
 -- store holds every run's steps dense, 0..n_steps-1 (auditatlas/validate.py), so the run's
 -- n_steps says it, where a join to the slice's steps held a hash table of every step.
+-- The keys are 32-bit: the group of every scored step is most of the query's memory.
 review_sets AS (
-    SELECT set_id, row_number() OVER (ORDER BY set_id) AS set_key FROM prediction_sets
+    SELECT set_id, CAST(row_number() OVER (ORDER BY set_id) AS INTEGER) AS set_key FROM prediction_sets
     WHERE granularity = 'step' AND list_contains($supervisions, supervision)
 ),
 review_run_keys AS (
-    SELECT run_id, n_steps, row_number() OVER (ORDER BY run_id) AS run_key FROM sliced_runs
+    SELECT run_id, n_steps, CAST(row_number() OVER (ORDER BY run_id) AS INTEGER) AS run_key FROM sliced_runs
 ),
 review_scored AS (
-    SELECT r.set_key, k.run_key, p.step_idx, max(p.score) AS score
+    SELECT r.set_key, k.run_key, CAST(p.step_idx AS INTEGER) AS step_idx, max(p.score) AS score
     FROM predictions p
     JOIN review_sets r USING (set_id)
     JOIN review_run_keys k USING (run_id)
     WHERE p.score IS NOT NULL AND p.step_idx >= 0 AND p.step_idx < k.n_steps
-    GROUP BY r.set_key, k.run_key, p.step_idx
+    GROUP BY r.set_key, k.run_key, CAST(p.step_idx AS INTEGER)
 ),
 review_cuts AS (
     SELECT set_key, min(score) AS cut
