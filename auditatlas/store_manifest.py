@@ -108,15 +108,18 @@ def manifest_bytes(manifest: Mapping[str, Any]) -> bytes:
     return json.dumps(manifest, indent=2, sort_keys=True).encode()
 
 
-def table_files(root: str | Path, table: str, manifest: dict | None = None) -> list[str]:
+def table_files(root: str | Path, table: str, manifest: dict | None = None, skip_empty: bool = False) -> list[str]:
     """Parquet parts holding ``table`` across all sources, in source-name then part order.
 
-    Sources whose folder is missing are skipped here; :func:`health` reports them.
+    Sources whose folder is missing are skipped here; :func:`health` reports them. ``skip_empty``
+    leaves out the sources whose manifest counts no row of ``table`` (their parts are empty files).
     """
     root = Path(root)
     manifest = manifest if manifest is not None else read_manifest(root)
     files: list[str] = []
     for name in sorted(manifest["sources"]):
+        if skip_empty and (manifest["sources"][name].get("rows") or {}).get(table) == 0:
+            continue
         folder = root / manifest["sources"][name]["dir"] / table
         try:
             if folder.is_dir():

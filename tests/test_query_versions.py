@@ -237,3 +237,27 @@ def test_a_query_looks_at_the_manifest_once(tmp_path, monkeypatch):
     queries.run("detector_coverage", {"slice": {}, "set_ids": IDS}, root=root)
     queries.run("grid_actions", {"slice": {"corpus": [CORPUS]}, "target_corpus": CORPUS, "by_backbone": True}, root=root)
     assert len(looks) == 2
+
+
+def test_a_view_lists_only_the_parts_its_manifest_counts_rows_in(tmp_path):
+    """A source of runs writes an empty predictions part, a source of sets empty runs and steps
+    parts: each view reads the non-empty sources' parts only (DuckDB estimates a file list from
+    its first file, and an empty one made it plan joins on the predictions as if they were none),
+    and still every row."""
+    import review_store
+
+    root = review_store.build(tmp_path / "store")
+    dirs = {name: entry["dir"] for name, entry in read_manifest(root)["sources"].items()}
+    con = queries.connect(root)
+
+    def listed(view: str) -> str:
+        return con.execute("SELECT sql FROM duckdb_views() WHERE view_name = ? AND schema_name LIKE 'store_v%'",
+                           [view]).fetchone()[0]
+
+    assert f"{dirs['sets']}/predictions/" in listed("predictions_stored")
+    assert f"{dirs['traces']}/predictions/" not in listed("predictions_stored")
+    assert f"{dirs['traces']}/steps/" in listed("steps") and f"{dirs['sets']}/steps/" not in listed("steps")
+    assert con.execute("SELECT count(*) FROM predictions_stored").fetchone()[0] == 49
+    assert con.execute("SELECT count(*) FROM steps").fetchone()[0] == 13
+    # A table no source holds a row of is an empty view of the schema's columns.
+    assert con.execute("SELECT count(*) FROM edges").fetchone()[0] == 0
