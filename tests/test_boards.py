@@ -261,3 +261,30 @@ def test_post_detection_pairs_a_rescored_set_with_the_floor_on_the_runs_both_sco
         r.metrics["roc_auc"] for r in result.rows if r.role != "floor" and r.metrics["roc_auc"] is not None)
     data = board_json(result)
     assert data["top_group"]["leader"] == found.leader and found.leader in data["top_group"]["members"]
+
+
+def test_the_leader_sentence_names_a_seed_set_by_its_detector_and_seed_not_its_id():
+    """A re-scored detector's seeds are one line ("logreg · structural"); its best seed leads the
+    top group, and the sentence names that line and the seed, as the table does, never the set id."""
+    import numpy as np
+
+    from auditatlas.analyses.board_types import LEADER, BoardResult, BoardRow, ContrastFamily, contrasts_for
+    from auditatlas.stats import Contrast
+    from auditatlas.views.boards_view import top_group_blocks
+
+    items = {"x": np.arange(3.0)}
+    group = "logreg · structural [rescore-5ec8a910]"
+    rows = [BoardRow("coin", {"m": 0.50}, items, role="floor"),
+            BoardRow("rescore-5ec8a910-logreg-s0", {"m": 0.80}, items, seed_group=group, seed=0),
+            BoardRow("rescore-5ec8a910-logreg-s2", {"m": 0.90}, items, seed_group=group, seed=2),
+            BoardRow("hbos (released)", {"m": 0.70}, items)]
+    family = ContrastFamily("vs the leader", "m", "t", against=LEADER, members=("entrant",))
+
+    def test(fam, a, b):
+        return Contrast(fam.name, a.entrant, b.entrant, a.metrics["m"], b.metrics["m"],
+                        a.metrics["m"] - b.metrics["m"], 0.0, 0.0, 0.5, "t")
+
+    result = BoardResult("x", "X", "POST", "k", ("m",), "coin", 3, "runs", rows, contrasts_for(rows, [family], {"t": test}),
+                         primary_metric="m", leader_family="vs the leader")
+    sentence = top_group_blocks(result)[1].format(str)
+    assert sentence.startswith("The leader, logreg · structural, seed 2 (m 0.900)") and "rescore-" not in sentence

@@ -249,6 +249,22 @@ def top_share(result: BoardResult, entry: Entry) -> str:
     return "yes" if name in group.members else ""
 
 
+def leader_name(result: BoardResult, group: bool = True) -> str | None:
+    """The top group's leader as the board's lines name it: a seed set by its group's line and
+    its seed, not by its set id."""
+    found = top_group(result)
+    if found is None:
+        return None
+    seeds = {r.entrant: r.seed for r in result.rows}
+    for e in entries(result, group=group):
+        if found.leader in (e.entrant, e.row):
+            return e.entrant
+        if found.leader in e.members:
+            seed = seeds.get(found.leader)
+            return e.entrant if seed is None else f"{e.entrant}, seed {seed}"
+    return found.leader
+
+
 def top_group_names(result: BoardResult, group: bool = True) -> list[str]:
     """The top group's lines as the board shows them (a seed group once, with its share of seeds)."""
     found = top_group(result)

@@ -16,7 +16,7 @@ import pandas as pd
 from ..analyses.board_kept import Remember
 from ..analyses.board_published import missing_blocks
 from ..analyses.board_registry import PILLARS, registry, slice_lacks
-from ..analyses.board_seeds import SD_WORDS, coverage_line, top_group_names
+from ..analyses.board_seeds import SD_WORDS, coverage_line, leader_name, top_group_names
 from ..analyses.board_types import top_group
 from ..analyses.labels_in_use import board_note
 from ..errors import AtlasError
@@ -174,7 +174,8 @@ def top_group_blocks(result, per_seed: bool = False) -> list[b.Block]:
     out = [b.say("**Top group** on {} ({} line(s); marked in the table's *top group* column): {}.", group.metric,
                  len(names), "; ".join(shown)),
            b.note("The leader, {} ({} {}), and every entrant no Holm-adjusted paired contrast against it separates "
-                  "({}): no other entrant beats them significantly.", group.leader, group.metric, value, group.test)]
+                  "({}): no other entrant beats them significantly.", leader_name(result, group=not per_seed),
+                  group.metric, value, group.test)]
     if group.untested:
         out.append(b.note("Not compared with the leader (no runs or items in common with it, or one outcome only): {}.",
                           ", ".join(group.untested)))
