@@ -506,3 +506,21 @@ def test_features_read_in_batches_of_runs_equal_one_read(synth):
         # What the entrants read and no more: numbers only, the ids and outcomes beside the table.
         assert list(batched.table.columns) == [*FEATURE_COLUMNS, "run_steps", "prefix_steps"], batch
         assert all(dtype.kind in "fi" for dtype in batched.table.dtypes), batched.table.dtypes
+
+
+def test_a_sets_runs_are_taken_among_the_populations_runs_with_their_labels():
+    """Each set keeps its own runs that are in the population, in its own order, with the
+    population's label of each; a run outside it (not in the features) is left out."""
+    import pandas as pd
+
+    from auditatlas.analyses.run_detection import prediction_set_entrants
+    from auditatlas.analyses.run_features import RunFeatures
+
+    features = RunFeatures(np.array(["a", "b", "c"], dtype=object), np.array([0, 1, 0]), pd.DataFrame(), 1.0)
+    rows = pd.DataFrame({"set_id": ["S1", "S1", "S1", "S2"], "run_id": ["b", "x", "a", "c"],
+                         "score": [0.9, 0.5, 0.1, 0.3]})
+    out = prediction_set_entrants(lambda name, params: rows, "k", features)
+    assert list(out) == ["S1", "S2"]
+    assert list(out["S1"].run_ids) == ["b", "a"] and list(out["S1"].y) == [1, 0]
+    assert list(out["S1"].scores) == [0.9, 0.1]
+    assert list(out["S2"].run_ids) == ["c"] and list(out["S2"].y) == [0] and list(out["S2"].scores) == [0.3]

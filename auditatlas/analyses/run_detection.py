@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
+import pandas as pd
 
 from ..detectors import registry as detector_registry
 from ..errors import UndefinedMetric
@@ -294,13 +295,16 @@ def prediction_set_entrants(
             "include_run_level": bool(include_run_level),
         },
     )
-    label = dict(zip(features.run_ids, features.y))
-    frame = frame[frame["run_id"].isin(label)]  # the features' runs only (a sampled population)
+    # Each row's place among the features' runs (-1: not one of them, a sampled population): one
+    # hash of the run ids, not a set of them and a lookup per row.
+    place = pd.Index(features.run_ids).get_indexer(frame["run_id"])
+    frame = frame.assign(place=place)[place >= 0]
+    y_all = np.asarray(features.y, dtype=np.int64)
+    ids_all = np.asarray(features.run_ids, dtype=object)
     out: dict[str, RunScores] = {}
     for set_id, rows in frame.groupby("set_id", sort=True):
-        ids = rows["run_id"].to_numpy(dtype=object)
-        y = np.fromiter((label[r] for r in ids), dtype=np.int64, count=len(ids))
-        out[str(set_id)] = RunScores(ids, y, rows["score"].to_numpy(dtype=float))
+        at = rows["place"].to_numpy()
+        out[str(set_id)] = RunScores(ids_all[at], y_all[at], rows["score"].to_numpy(dtype=float))
     return out
 
 
