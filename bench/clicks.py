@@ -156,9 +156,10 @@ def open_settled(page, url: str) -> None:
     page.wait_for_function(DONE, arg="", timeout=300_000, polling=100)
 
 
-def run(store: Path, chromium: str, chromium_args: list[str], repeats: int = 5, verdicts: bool = False) -> list[dict]:
-    """The bare reference, then every click, each ``repeats`` times after one warm-up click not
-    counted, each on its own server, in one Chromium profile."""
+def run(store: Path, chromium: str, chromium_args: list[str], repeats: int = 5, verdicts: bool = False,
+        only: list[str] | None = None) -> list[dict]:
+    """The bare reference, then every click (``only``: those whose name holds one of these
+    words), each ``repeats`` times after one warm-up click not counted, in one Chromium profile."""
     from playwright.sync_api import sync_playwright
 
     from components import serve
@@ -175,7 +176,7 @@ def run(store: Path, chromium: str, chromium_args: list[str], repeats: int = 5, 
                 rows.append(_row("bare page: a button's rerun (reference)", times[1:], lost))
                 page.close()
             with serve.running(store) as base:
-                for click in clicks(verdicts):
+                for click in [c for c in clicks(verdicts) if not only or any(word in c.name for word in only)]:
                     page = context.new_page()
                     try:
                         open_settled(page, base + click.link)

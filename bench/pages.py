@@ -263,6 +263,8 @@ def main() -> None:
                              "(bench/clicks.py; 0: none)")
     parser.add_argument("--clicks-only", action="store_true", help="time the clicks alone, no page opens")
     parser.add_argument("--verdicts", action="store_true", help="time a /review verdict too (it writes to the store)")
+    parser.add_argument("--click", nargs="*", help="time only the clicks whose name holds one of these words "
+                                                     "(e.g. boards review)")
     parser.add_argument("--table", type=Path, nargs="*", help="print the table of earlier runs' JSON files, run nothing")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "pages.json")
     args = parser.parse_args()
@@ -311,7 +313,7 @@ def main() -> None:
 
 
 def time_clicks(args) -> list[dict]:
-    rows = clicks.run(args.store, CHROMIUM, ARGS, args.clicks or 5, args.verdicts)
+    rows = clicks.run(args.store, CHROMIUM, ARGS, args.clicks or 5, args.verdicts, args.click)
     args.out.with_name(args.out.stem + "-clicks.json").write_text(json.dumps(rows, indent=1))
     return rows
 
