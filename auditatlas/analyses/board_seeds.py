@@ -249,20 +249,22 @@ def top_share(result: BoardResult, entry: Entry) -> str:
     return "yes" if name in group.members else ""
 
 
+def _leader_entry(lines: list[Entry], leader: str) -> Entry | None:
+    """The board line that holds the top group's leader: its own row, or its seed group."""
+    return next((e for e in lines if leader in (e.entrant, e.row) or leader in e.members), None)
+
+
 def leader_name(result: BoardResult, group: bool = True) -> str | None:
     """The top group's leader as the board's lines name it: a seed set by its group's line and
     its seed, not by its set id."""
     found = top_group(result)
     if found is None:
         return None
-    seeds = {r.entrant: r.seed for r in result.rows}
-    for e in entries(result, group=group):
-        if found.leader in (e.entrant, e.row):
-            return e.entrant
-        if found.leader in e.members:
-            seed = seeds.get(found.leader)
-            return e.entrant if seed is None else f"{e.entrant}, seed {seed}"
-    return found.leader
+    line = _leader_entry(entries(result, group=group), found.leader)
+    if line is None:
+        return found.leader
+    seed = next((r.seed for r in result.rows if r.entrant == found.leader), None) if line.is_group else None
+    return line.entrant if seed is None else f"{line.entrant}, seed {seed}"
 
 
 def top_group_names(result: BoardResult, group: bool = True) -> list[str]:
@@ -270,11 +272,12 @@ def top_group_names(result: BoardResult, group: bool = True) -> list[str]:
     found = top_group(result)
     if found is None:
         return []
+    lines = entries(result, group=group)
     out = []
-    for e in entries(result, group=group):
+    for e in lines:
         share = top_share(result, e)
         if share:
             out.append(e.entrant + (f" ({share} seeds)" if e.is_group else ""))
-    leader_line = next((e.entrant for e in entries(result, group=group)
-                        if found.leader in (e.entrant, e.row) or found.leader in e.members), None)
+    leader = _leader_entry(lines, found.leader)
+    leader_line = leader.entrant if leader else None
     return sorted(out, key=lambda n: not (leader_line and n.startswith(leader_line)))
