@@ -215,16 +215,16 @@ def test_a_frame_is_declared_and_registered_for_its_query_only(tiny):
 
     import pandas as pd
 
-    doubt = queries.named.query("review_doubt_order")
-    assert doubt.frames == {"supervised"} and {"supervised", "supervisions"} <= doubt.parameters
-    sql, bound = queries.named.prepare(doubt, {"slice": {}, "supervisions": [], "supervised": pd.DataFrame()})
-    assert "frame__supervised" in sql and set(bound) == {"supervisions"}
-    sql, bound = queries.named.prepare(doubt, {"slice": {}, "supervisions": [], "supervised": Path("/x/h.parquet")})
+    issues = queries.named.query("review_supervised_half")
+    assert issues.frames == {"supervised"} and issues.parameters == {"supervised"}
+    sql, bound = queries.named.prepare(issues, {"slice": {}, "supervised": pd.DataFrame()})
+    assert "frame__supervised" in sql and set(bound) == set()
+    sql, bound = queries.named.prepare(issues, {"slice": {}, "supervised": Path("/x/h.parquet")})
     assert "read_parquet($supervised)" in sql and bound["supervised"] == "/x/h.parquet"  # a file: bound, not written in
     with pytest.raises(ValueError, match=r"needs parameter\(s\) supervised"):
-        queries.run("review_doubt_order", {"slice": {}, "supervisions": []}, root=tiny)
+        queries.run("review_supervised_half", {"slice": {}}, root=tiny)
     half = pd.DataFrame({"run_id": ["none"], "step_idx": [0], "self_confidence": [0.5], "label_issue": [True]})
-    queries.run("review_doubt_order", {"slice": {}, "supervisions": [], "supervised": half}, root=tiny)
+    assert queries.run("review_supervised_half", {"slice": {}, "supervised": half}, root=tiny).empty
     with pytest.raises(duckdb.CatalogException):
         queries.connect(tiny).execute("SELECT * FROM frame__supervised")
     cursor_of_this_thread = queries.database.for_store(tiny)

@@ -333,3 +333,26 @@ def test_a_prediction_on_a_step_the_run_lacks_is_left_out_of_the_flags(root):
     flagged = review_queue.queue(queries.runner(root), "flagged", {}, 0)
     assert _keys(flagged) == review_store.FLAGGED_ORDER
     assert list(flagged["n_top"]) == [4, 3] and list(flagged["n_sets"]) == [4, 4]
+
+
+def test_a_set_s_top_decile_counts_a_step_scored_twice_once_at_its_highest(root):
+    """A set W1 scores the 30 steps of run w:long 0..29, and step 0 a second time at 100 (its
+    highest score counts). 30 steps: k = 3 (counting the second score as a step, 31 scores,
+    would make it 4 and add step 27; keeping the last score would leave step 0 out), so the top
+    decile is steps 0, 29 and 28, and on corpus w alone (one set) those are the flagged order:
+    share 1, then run and step."""
+    store.write_source(root, "long", {
+        "corpora": [{"corpus": "w", "title": "w", "kind": "real", "label_process": "none"}],
+        "runs": [{"run_id": "w:long", "corpus": "w", "backbone": "Z", "outcome": "failure", "n_steps": 30,
+                  "label_process": "none"}],
+        "steps": [{"run_id": "w:long", "corpus": "w", "step_idx": i, "agent": "agent0", "action": "ACT",
+                   "label": None, "label_source": None, "text_in": "in", "text_out": "out"} for i in range(30)],
+        "prediction_sets": [{"set_id": "W1", "corpus": "w", "method": "w1", "family": "test",
+                             "supervision": "unsupervised", "granularity": "step", "origin": "release"}],
+        "predictions": [{"set_id": "W1", "corpus": "w", "run_id": "w:long", "step_idx": i, "split": "all",
+                         "score": float(i)} for i in range(30)]
+                       + [{"set_id": "W1", "corpus": "w", "run_id": "w:long", "step_idx": 0, "split": "all",
+                           "score": 100.0}]})
+    flagged = review_queue.queue(queries.runner(root), "flagged", {"corpus": ["w"]}, 0)
+    assert _keys(flagged) == [("w:long", 0), ("w:long", 28), ("w:long", 29)]
+    assert list(flagged["n_sets"]) == [1, 1, 1] and list(flagged["share"]) == [1.0, 1.0, 1.0]

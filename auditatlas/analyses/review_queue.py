@@ -1,8 +1,10 @@
 """The review page's queues: the steps of a slice in the order a reviewer should read them.
 
 Each order is one named query (``queries/sql/review_*.sql``) plus, for ``random``, a seeded
-shuffle here. An order with no step says why in one sentence (:func:`why_empty`). A queue is a frame of step keys (corpus, run_id, step_idx, label) in order, plus
-the signal columns its order rests on; the page walks it by position.
+shuffle here, and for ``doubt`` and ``flagged`` the sets' votes (:mod:`.review_flags`) handed to
+the query as the steps to order. An order with no step says why in one sentence
+(:func:`why_empty`). A queue is a frame of step keys (corpus, run_id, step_idx, label) in order,
+plus the signal columns its order rests on; the page walks it by position.
 
 The doubt order has two halves:
 
@@ -36,7 +38,7 @@ import pandas as pd
 
 from ..graph import DECISIVE_SOURCE
 from ..view_state.state_fields import filters_any, on_release
-from . import Query, label_doubt
+from . import Query, label_doubt, review_flags
 
 LABEL_FREE = ["unsupervised", "zero-shot"]
 EVERY_SUPERVISION = ["unsupervised", "one-class", "supervised", "zero-shot"]
@@ -87,21 +89,57 @@ def queue(query: Query, order: str, slice_: Mapping[str, Any] | None, seed: int 
     """The steps of ``slice_`` in review order ``order`` (one of ORDERS). The orders question
     the released labels, whatever the slice's label choice. ``supervised``: the supervised half
     of label doubt (``label_doubt.supervised_doubt(...).steps``: a pandas or Arrow table, or a
-    Parquet file) for the doubt order, joined, filtered and sorted in DuckDB
-    (``review_doubt_order.sql``: at a million rooms it is 9 million rows beside as many labeled
-    steps); without it, that order rests on the label-free half alone."""
+    Parquet file) for the doubt order, of which only the doubted steps are
+    joined and sorted in DuckDB (``review_doubt_order.sql``: at a million rooms the half is 9
+    million rows); without it, that order rests on the label-free half alone."""
     slice_ = on_release(slice_)
     if order == "random":
         return shuffled(query("review_labeled_steps", {"slice": dict(slice_ or {})}), seed)
     if order == "doubt":
         half = supervised if supervised is not None else NO_SUPERVISED_HALF
-        return query("review_doubt_order", {"slice": dict(slice_ or {}), "supervisions": LABEL_FREE,
-                                            "supervised": half})
+        return query("review_doubt_order", {"slice": dict(slice_ or {}), "doubted": _doubted(query, slice_, half)})
     if order == "flagged":
-        return query("review_flagged", {"slice": dict(slice_ or {}), "supervisions": EVERY_SUPERVISION})
+        flags = review_flags.step_flags(query, slice_, EVERY_SUPERVISION)
+        labels = review_flags.step_labels(query, slice_, len(flags.n_sets))
+        flagged = np.flatnonzero((labels == review_flags.UNLABELED) & (2 * flags.n_top > flags.n_sets))
+        return query("review_flagged", {"slice": dict(slice_ or {}), "flagged": flags.keys(flagged)})
     if order == "judges":
         return query("review_judges", {"slice": dict(slice_ or {}), "decisive_source": DECISIVE_SOURCE})
     raise KeyError(f"no review order '{order}'; orders: {', '.join(ORDERS)}")
+
+
+def _doubted(query: Query, slice_: Mapping[str, Any] | None, half: Any) -> pd.DataFrame:
+    """The labeled steps either half doubts, by step number, with what the doubt order sorts
+    them by: the label-free half's votes and whether it doubts the step (a labeled normal step
+    most label-free sets flag, a labeled anomaly that they score and none flags); the supervised
+    half's self-confidence where it has the step, and its label issues (its doubts)."""
+    flags = review_flags.step_flags(query, slice_, LABEL_FREE)
+    labels = review_flags.step_labels(query, slice_, len(flags.n_sets))
+    free = (((labels == 0) & (2 * flags.n_top > flags.n_sets))
+            | ((labels == 1) & (flags.n_top == 0) & (flags.n_sets > 0)))
+    supervised = query("review_supervised_half", {"slice": dict(slice_ or {}), "supervised": half})
+    step_no = supervised["step_no"].to_numpy(np.int64)
+    issues = step_no[supervised["label_issue"].to_numpy(bool)]
+    doubted = np.union1d(np.flatnonzero(free), issues)
+    doubted = doubted[labels[doubted] != review_flags.UNLABELED]
+    # The half's rows of the doubted steps: its steps are unique (one row per step it computed).
+    place = np.searchsorted(doubted, step_no)
+    found = place < len(doubted)
+    found[found] = doubted[place[found]] == step_no[found]
+    in_half = np.zeros(len(doubted), bool)
+    confidence = np.zeros(len(doubted))
+    label_issue = np.zeros(len(doubted), bool)
+    in_half[place[found]] = True
+    confidence[place[found]] = supervised["self_confidence"].to_numpy(np.float64)[found]
+    label_issue[place[found]] = supervised["label_issue"].to_numpy(bool)[found]
+    del supervised, step_no
+    keys = flags.keys(doubted)
+    keys["label"] = labels[doubted]
+    keys["free_contradicts"] = free[doubted]
+    keys["in_half"] = in_half
+    keys["self_confidence"] = confidence
+    keys["label_issue"] = label_issue
+    return keys
 
 
 KEPT_DOUBT_ORDER = "review/doubt_order"
