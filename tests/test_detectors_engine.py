@@ -648,3 +648,37 @@ def test_a_set_written_a_few_runs_at_a_time_keeps_every_row_and_rank(sim, monkey
     steps = steps.sort_values(["run_id", "score", "step_idx"], ascending=[True, False, True])
     steps["expected"] = steps.groupby("run_id").cumcount() + 1
     assert (steps["rank"] == steps["expected"]).all()
+
+
+def test_a_corpus_read_a_chunk_of_runs_at_a_time_gets_the_scores_of_one_read(sim, monkeypatch):
+    """Scored with its features held for 40 runs at a time (8 chunks of the 300 rooms), every
+    set has the scores (to the last bits), decisions and fit rows of the same call reading the
+    corpus at once:
+    the fits' rows are gathered from the chunks, each chunk scored in turn. No read holds more
+    than one chunk's steps, and each chunk is read twice (the fits' rows, then the scores)."""
+    from auditatlas.detectors import features as features_module
+
+    detectors, seeds, where = ["iforest", "lof", "logreg", "hbos", "random"], [3], {"corpus": ["maadbench-sim"]}
+    whole = engine.score(sim, detectors, where, seeds, client=None)
+    reads: list[int] = []
+    chunk = features_module.FeatureReader.chunk
+    monkeypatch.setattr(features_module.FeatureReader, "chunk",
+                        lambda self, i, progress=None: (reads.append(i), chunk(self, i, progress))[1])
+    monkeypatch.setattr(features_module.FeatureReader, "every_step", None)  # never the whole matrix
+    chunked = engine.score(sim, detectors, where, seeds, client=None, chunk_runs=40)
+    assert sorted(reads) == sorted(list(range(8)) * 2)
+    con = _con(sim)
+
+    def rows(set_id: str) -> list:
+        return con.execute("SELECT run_id, step_idx, score, pred_label, split FROM predictions WHERE set_id = ? "
+                           "ORDER BY run_id, step_idx NULLS LAST", [set_id]).fetchall()
+
+    for a, b in zip(whole.sets, chunked.sets, strict=True):
+        assert (a.detector, a.seed, a.n_steps) == (b.detector, b.seed, b.n_steps)
+        ra, rb = rows(a.set_id), rows(b.set_id)
+        assert [(r[0], r[1], r[3], r[4]) for r in ra] == [(r[0], r[1], r[3], r[4]) for r in rb], a.detector
+        # The same rows in other batch shapes: a matrix product may round its last bit otherwise.
+        np.testing.assert_allclose([r[2] for r in ra], [r[2] for r in rb], rtol=1e-12, atol=0, err_msg=a.detector)
+        pa, pb = (json.loads(con.execute("SELECT params FROM prediction_sets WHERE set_id = ?", [s]).fetchone()[0])
+                  for s in (a.set_id, b.set_id))
+        assert pa["fit_rows"] == pb["fit_rows"] and pa["dropped_columns"] == pb["dropped_columns"]

@@ -2,14 +2,17 @@
 
 For a slice, detectors, a feature set and seeds, per corpus of the slice:
 
-1. step features are computed in DuckDB (``features.step_features``) into one float32 matrix;
+1. step features are computed in DuckDB (``features.FeatureReader``) into a float32 matrix, a
+   chunk of runs at a time: a corpus of one chunk is held whole; a larger one is read for its
+   steps' keys first, then twice a chunk at a time (the fits' rows, then the scores), so the
+   corpus's matrix is never held (``run_units``);
 2. per seed, a room-disjoint split (``splits.group_split``) marks test runs;
 3. per (detector, seed) a unit (``jobs``): a fit job on the rows the registry entry chooses
    for its supervision (``Detector.training_rows``), and score jobs over every step of the
    slice (train and test);
-4. the jobs run through an executor (``executors.execute``: a Dask client from
-   ``auditatlas.cluster``, or with ``client=None`` one after another in this process, the
-   re-score page's path);
+4. the jobs run through an executor (``executors.fit_units`` and ``score_units``: a Dask
+   client from ``auditatlas.cluster``, or with ``client=None`` one after another in this
+   process, the re-score page's path);
 5. each (detector, seed) becomes one prediction set (``prediction_sets``) with its provenance
    (``provenance``: what ``params`` records).
 
@@ -42,8 +45,8 @@ from ..errors import UndefinedMetric
 from ..progress import Progress, or_quiet
 from ..view_state.state_fields import copy_shared
 from . import DEFAULT_FEATURE_SET, registry
-from .executors import Cancelled, ShouldStop, execute
-from .features import StepFeatures, check_feature_set, step_features
+from .executors import IN_PROCESS, Cancelled, ShouldStop, Tick, fit_units, score_units
+from .features import FEATURE_CHUNK_RUNS, FeatureReader, StepFeatures, check_feature_set
 from .jobs import PARTITION_ROWS, Unit, score_parts
 from .prediction_sets import SetSummary, set_record, write_sets
 from .provenance import data_sources, versions
@@ -70,8 +73,10 @@ class RescoreResult:
 
 
 def plan(features: StepFeatures, detectors: Sequence[registry.Detector], seeds: Sequence[int],
-         partition_rows: int = PARTITION_ROWS, test_size: float = TEST_SIZE) -> tuple[list[Unit], list[str]]:
-    """The units of one corpus, and notes on (detector, seed) pairs that cannot be fitted."""
+         partition_rows: int = PARTITION_ROWS, test_size: float = TEST_SIZE,
+         bounds: list[int] | None = None) -> tuple[list[Unit], list[str]]:
+    """The units of one corpus, and notes on (detector, seed) pairs that cannot be fitted.
+    ``bounds``: the first rows of the chunks the features are read in (one chunk when None)."""
     units, notes = [], []
     n = len(features)
     for seed in seeds:
@@ -86,9 +91,44 @@ def plan(features: StepFeatures, detectors: Sequence[registry.Detector], seeds: 
             if training.problem:
                 notes.append(f"{detector.name}, seed {seed}, corpus '{features.corpus}': {training.problem}; skipped.")
                 continue
-            units.append(Unit(detector, int(seed), training, score_parts(detector, n, partition_rows),
+            units.append(Unit(detector, int(seed), training, score_parts(detector, n, partition_rows, bounds),
                               test_run=split.test_run, test_step=test_step, split_info=info))
     return units, notes
+
+
+def run_units(reader: FeatureReader, features: StepFeatures, units: list[Unit], client: Any = None,
+              tick: Tick | None = None, should_stop: ShouldStop | None = None) -> str:
+    """Fit and score ``units`` on the steps of ``reader``, ``features`` its steps' keys (with
+    their matrix when the corpus is one chunk); returns where the jobs ran.
+
+    A corpus of several chunks is never held as one matrix: the rows the fits choose (at most
+    ``max_train`` a unit, or every training step of a detector without a cap) are gathered from
+    a first read of the chunks, and each unit scores the next read a chunk at a time. A
+    detector that reads no feature (the random floor) scores every step in one call on a
+    matrix of no column."""
+    reading = [unit for unit in units if unit.detector.reads_features]
+    rowless = [unit for unit in units if not unit.detector.reads_features]
+    n = len(features)
+    where = IN_PROCESS if client is None else ""
+    if rowless:
+        no_column = np.empty((n, 0), dtype=np.float32)
+        fit_units(rowless, no_column, client, tick, should_stop)
+        where = score_units(rowless, no_column, 0, n, client, tick, should_stop)
+    if not reading:
+        return where
+    if reader.whole:
+        fit_units(reading, features.X, client, tick, should_stop)
+        return score_units(reading, features.X, 0, n, client, tick, should_stop)
+    need = np.unique(np.concatenate([unit.training.rows for unit in reading]))
+    fit_X = reader.gather(need)
+    fit_units(reading, fit_X, client, tick, should_stop,
+              rows=[np.searchsorted(need, unit.training.rows) for unit in reading])
+    del fit_X
+    for i in range(len(reader.ranges)):
+        chunk = reader.chunk(i)
+        where = score_units(reading, chunk.X, reader.bounds[i], reader.bounds[i + 1], client, tick, should_stop)
+        del chunk
+    return where
 
 
 def score(
@@ -103,11 +143,14 @@ def score(
     should_stop: ShouldStop | None = None,
     partition_rows: int = PARTITION_ROWS,
     test_size: float = TEST_SIZE,
+    chunk_runs: int = FEATURE_CHUNK_RUNS,
 ) -> RescoreResult:
     """Fit and score ``detectors`` on the slice, seed by seed; write every set; return summaries.
 
     ``seeds``: a count (seeds 0..n-1) or the seeds themselves. ``client``: a Dask client (see
-    ``auditatlas.cluster``), or None to run in this process. Raises UndefinedMetric when no
+    ``auditatlas.cluster``), or None to run in this process. ``chunk_runs``: the runs whose
+    features are held at once (a corpus with more is fitted on the rows gathered for the fits
+    and scored a chunk at a time). Raises UndefinedMetric when no
     corpus of the slice holds both anomalous and normal labeled steps, Cancelled when
     ``should_stop`` turns true (nothing is then written).
     """
@@ -146,9 +189,10 @@ def score(
 
         stop_check()
         t0 = time.perf_counter()
-        features = step_features(query, corpus, slice_, feature_set, progress=lambda f, m: sub(0.15 * f, m))
+        reader = FeatureReader(query, corpus, slice_, feature_set, chunk_runs)
+        features = (reader.every_step if reader.whole else reader.keys)(lambda f, m: sub(0.15 * f, m))
         stages["features"] += time.perf_counter() - t0
-        units, unit_notes = plan(features, chosen, seed_values, partition_rows, test_size)
+        units, unit_notes = plan(features, chosen, seed_values, partition_rows, test_size, reader.bounds)
         notes += unit_notes
         total = sum(u.jobs() for u in units)
         done = [0]
@@ -159,10 +203,9 @@ def score(
             stop_check()
 
         t0 = time.perf_counter()
-        executor = execute(units, features.X, client, tick, should_stop)
+        executor = run_units(reader, features, units, client, tick, should_stop)
         stages["jobs"] += time.perf_counter() - t0
-        # The matrix is done with: the sets are assembled without it (at a million rooms it is
-        # over a gigabyte, as much as the three sets of a panel waiting for the write).
+        # The matrix is done with: the sets are assembled without it.
         features.X = np.empty((0, features.X.shape[1]), dtype=np.float32)
         t0 = time.perf_counter()
         sources = data_sources(root, corpus)

@@ -89,39 +89,110 @@ def step_features(
     chunk_runs: int = FEATURE_CHUNK_RUNS,
 ) -> StepFeatures:
     """Features of every step of ``corpus`` in ``slice`` (the slice's corpus filter is replaced),
-    read through ``query`` (a named query's name and parameters -> its frame).
+    read through ``query`` (a named query's name and parameters -> its frame), as one matrix.
 
     Read ``chunk_runs`` runs at a time into one matrix made at its final size: at a million
     rooms the whole corpus's frame, its column copies and the stacked blocks held four times
-    the matrix at once."""
-    check_feature_set(feature_set)
-    report = or_quiet(progress)
-    sliced = {**dict(slice or {}), "corpus": [corpus]}
-    runs = query("step_feature_runs", {"slice": sliced})
-    actions, agents, columns = _vocabulary(query, sliced)
-    text = feature_set == "structural+text"
-    if text:
-        columns += [f"text_in#{i}" for i in range(TEXT_IN_FEATURES)] + [f"text_out#{i}" for i in range(TEXT_OUT_FEATURES)]
-    n_steps = int(runs["n_steps"].sum()) if len(runs) else 0
-    out = _Matrix(n_steps, len(columns))
-    changed = AtlasError("the store changed while step features were read; run the re-score again.")
-    whole = len(runs) <= chunk_runs  # one read, without the run positions' range
-    for lo in range(0, max(len(runs), 1), chunk_runs):
-        report(0.2 + 0.3 * lo / max(len(runs), 1), f"reading step features of {len(runs):,} runs")
-        chunk = query("step_features", {"slice": sliced, "actions": actions, "agents": agents,
-                                        "lo": None if whole else lo, "hi": None if whole else lo + chunk_runs})
-        if out.row + len(chunk) > n_steps:
-            raise changed
-        out.fill(chunk, len(actions), len(agents))
+    the matrix at once. A caller that can work a chunk at a time reads :class:`FeatureReader`'s
+    chunks instead."""
+    return FeatureReader(query, corpus, slice, feature_set, chunk_runs).every_step(progress)
+
+
+class FeatureReader:
+    """One corpus's step features in a slice, a chunk of ``chunk_runs`` runs at a time.
+
+    ``keys`` reads every step's keys without its features; ``chunk(i)`` the features of the
+    steps of chunk ``i`` (rows ``bounds[i]`` to ``bounds[i + 1]`` of the slice's steps in (run,
+    step) order); ``every_step`` all of them as one matrix. The detector engine fits on the rows
+    it gathers and scores chunk by chunk, so it never holds the corpus's matrix (1.5 GB of
+    float32 at a million rooms). A chunk read that does not hold the rows the runs said means
+    the store changed meanwhile: an error, never a misaligned row.
+    """
+
+    def __init__(self, query: Query, corpus: str, slice: Mapping[str, Any] | None = None,
+                 feature_set: str = DEFAULT_FEATURE_SET, chunk_runs: int = FEATURE_CHUNK_RUNS) -> None:
+        check_feature_set(feature_set)
+        self.query, self.corpus, self.feature_set = query, corpus, feature_set
+        self.sliced = {**dict(slice or {}), "corpus": [corpus]}
+        self.runs = query("step_feature_runs", {"slice": self.sliced})
+        self.actions, self.agents, self.columns = _vocabulary(query, self.sliced)
+        self.text = feature_set == "structural+text"
+        if self.text:
+            self.columns += ([f"text_in#{i}" for i in range(TEXT_IN_FEATURES)]
+                             + [f"text_out#{i}" for i in range(TEXT_OUT_FEATURES)])
+        n_runs = len(self.runs)
+        self.ranges = [(lo, min(n_runs, lo + chunk_runs)) for lo in range(0, max(n_runs, 1), chunk_runs)]
+        first_step = np.concatenate([[0], np.cumsum(self.runs["n_steps"].to_numpy(np.int64))])
+        self.bounds = [int(first_step[lo]) if n_runs else 0 for lo, _ in self.ranges] + [int(first_step[-1])]
+        self.n_steps = self.bounds[-1]
+
+    @property
+    def whole(self) -> bool:
+        """One chunk: the matrix is read in one query (without the run positions' range)."""
+        return len(self.ranges) == 1
+
+    def _changed(self) -> AtlasError:
+        return AtlasError("the store changed while step features were read; run the re-score again.")
+
+    def _range(self, i: int) -> dict[str, Any]:
+        lo, hi = self.ranges[i]
+        return {"lo": None, "hi": None} if self.whole else {"lo": lo, "hi": hi}
+
+    def _fill(self, out: _Matrix, i: int, report: Progress) -> None:
+        """Chunk ``i``'s features into ``out`` from its current row on."""
+        start = out.row
+        chunk = self.query("step_features", {"slice": self.sliced, "actions": self.actions, "agents": self.agents,
+                                             **self._range(i)})
+        if len(chunk) != self.bounds[i + 1] - self.bounds[i]:
+            raise self._changed()
+        out.fill(chunk, len(self.actions), len(self.agents))
         del chunk
-    if out.row != n_steps:
-        raise changed
-    if text:
-        report(0.5, "hashing step text")
-        _text_features(query, sliced, len(runs), out.X[:, len(columns) - TEXT_IN_FEATURES - TEXT_OUT_FEATURES:],
-                       report)
-    report(0.9, "features ready")
-    return out.features(corpus, feature_set, runs, columns, actions)
+        if self.text:
+            width = TEXT_IN_FEATURES + TEXT_OUT_FEATURES
+            _text_features(self.query, self.sliced, *self.ranges[i], out.X[start:out.row, len(self.columns) - width:],
+                           report)
+
+    def every_step(self, progress: Progress | None = None) -> StepFeatures:
+        """Every step's features as one matrix."""
+        report = or_quiet(progress)
+        out = _Matrix(self.n_steps, len(self.columns))
+        for i in range(len(self.ranges)):
+            report(0.2 + 0.7 * i / len(self.ranges), f"reading step features of {len(self.runs):,} runs")
+            self._fill(out, i, report)
+        report(0.9, "features ready")
+        return out.features(self.corpus, self.feature_set, self.runs, self.columns, self.actions)
+
+    def chunk(self, i: int, progress: Progress | None = None) -> StepFeatures:
+        """Chunk ``i``'s steps with their features (``runs`` is every run of the slice)."""
+        out = _Matrix(self.bounds[i + 1] - self.bounds[i], len(self.columns))
+        self._fill(out, i, or_quiet(progress))
+        return out.features(self.corpus, self.feature_set, self.runs, self.columns, self.actions)
+
+    def gather(self, rows: np.ndarray) -> np.ndarray:
+        """Rows ``rows`` (sorted, unique) of the matrix, read a chunk at a time: the fits' rows."""
+        out = np.empty((len(rows), len(self.columns)), dtype=np.float32)
+        for i in range(len(self.ranges)):
+            a, b = np.searchsorted(rows, [self.bounds[i], self.bounds[i + 1]])
+            if a < b:
+                out[a:b] = self.chunk(i).X[rows[a:b] - self.bounds[i]]
+        return out
+
+    def keys(self, progress: Progress | None = None) -> StepFeatures:
+        """Every step's keys (run, step, label, action) with a matrix of no column: what a split
+        and a fit's rows are chosen on."""
+        report = or_quiet(progress)
+        out = _Matrix(self.n_steps, 0)
+        for i, (lo, hi) in enumerate(self.ranges):
+            report(0.2 * i / len(self.ranges), f"reading the keys of {len(self.runs):,} runs' steps")
+            chunk = self.query("step_feature_keys", {"slice": self.sliced, "actions": self.actions, "lo": lo,
+                                                     "hi": hi})
+            if len(chunk) != self.bounds[i + 1] - self.bounds[i]:
+                raise self._changed()
+            out.fill(chunk, 0, 0, columns=False)
+            del chunk
+        if out.row != self.n_steps:
+            raise self._changed()
+        return out.features(self.corpus, self.feature_set, self.runs, self.columns, self.actions)
 
 
 def _vocabulary(query: Query, sliced: Mapping[str, Any]) -> tuple[list[str], list[str], list[str]]:
@@ -143,9 +214,9 @@ class _Matrix:
         self.action = np.empty(n_steps, dtype=np.int32)
         self.row = 0
 
-    def fill(self, steps: pd.DataFrame, n_actions: int, n_agents: int) -> None:
+    def fill(self, steps: pd.DataFrame, n_actions: int, n_agents: int, columns: bool = True) -> None:
         """The next rows: one chunk's steps (whole runs, after those filled before), put in
-        (run, step) order."""
+        (run, step) order; their keys only when not ``columns``."""
         n = len(steps)
         if not n:
             return
@@ -156,6 +227,10 @@ class _Matrix:
         self.run_pos[rows] = run_pos[order]
         self.step_idx[rows] = step_idx[order]
         self.label[rows] = steps["label"].to_numpy(dtype=np.float64)[order]
+        if not columns:
+            self.action[rows] = steps["action_code"].to_numpy(dtype=np.int32)[order] - 1
+            self.row += n
+            return
         width = len(NUMERIC_COLUMNS)
         for j, name in enumerate(NUMERIC_COLUMNS):
             self.X[rows, j] = steps[name].to_numpy(dtype=np.float32)[order]
@@ -209,15 +284,15 @@ def _vectorizer(n_features: int):
                              dtype=np.float32)
 
 
-def _text_features(query: Query, sliced: Mapping[str, Any], n_runs: int, block: np.ndarray,
+def _text_features(query: Query, sliced: Mapping[str, Any], lo: int, hi: int, block: np.ndarray,
                    report: Progress) -> None:
-    """Hashed n-grams of text_in and text_out into ``block`` (steps x text columns, in (run,
-    step) order), read TEXT_CHUNK_RUNS runs at a time."""
+    """Hashed n-grams of text_in and text_out of the steps of runs [lo, hi) into ``block``
+    (their steps x text columns, in (run, step) order), read TEXT_CHUNK_RUNS runs at a time."""
     n_steps = len(block)
     hash_in, hash_out = _vectorizer(TEXT_IN_FEATURES), _vectorizer(TEXT_OUT_FEATURES)
     row = 0
-    for lo in range(0, max(n_runs, 1), TEXT_CHUNK_RUNS):
-        texts = query("step_texts", {"slice": sliced, "lo": lo, "hi": lo + TEXT_CHUNK_RUNS})
+    for at in range(lo, max(hi, lo + 1), TEXT_CHUNK_RUNS):
+        texts = query("step_texts", {"slice": sliced, "lo": at, "hi": min(hi, at + TEXT_CHUNK_RUNS)})
         n = len(texts)
         if row + n > n_steps:
             raise AtlasError("the store changed while step text was read; run the re-score again.")
@@ -225,6 +300,6 @@ def _text_features(query: Query, sliced: Mapping[str, Any], n_runs: int, block: 
             block[row:row + n, :TEXT_IN_FEATURES] = hash_in.transform(texts["text_in"]).toarray()
             block[row:row + n, TEXT_IN_FEATURES:] = hash_out.transform(texts["text_out"]).toarray()
         row += n
-        report(0.5 + 0.4 * min(1.0, (lo + TEXT_CHUNK_RUNS) / max(n_runs, 1)), f"hashed the text of {row:,} steps")
+        report(0.5 + 0.4 * min(1.0, (at - lo + TEXT_CHUNK_RUNS) / max(hi - lo, 1)), f"hashed the text of {row:,} steps")
     if row != n_steps:
         raise AtlasError("the store changed while step text was read; run the re-score again.")

@@ -27,7 +27,7 @@ class Fitted:
     """A fitted detector and what the score jobs and provenance need from its fit."""
 
     model: Any
-    keep: np.ndarray  # column indices the model reads
+    keep: np.ndarray | None  # column indices the model reads; None: it reads no column, only the rows
     seconds: float
     cpu_seconds: float
     grew_mb: float
@@ -48,7 +48,7 @@ def fit_job(name: str, seed: int, X: np.ndarray, rows: np.ndarray, y: np.ndarray
                 raise UndefinedMetric(f"{name}: no feature varies on the {len(rows):,} rows it would be fitted on.")
             fit_X = fit_X[:, keep]
         else:
-            keep = np.arange(X.shape[1])
+            keep = None
         model = detector.make(seed)
         if detector.scale:
             from sklearn.pipeline import make_pipeline
@@ -117,15 +117,19 @@ def _is_probability_detector(model: Any) -> bool:
 def score_job(fitted: Fitted, X: np.ndarray, lo: int, hi: int, rows: np.ndarray | None = None) -> Scored:
     """Scores and decisions of rows [lo, hi) of X (of X[rows] when ``rows`` is given)."""
     with Meter() as meter:
-        part = (X[lo:hi] if rows is None else X[rows[lo:hi]])[:, fitted.keep]
+        part = X[lo:hi] if rows is None else X[rows[lo:hi]]
+        part = part if fitted.keep is None else part[:, fitted.keep]
         scores = np.asarray(fitted.model.decision_function(part), dtype=np.float64)
         labels = decisions(fitted.model, part, scores)
         del part
     return Scored(lo, scores, labels, meter.seconds, meter.cpu_seconds, meter.grew_mb, meter.rss_mb)
 
 
-def score_parts(detector: registry.Detector, n: int, partition_rows: int = PARTITION_ROWS) -> list[tuple[int, int]]:
-    """Row ranges [lo, hi) of the score jobs over ``n`` rows.
+def score_parts(detector: registry.Detector, n: int, partition_rows: int = PARTITION_ROWS,
+                bounds: list[int] | None = None) -> list[tuple[int, int]]:
+    """Row ranges [lo, hi) of the score jobs over ``n`` rows, within each of the chunks whose
+    first rows are ``bounds`` (the features read a chunk of runs at a time; one chunk when
+    None).
 
     A detector that reads no features gets one job over all rows: the random floor draws its
     scores in one seeded call over the population, so splitting it would change its numbers.
@@ -133,7 +137,8 @@ def score_parts(detector: registry.Detector, n: int, partition_rows: int = PARTI
     if not detector.reads_features:
         return [(0, n)]
     size = max(1, int(partition_rows))
-    return [(lo, min(n, lo + size)) for lo in range(0, n, size)]
+    edges = [0, n] if bounds is None else list(bounds)
+    return [(lo, min(hi, lo + size)) for start, hi in zip(edges, edges[1:]) for lo in range(start, hi, size)]
 
 
 @dataclass

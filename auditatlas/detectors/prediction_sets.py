@@ -7,8 +7,9 @@ suspicious as its most suspicious step).
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -137,8 +138,10 @@ def run_pieces(predictions, max_rows: int) -> list:
 
 def set_record(unit: Unit, features: StepFeatures, set_id: str, source: str, slice_json: str,
                executor: str, created_at: str, data_sources: dict[str, str],
-               versions: dict[str, str]) -> tuple[dict[str, Any], Any, SetSummary]:
-    """The ``prediction_sets`` row, the predictions table and the summary of one scored unit."""
+               versions: dict[str, str]) -> tuple[dict[str, Any], Callable[[], Any], SetSummary]:
+    """The ``prediction_sets`` row, what makes its predictions table and the summary of one
+    scored unit. The table is made when the set is written (``write_sets``): a panel's tables
+    at once were 200 MB a set at a million rooms, its scores 9 MB a million steps."""
     from .metrics import summarize
 
     fitted = unit.fitted
@@ -158,7 +161,7 @@ def set_record(unit: Unit, features: StepFeatures, set_id: str, source: str, sli
         "feature_set": features.feature_set, "slice": slice_json, "origin": "rescore", "source_file": source,
         "created_at": created_at,
     }
-    predictions = prediction_rows(set_id, features, scores, labels, unit.test_step, unit.test_run)
+    predictions = partial(prediction_rows, set_id, features, scores, labels, unit.test_step, unit.test_run)
     summary_row = SetSummary(set_id, features.corpus, detector.name, detector.family, detector.supervision,
                              unit.seed, features.feature_set, len(features), int(unit.test_step.sum()),
                              summary.n_pos, summary.n_neg, summary.roc_auc, fitted.seconds, score_seconds,
@@ -167,7 +170,7 @@ def set_record(unit: Unit, features: StepFeatures, set_id: str, source: str, sli
     return row, predictions, summary_row
 
 
-def write_sets(root: Path, source: str, pending: list[tuple[dict, Any]], meta: Mapping[str, Any]) -> dict:
+def write_sets(root: Path, source: str, pending: list[tuple[dict, Callable[[], Any]]], meta: Mapping[str, Any]) -> dict:
     """All sets as one store source, in batches of up to WRITE_BATCH_ROWS predictions: a panel's
     many small sets go in one batch (the store ranks and sorts each batch: one pass, not one
     each), and a set of ten million rows goes a few runs at a time, so the ranking and the cast
@@ -187,9 +190,9 @@ def write_sets(root: Path, source: str, pending: list[tuple[dict, Any]], meta: M
                 writer.append({"prediction_sets": rows_out, "predictions": pa.concat_tables(pieces)})
             rows_out, pieces, rows = [], [], 0
 
-        for row, predictions in pending:
+        for row, make_predictions in pending:
             rows_out.append(row)
-            for piece in run_pieces(predictions, WRITE_BATCH_ROWS):
+            for piece in run_pieces(make_predictions(), WRITE_BATCH_ROWS):
                 if pieces and rows + piece.num_rows > WRITE_BATCH_ROWS:
                     flush()
                 pieces.append(piece)

@@ -87,7 +87,7 @@ def set_params(unit: Unit, features: StepFeatures, summary: Summary, executor: s
     """The ``params`` JSON of the prediction set ``unit`` became (keys sorted)."""
     fitted, parts, detector = unit.fitted, unit.scored, unit.detector
     assert fitted is not None and parts, "a unit's provenance is written only after all its jobs ran"
-    kept = set(fitted.keep.tolist())
+    kept = set(range(len(features.columns)) if fitted.keep is None else fitted.keep.tolist())
     params = {
         "detector": detector.name,
         "title": detector.title,

@@ -233,7 +233,9 @@ class Detector:
 # kernel detectors cost O(n_train) per scored step, so 2,000 rows. The rest are capped at
 # 200,000: past that a model on ~40 columns learns nothing new, while liblinear's logistic
 # regression takes 25 s on 740k rows (4 s on 200k), PyOD's IForest scores all its training
-# rows inside fit, and ECOD/COPOD re-rank the training rows with every scored batch.
+# rows inside fit, and ECOD/COPOD re-rank the training rows with every scored batch. A capped
+# fit is also what lets the engine score a large corpus a chunk at a time: it gathers the
+# fits' rows, never the corpus's matrix (HBOS's histograms are the same from 200,000 rows).
 SMALL_FIT = 2_000
 LARGE_FIT = 200_000
 
@@ -244,7 +246,7 @@ DETECTORS: tuple[Detector, ...] = (
     Detector("lof", "LOF (PyOD)", "tabular", "unsupervised", _lof, max_train=SMALL_FIT, scale=True),
     Detector("ecod", "ECOD (PyOD)", "tabular", "unsupervised", _ecod, max_train=LARGE_FIT),
     Detector("copod", "COPOD (PyOD)", "tabular", "unsupervised", _copod, max_train=LARGE_FIT),
-    Detector("hbos", "HBOS (PyOD)", "tabular", "unsupervised", _hbos),
+    Detector("hbos", "HBOS (PyOD)", "tabular", "unsupervised", _hbos, max_train=LARGE_FIT),
     Detector("ocsvm", "One-class SVM (PyOD)", "tabular", "one-class", _ocsvm, max_train=SMALL_FIT, scale=True),
     Detector("logreg", "Logistic regression", "tabular", "supervised", _logreg, max_train=LARGE_FIT),
     Detector("random-forest", "Random forest", "tabular", "supervised", _random_forest, max_train=LARGE_FIT),
