@@ -12,6 +12,7 @@ the query layer.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -46,14 +47,17 @@ def keep_for_version(root: str | Path, query: Query, remember: board_kept.Rememb
         (BOARD + name, f"the {name} board could not be scored now",
          lambda name=name: board_kept.keep_all(query, remember, name), "the Boards page scores it on first open")
         for name in board_kept.registry()]
+    # A table kept already is found, not read (the half is 9 million rows at a million rooms,
+    # 2.3 GB as a frame): ``as_file`` hands back its path.
+    as_path = partial(remember_frame, as_file=True)
     kept += [
         ("label doubt", "the supervised half of label doubt could not be fitted now",
-         lambda: label_doubt.kept_supervised_doubt(query, root, {}, remember_frame),
+         lambda: label_doubt.kept_supervised_doubt(query, root, {}, as_path),
          "the Review page fits it on first open"),
         # A part of its own: after the fit in one process, the two peaks added up (2.4 GB at a
         # million rooms against 1.8 and 1.5 apart).
         ("the doubt order", "the Review page's doubt order could not be computed now",
-         lambda: review_queue.kept_doubt_order(query, root, {}, remember_frame),
+         lambda: review_queue.kept_doubt_order(query, root, {}, as_path),
          "the Review page computes it on first open"),
         ("step vectors and failure clusters", "the step vectors could not be built now",
          lambda: clusters.keep_default(root, query), "the Patterns page builds them on first open"),

@@ -91,6 +91,26 @@ def test_a_cli_write_keeps_the_doubt_for_the_first_review(tmp_path, version, fit
     assert len(fits) == 1
 
 
+def test_keeping_a_version_again_finds_the_kept_half_and_order_without_reading_their_rows(
+        tmp_path, version, fits, monkeypatch):
+    """A second keep of one version (``auditatlas warm`` run again) finds the kept half and
+    doubt order by their files: read as frames, the half alone was 2.3 GB at a million rooms."""
+    from auditatlas.after_write import keep
+    from auditatlas.analyses import review_queue
+
+    monkeypatch.setenv("AUDITATLAS_KEEP_BOARDS", "1")
+    monkeypatch.setattr("auditatlas.analyses.board_kept.keep_all", lambda query, remember, only=None: [])
+    monkeypatch.setattr(review_queue, "queue", lambda *a, **k: FRAME)  # the order's query (no store here)
+    keep(tmp_path, print)
+    reads: list[tuple[str, bool]] = []
+    read_frame = kept.read_frame
+    monkeypatch.setattr(kept, "read_frame", lambda root, key, name, as_file=False: (
+        reads.append((name, as_file)), read_frame(root, key, name, as_file))[1])
+    keep(tmp_path, print)
+    assert len(fits) == 1
+    assert sorted(reads) == sorted([(review_queue.KEPT_DOUBT_ORDER, True), (label_doubt.KEPT_NAME, True)])
+
+
 def test_a_cli_write_builds_the_step_vectors_and_the_default_clusters(tmp_path, version, fits, monkeypatch):
     from auditatlas.after_write import keep
     from auditatlas.patterns import clusters, vectors
