@@ -108,7 +108,8 @@ def test_keeping_a_version_again_finds_the_kept_half_and_order_without_reading_t
         reads.append((name, as_file)), read_frame(root, key, name, as_file))[1])
     keep(tmp_path, print)
     assert len(fits) == 1
-    assert sorted(reads) == sorted([(review_queue.KEPT_DOUBT_ORDER, True), (label_doubt.KEPT_NAME, True)])
+    tables = (review_queue.KEPT_DOUBT_ORDER, label_doubt.KEPT_NAME)
+    assert sorted(read for read in reads if read[0] in tables) == sorted((name, True) for name in tables)
 
 
 def test_a_cli_write_builds_the_step_vectors_and_the_default_clusters(tmp_path, version, fits, monkeypatch):
@@ -160,3 +161,29 @@ def test_the_write_keeps_the_detectors_grid_and_the_page_reads_it(tmp_path, monk
     # A slice is computed, and not kept.
     page_texts(open_page(store, monkeypatch, "pages/detectors.py", outcome="failure"))
     assert "grid_means" in asked and len(list(folder.glob("query_grid_means_*.parquet"))) == 1
+
+
+def test_the_write_keeps_the_rescored_sets_and_the_page_reads_them(tmp_path, monkeypatch):
+    """The Re-score page's sets with their test ROC-AUCs (recomputed from the predictions: 5 s
+    at a million rooms) are kept per store version as the page asks for them; the page then
+    reads them and recomputes none."""
+    import shutil
+
+    import queries
+    from app_support import open_page, page_texts
+    from auditatlas.detectors import engine
+    from auditatlas.views import rescore_view
+    from stores import copy_of
+
+    store = copy_of("rescore-app", tmp_path / "store")
+    engine.score(store, ["random"], {"corpus": ["maadbench-sim"]}, 1)
+    shutil.rmtree(kept.home(store), ignore_errors=True)
+    rescore_view.keep_default_sets(kept.remembering_runner(store))
+    folder = kept.home(store) / kept.version_key(store)
+    assert len(list(folder.glob("query_rescore_sets_*.parquet"))) == 1
+    asked: list[str] = []
+    run = queries.run
+    monkeypatch.setattr(queries, "run", lambda name, params=None, root=None: asked.append(name) or run(name, params, root))
+    text = page_texts(open_page(store, monkeypatch, "pages/rescore.py"))
+    assert "step_label_counts" in asked and "rescore_sets" not in asked, asked  # read from the kept file
+    assert "1 re-scored set(s) on the slice's corpora" in text

@@ -85,6 +85,13 @@ def rescored_sets(query: Query, slice_: Mapping[str, Any], counts: pd.DataFrame)
     return out
 
 
+def keep_default_sets(query: Query) -> None:
+    """Ask ``query`` (which keeps what it is told to keep, ``queries.kept.KEPT_QUERIES``) for the
+    page's re-scored sets of the whole store, as the page asks for them."""
+    counts, _, _ = label_counts(query, {})
+    rescored_sets(query, {}, counts)
+
+
 # -------------------------------------------------------------------------------------- judges
 
 # The judge table's columns read from a set's provenance (``judges.engine._params``): column,
