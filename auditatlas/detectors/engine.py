@@ -46,7 +46,7 @@ from ..progress import Progress, or_quiet
 from ..view_state.state_fields import copy_shared
 from . import DEFAULT_FEATURE_SET, registry
 from .executors import IN_PROCESS, Cancelled, ShouldStop, Tick, fit_units, score_units
-from .features import FEATURE_CHUNK_RUNS, FeatureReader, StepFeatures, check_feature_set
+from .features import SCORE_CHUNK_RUNS, FeatureReader, StepFeatures, check_feature_set
 from .jobs import PARTITION_ROWS, Unit, score_parts
 from .prediction_sets import SetSummary, set_record, write_sets
 from .provenance import data_sources, versions
@@ -143,7 +143,7 @@ def score(
     should_stop: ShouldStop | None = None,
     partition_rows: int = PARTITION_ROWS,
     test_size: float = TEST_SIZE,
-    chunk_runs: int = FEATURE_CHUNK_RUNS,
+    chunk_runs: int = SCORE_CHUNK_RUNS,
 ) -> RescoreResult:
     """Fit and score ``detectors`` on the slice, seed by seed; write every set; return summaries.
 
@@ -218,7 +218,11 @@ def score(
                                                    created_at, sources, library_versions)
             pending.append((row, predictions))
             summaries.append(summary)
-            unit.scored = []  # the arrays now live in the Arrow table only
+            unit.scored = []  # the arrays now live in the set's scores only
+        # What the sets' tables are made of at the write: the steps' runs and indices, the
+        # runs' ids (the runs' other columns and the steps' labels are 300 MB at a million rooms).
+        features.runs = features.runs[["run_id"]]
+        features.label = features.action = np.empty(0)
         stages["assemble"] += time.perf_counter() - t0
         del features
 

@@ -19,7 +19,7 @@ from .features import StepFeatures
 from .jobs import Unit
 from .provenance import peak_grew_mb, set_params
 
-WRITE_BATCH_ROWS = 1_000_000  # predictions per store batch: a batch of 1M rows adds about 450 MB while the store ranks and sorts it
+WRITE_BATCH_ROWS = 500_000  # predictions per store batch: a batch of 1M rows added about 450 MB while the store ranked and sorted it
 
 
 @dataclass
@@ -71,7 +71,7 @@ def prediction_rows(set_id: str, features: StepFeatures, scores: np.ndarray, lab
     import pyarrow as pa
 
     n_runs = len(features.runs)
-    run_ids = pa.array(features.runs["run_id"].astype(str).tolist(), type=pa.string())
+    run_ids = pa.array(features.runs["run_id"]).cast(pa.string())  # Arrow's own strings: no Python str per run
     has_steps = np.zeros(n_runs, dtype=bool)
     has_steps[features.run_pos] = True
     runs_scored = np.flatnonzero(has_steps)
