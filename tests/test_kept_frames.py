@@ -187,3 +187,30 @@ def test_the_write_keeps_the_rescored_sets_and_the_page_reads_them(tmp_path, mon
     text = page_texts(open_page(store, monkeypatch, "pages/rescore.py"))
     assert "step_label_counts" in asked and "rescore_sets" not in asked, asked  # read from the kept file
     assert "1 re-scored set(s) on the slice's corpora" in text
+
+
+def test_the_write_keeps_the_overviews_counts_and_the_page_reads_them(tmp_path, monkeypatch):
+    """The Overview's counts and rates (the counts per corpus scan every prediction) are kept
+    per store version as the page asks for them; the page then reads them and runs none of
+    their queries, and shows the same tables; a slice is computed."""
+    import shutil
+
+    import queries
+    from app_support import open_page, page_texts
+    from auditatlas.views import overview_view
+    from stores import copy_of
+
+    store = copy_of("rescore-app", tmp_path / "store")
+    before = page_texts(open_page(store, monkeypatch, "pages/overview.py"))
+    shutil.rmtree(kept.home(store), ignore_errors=True)
+    overview_view.keep_default(kept.remembering_runner(store))
+    folder = kept.home(store) / kept.version_key(store)
+    names = ("corpus_counts", "slice_summary", "action_rates", "silent_failures")
+    assert all(len(list(folder.glob(f"query_{name}_*.parquet"))) == 1 for name in names)
+    asked: list[str] = []
+    run = queries.run
+    monkeypatch.setattr(queries, "run", lambda name, params=None, root=None: asked.append(name) or run(name, params, root))
+    assert page_texts(open_page(store, monkeypatch, "pages/overview.py")) == before
+    assert not set(names) & set(asked), asked
+    page_texts(open_page(store, monkeypatch, "pages/overview.py", backbone="GPT-4.1"))
+    assert {"slice_summary", "action_rates", "silent_failures"} <= set(asked)

@@ -62,6 +62,12 @@ def content(query: Query, slice_: Mapping[str, Any]) -> list[b.Block]:
     return out
 
 
+def keep_default(query: Query) -> None:
+    """Ask ``query`` (which keeps what it is told to keep, ``queries.kept.KEPT_QUERIES``) for
+    the Overview of the whole store, as the page asks for it."""
+    content(query, {})
+
+
 def _rates(labeled: pd.DataFrame) -> list[b.Block]:
     from ..figures.rates import rate_heatmap
 
