@@ -139,22 +139,31 @@ def test_a_kept_query_is_named_alike_from_the_page_and_the_write_and_only_under_
     assert kept.query_name("grid_cells", write) is None  # not one of KEPT_QUERIES
 
 
-def test_the_write_keeps_the_detectors_grid_and_the_page_reads_it(tmp_path, monkeypatch):
+def _kept_then_recorded(store, keep, names, monkeypatch) -> tuple:
+    """``keep`` run on ``store`` through the write's remembering runner (nothing kept before, as
+    after a write), one kept file per query of ``names``; then every named query run from here
+    on recorded. Returns the version's kept folder and the record."""
     import shutil
 
     import queries
+
+    shutil.rmtree(kept.home(store), ignore_errors=True)  # pages opened on a shared store keep theirs too
+    keep(kept.remembering_runner(store))
+    folder = kept.home(store) / kept.version_key(store)
+    assert all(len(list(folder.glob(f"query_{name}_*.parquet"))) == 1 for name in names)
+    asked: list[str] = []
+    run = queries.run
+    monkeypatch.setattr(queries, "run", lambda name, params=None, root=None: asked.append(name) or run(name, params, root))
+    return folder, asked
+
+
+def test_the_write_keeps_the_detectors_grid_and_the_page_reads_it(tmp_path, monkeypatch):
     from app_support import open_page, page_texts
     from auditatlas.analyses import detector_comparison
     from stores import copy_of
 
     store = copy_of("detectors", tmp_path / "store")
-    shutil.rmtree(kept.home(store), ignore_errors=True)  # pages opened on the shared store keep theirs too
-    detector_comparison.keep_default_grid(kept.remembering_runner(store))
-    folder = kept.home(store) / kept.version_key(store)
-    assert len(list(folder.glob("query_grid_means_*.parquet"))) == 1
-    asked: list[str] = []
-    run = queries.run
-    monkeypatch.setattr(queries, "run", lambda name, params=None, root=None: asked.append(name) or run(name, params, root))
+    folder, asked = _kept_then_recorded(store, detector_comparison.keep_default_grid, ["grid_means"], monkeypatch)
     text = page_texts(open_page(store, monkeypatch, "pages/detectors.py"))
     assert "grid_cells" in asked and "grid_means" not in asked, asked  # read from the kept file
     assert "Per-action ROC-AUC" in text
@@ -167,9 +176,6 @@ def test_the_write_keeps_the_rescored_sets_and_the_page_reads_them(tmp_path, mon
     """The Re-score page's sets with their test ROC-AUCs (recomputed from the predictions: 5 s
     at a million rooms) are kept per store version as the page asks for them; the page then
     reads them and recomputes none."""
-    import shutil
-
-    import queries
     from app_support import open_page, page_texts
     from auditatlas.detectors import engine
     from auditatlas.views import rescore_view
@@ -177,13 +183,7 @@ def test_the_write_keeps_the_rescored_sets_and_the_page_reads_them(tmp_path, mon
 
     store = copy_of("rescore-app", tmp_path / "store")
     engine.score(store, ["random"], {"corpus": ["maadbench-sim"]}, 1)
-    shutil.rmtree(kept.home(store), ignore_errors=True)
-    rescore_view.keep_default_sets(kept.remembering_runner(store))
-    folder = kept.home(store) / kept.version_key(store)
-    assert len(list(folder.glob("query_rescore_sets_*.parquet"))) == 1
-    asked: list[str] = []
-    run = queries.run
-    monkeypatch.setattr(queries, "run", lambda name, params=None, root=None: asked.append(name) or run(name, params, root))
+    _, asked = _kept_then_recorded(store, rescore_view.keep_default_sets, ["rescore_sets"], monkeypatch)
     text = page_texts(open_page(store, monkeypatch, "pages/rescore.py"))
     assert "step_label_counts" in asked and "rescore_sets" not in asked, asked  # read from the kept file
     assert "1 re-scored set(s) on the slice's corpora" in text
@@ -193,23 +193,14 @@ def test_the_write_keeps_the_overviews_counts_and_the_page_reads_them(tmp_path, 
     """The Overview's counts and rates (the counts per corpus scan every prediction) are kept
     per store version as the page asks for them; the page then reads them and runs none of
     their queries, and shows the same tables; a slice is computed."""
-    import shutil
-
-    import queries
     from app_support import open_page, page_texts
     from auditatlas.views import overview_view
     from stores import copy_of
 
     store = copy_of("rescore-app", tmp_path / "store")
     before = page_texts(open_page(store, monkeypatch, "pages/overview.py"))
-    shutil.rmtree(kept.home(store), ignore_errors=True)
-    overview_view.keep_default(kept.remembering_runner(store))
-    folder = kept.home(store) / kept.version_key(store)
     names = ("corpus_counts", "slice_summary", "action_rates", "silent_failures")
-    assert all(len(list(folder.glob(f"query_{name}_*.parquet"))) == 1 for name in names)
-    asked: list[str] = []
-    run = queries.run
-    monkeypatch.setattr(queries, "run", lambda name, params=None, root=None: asked.append(name) or run(name, params, root))
+    _, asked = _kept_then_recorded(store, overview_view.keep_default, names, monkeypatch)
     assert page_texts(open_page(store, monkeypatch, "pages/overview.py")) == before
     assert not set(names) & set(asked), asked
     page_texts(open_page(store, monkeypatch, "pages/overview.py", backbone="GPT-4.1"))
