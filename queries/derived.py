@@ -78,7 +78,7 @@ READERS: frozenset[str] = frozenset({
     "grid_cells", "grid_errors", "detector_coverage", "detector_overall", "detector_sets", "grid_means",
     "grid_cells_ranked", "grid_errors_ranked", "grid_means_ranked", "detector_coverage_ranked", "detector_overall_ranked",
     "grid_actions_cube", "slice_options_stored", "propagation_possible_stored", "propagation_heatmap_cube",
-    "propagation_sources_cube",
+    "propagation_sources_cube", "rescore_sets_ranked",
 })
 # Tables whose rows grow with the number of sets and slice cells, not with the corpus: the
 # query layer holds them in memory (the others it reads from their files).

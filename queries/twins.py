@@ -43,6 +43,8 @@ TWINS: dict[str, Twin] = {
     "propagation_heatmap": Twin("propagation_heatmap_cube", lambda p: frozenset(SLICE_COLUMNS)),
     "propagation_sources": Twin("propagation_sources_cube", lambda p: frozenset(SLICE_COLUMNS)),
     "slice_options": Twin("slice_options_stored", lambda p: frozenset(SLICE_COLUMNS)),
+    # Each set's ROC-AUC over all its test steps: the query takes no slice.
+    "rescore_sets": Twin("rescore_sets_ranked", lambda p: frozenset()),
     # Pairs possible anywhere in the store: the query takes no slice.
     "propagation_possible": Twin("propagation_possible_stored", lambda p: frozenset(SLICE_COLUMNS)),
 }

@@ -379,6 +379,16 @@ def test_rescore_writes_sets_with_provenance_and_leaves_other_sources_alone(sim)
         assert summary.test_roc_auc == pytest.approx(expected, abs=1e-12)
         assert table.loc[summary.set_id, "test_roc_auc"] == pytest.approx(expected, abs=1e-9)
         assert (summary.test_pos, summary.test_neg) == (sum(y), len(y) - sum(y))
+    # The list read the stored ranks (its twin over the derived tables); the live query agrees.
+    import pandas as pd
+
+    import queries as query_layer
+
+    assert query_layer.database.for_store(sim).derived
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(query_layer.twins, "TWINS", {})
+        live = run("rescore_sets", {"corpora": ["maadbench-sim"]}, root=sim).set_index("set_id")
+    pd.testing.assert_frame_equal(live, table)
 
 
 def test_split_is_room_disjoint_in_the_store_and_runs_take_their_steps_max(sim):
