@@ -356,3 +356,17 @@ def test_a_set_s_top_decile_counts_a_step_scored_twice_once_at_its_highest(root)
     flagged = review_queue.queue(queries.runner(root), "flagged", {"corpus": ["w"]}, 0)
     assert _keys(flagged) == [("w:long", 0), ("w:long", 28), ("w:long", 29)]
     assert list(flagged["n_sets"]) == [1, 1, 1] and list(flagged["share"]) == [1.0, 1.0, 1.0]
+
+
+def test_a_step_the_half_holds_without_a_value_is_ordered_by_the_label_free_half(built):
+    """HALF with b3's probability missing: b3 is ordered as if the half had not computed it, by
+    its label-free share (1.0, all four sets contradicting it), first; a NaN must not sort
+    before every doubt nor after every one."""
+    keys = list(HALF)
+    half = pd.DataFrame({"run_id": [r for r, _ in keys], "step_idx": [i for _, i in keys],
+                         "self_confidence": [float("nan") if k == ("r:b", 3) else HALF[k][0] for k in keys],
+                         "label_issue": [HALF[k][1] for k in keys]})
+    doubt = review_queue.queue(queries.runner(built), "doubt", {}, 0, supervised=half)
+    assert _keys(doubt) == [("r:b", 3), ("r:a", 2), ("r:b", 1), ("r:a", 0), ("r:b", 2), ("r:a", 1)]
+    assert doubt["doubt"].tolist() == pytest.approx([1.0, 1.0, 1.0, 0.95, 0.75, 0.4])
+    assert doubt["self_confidence"].isna().tolist() == [True, True, True, False, True, False]
