@@ -153,8 +153,9 @@ class FeatureReader:
         del chunk
         if self.text:
             width = TEXT_IN_FEATURES + TEXT_OUT_FEATURES
+            # The hashing's own progress only when it is the whole read's (a chunk's would go back).
             _text_features(self.query, self.sliced, *self.ranges[i], out.X[start:out.row, len(self.columns) - width:],
-                           report)
+                           report if self.whole else or_quiet(None))
 
     def every_step(self, progress: Progress | None = None) -> StepFeatures:
         """Every step's features as one matrix."""
