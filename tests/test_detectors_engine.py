@@ -501,7 +501,10 @@ def test_dask_local_cluster_gives_the_in_process_scores(toy, local_cluster):
     local = engine.score(toy, ["iforest", "logreg", "random"], {}, 2)
     info = local_cluster.scheduler_info()
     assert len(info["workers"]) == 2
-    remote = engine.score(toy, ["iforest", "logreg", "random"], {}, 2, client=local_cluster, partition_rows=10)
+    # On the cluster a chunk of three runs at a time: the fits on gathered rows, each chunk
+    # scattered and scored in turn.
+    remote = engine.score(toy, ["iforest", "logreg", "random"], {}, 2, client=local_cluster, partition_rows=10,
+                          chunk_runs=3)
     con = _con(toy)
     for a, b in zip(local.sets, remote.sets):
         assert (a.detector, a.seed) == (b.detector, b.seed)
@@ -513,7 +516,7 @@ def test_dask_local_cluster_gives_the_in_process_scores(toy, local_cluster):
         params = json.loads(con.execute("SELECT params FROM prediction_sets WHERE set_id = ?", [b.set_id]).fetchone()[0])
         assert params["executor"].startswith("dask tcp://127.0.0.1") and "2 workers" in params["executor"]
         if b.detector != "random":
-            assert params["partitions"] == 4  # 35 steps in parts of 10
+            assert params["partitions"] == 6  # 35 steps: chunks of 12, 12 and 11 steps, each in parts of 10
 
 
 def _free_port() -> int:
