@@ -45,7 +45,7 @@ from ..errors import UndefinedMetric
 from ..progress import Progress, or_quiet
 from ..view_state.state_fields import copy_shared
 from . import DEFAULT_FEATURE_SET, registry
-from .executors import IN_PROCESS, Cancelled, ShouldStop, Tick, fit_units, score_units
+from .executors import Cancelled, ShouldStop, Tick, executor_name, fit_units, score_units
 from .features import SCORE_CHUNK_RUNS, FeatureReader, StepFeatures, check_feature_set
 from .jobs import PARTITION_ROWS, Unit, score_parts
 from .prediction_sets import SetSummary, set_record, write_sets
@@ -109,26 +109,24 @@ def run_units(reader: FeatureReader, features: StepFeatures, units: list[Unit], 
     reading = [unit for unit in units if unit.detector.reads_features]
     rowless = [unit for unit in units if not unit.detector.reads_features]
     n = len(features)
-    where = IN_PROCESS if client is None else ""
     if rowless:
         no_column = np.empty((n, 0), dtype=np.float32)
         fit_units(rowless, no_column, client, tick, should_stop)
-        where = score_units(rowless, no_column, 0, n, client, tick, should_stop)
-    if not reading:
-        return where
-    if reader.whole:
+        score_units(rowless, no_column, 0, n, client, tick, should_stop)
+    if reading and reader.whole:
         fit_units(reading, features.X, client, tick, should_stop)
-        return score_units(reading, features.X, 0, n, client, tick, should_stop)
-    need = np.unique(np.concatenate([unit.training.rows for unit in reading]))
-    fit_X = reader.gather(need)
-    fit_units(reading, fit_X, client, tick, should_stop,
-              rows=[np.searchsorted(need, unit.training.rows) for unit in reading])
-    del fit_X
-    for i in range(len(reader.ranges)):
-        chunk = reader.chunk(i)
-        where = score_units(reading, chunk.X, reader.bounds[i], reader.bounds[i + 1], client, tick, should_stop)
-        del chunk
-    return where
+        score_units(reading, features.X, 0, n, client, tick, should_stop)
+    elif reading:
+        need = np.unique(np.concatenate([unit.training.rows for unit in reading]))
+        fit_X = reader.gather(need)
+        fit_units(reading, fit_X, client, tick, should_stop,
+                  rows=[np.searchsorted(need, unit.training.rows) for unit in reading])
+        del fit_X
+        for i in range(len(reader.ranges)):
+            chunk = reader.chunk(i)
+            score_units(reading, chunk.X, reader.bounds[i], reader.bounds[i + 1], client, tick, should_stop)
+            del chunk
+    return executor_name(client)
 
 
 def score(

@@ -50,7 +50,7 @@ def fit_units(units: list[Unit], X: np.ndarray, client: Any = None, tick: Tick |
     futures = [(client.submit(fit_job, unit.detector.name, unit.seed, X_remote, fit_rows, unit.training.y,
                               pure=False), unit) for unit, fit_rows in zip(units, rows)]
     _gather(client, futures, tick, should_stop, X_remote)
-    return _where(client)
+    return executor_name(client)
 
 
 def score_units(units: list[Unit], X: np.ndarray, lo: int, hi: int, client: Any = None, tick: Tick | None = None,
@@ -80,7 +80,7 @@ def score_units(units: list[Unit], X: np.ndarray, lo: int, hi: int, client: Any 
                                **hint)
         futures.append((future, (unit, lo)))
     _gather(client, futures, tick, should_stop, X_remote, *models.values())
-    return _where(client)
+    return executor_name(client)
 
 
 def _placed(scored: Scored, offset: int) -> Scored:
@@ -88,7 +88,10 @@ def _placed(scored: Scored, offset: int) -> Scored:
     return scored
 
 
-def _where(client: Any) -> str:
+def executor_name(client: Any) -> str:
+    """Where jobs on ``client`` run, as ``params.executor`` records it."""
+    if client is None:
+        return IN_PROCESS
     from ..cluster import describe
 
     return describe(client)

@@ -114,11 +114,16 @@ class FeatureReader:
     """
 
     def __init__(self, query: Query, corpus: str, slice: Mapping[str, Any] | None = None,
-                 feature_set: str = DEFAULT_FEATURE_SET, chunk_runs: int = FEATURE_CHUNK_RUNS) -> None:
+                 feature_set: str = DEFAULT_FEATURE_SET, chunk_runs: int = FEATURE_CHUNK_RUNS,
+                 runs: pd.DataFrame | None = None) -> None:
         check_feature_set(feature_set)
         self.query, self.corpus, self.feature_set = query, corpus, feature_set
         self.sliced = {**dict(slice or {}), "corpus": [corpus]}
-        self.runs = query("step_feature_runs", {"slice": self.sliced})
+        # ``runs``: the slice's runs as a caller read them before (``step_feature_runs``, or only
+        # its ``run_pos`` column: then the chunks' row counts are not known ahead, and only
+        # ``chunk`` reads), so a caller reading the corpus again does not read every run's keys
+        # and names again (about 450 MB at a million rooms).
+        self.runs = runs if runs is not None else query("step_feature_runs", {"slice": self.sliced})
         self.actions, self.agents, self.columns = _vocabulary(query, self.sliced)
         self.text = feature_set == "structural+text"
         if self.text:
@@ -126,9 +131,11 @@ class FeatureReader:
                              + [f"text_out#{i}" for i in range(TEXT_OUT_FEATURES)])
         n_runs = len(self.runs)
         self.ranges = [(lo, min(n_runs, lo + chunk_runs)) for lo in range(0, max(n_runs, 1), chunk_runs)]
-        first_step = np.concatenate([[0], np.cumsum(self.runs["n_steps"].to_numpy(np.int64))])
-        self.bounds = [int(first_step[lo]) if n_runs else 0 for lo, _ in self.ranges] + [int(first_step[-1])]
-        self.n_steps = self.bounds[-1]
+        self.bounds: list[int] | None = None
+        if "n_steps" in self.runs:
+            first_step = np.concatenate([[0], np.cumsum(self.runs["n_steps"].to_numpy(np.int64))])
+            self.bounds = [int(first_step[lo]) if n_runs else 0 for lo, _ in self.ranges] + [int(first_step[-1])]
+            self.n_steps = self.bounds[-1]
 
     @property
     def whole(self) -> bool:
@@ -142,13 +149,18 @@ class FeatureReader:
         lo, hi = self.ranges[i]
         return {"lo": None, "hi": None} if self.whole else {"lo": lo, "hi": hi}
 
-    def _fill(self, out: _Matrix, i: int, report: Progress) -> None:
-        """Chunk ``i``'s features into ``out`` from its current row on."""
-        start = out.row
+    def _read(self, i: int) -> pd.DataFrame:
+        """Chunk ``i``'s steps with their numeric features, as many as its runs said."""
         chunk = self.query("step_features", {"slice": self.sliced, "actions": self.actions, "agents": self.agents,
                                              **self._range(i)})
-        if len(chunk) != self.bounds[i + 1] - self.bounds[i]:
+        if self.bounds is not None and len(chunk) != self.bounds[i + 1] - self.bounds[i]:
             raise self._changed()
+        return chunk
+
+    def _fill(self, out: _Matrix, i: int, report: Progress, chunk: pd.DataFrame | None = None) -> None:
+        """Chunk ``i``'s features (``chunk`` when read already) into ``out`` from its current row on."""
+        start = out.row
+        chunk = chunk if chunk is not None else self._read(i)
         out.fill(chunk, len(self.actions), len(self.agents))
         del chunk
         if self.text:
@@ -169,8 +181,10 @@ class FeatureReader:
 
     def chunk(self, i: int, progress: Progress | None = None) -> StepFeatures:
         """Chunk ``i``'s steps with their features (``runs`` is every run of the slice)."""
-        out = _Matrix(self.bounds[i + 1] - self.bounds[i], len(self.columns))
-        self._fill(out, i, or_quiet(progress))
+        chunk = self._read(i)
+        out = _Matrix(len(chunk), len(self.columns))
+        self._fill(out, i, or_quiet(progress), chunk)
+        del chunk
         return out.features(self.corpus, self.feature_set, self.runs, self.columns, self.actions)
 
     def gather(self, rows: np.ndarray) -> np.ndarray:
@@ -256,24 +270,13 @@ class _Matrix:
 def structural_chunks(query: Query, corpus: str, slice: Mapping[str, Any] | None = None,
                       chunk_runs: int = TEXT_CHUNK_RUNS, runs: pd.DataFrame | None = None) -> Iterator[StepFeatures]:
     """The ``structural`` features of ``step_features``, ``chunk_runs`` runs at a time, in (run,
-    step) order: each chunk's ``runs`` is every run of the slice (run_pos is the row there), its
-    rows that chunk's steps. What a caller that reads every step of a large corpus holds at once
-    is then one chunk's rows, not the corpus's.
-
-    ``runs``: the slice's runs as a caller read them before (``step_feature_runs``, or only its
-    ``run_pos`` column when the caller needs no more): a caller reading the corpus again then
-    does not read every run's keys and names again (about 450 MB at a million rooms)."""
-    sliced = {**dict(slice or {}), "corpus": [corpus]}
-    if runs is None:
-        runs = query("step_feature_runs", {"slice": sliced})
-    actions, agents, columns = _vocabulary(query, sliced)
-    for lo in range(0, max(len(runs), 1), chunk_runs):
-        chunk = query("step_features", {"slice": sliced, "actions": actions, "agents": agents, "lo": lo,
-                                        "hi": lo + chunk_runs})
-        out = _Matrix(len(chunk), len(columns))
-        out.fill(chunk, len(actions), len(agents))
-        del chunk
-        yield out.features(corpus, DEFAULT_FEATURE_SET, runs, columns, actions)
+    step) order (:meth:`FeatureReader.chunk`): each chunk's ``runs`` is every run of the slice
+    (run_pos is the row there), its rows that chunk's steps. What a caller that reads every step
+    of a large corpus holds at once is then one chunk's rows, not the corpus's. ``runs``: as
+    :class:`FeatureReader` takes them."""
+    reader = FeatureReader(query, corpus, slice, DEFAULT_FEATURE_SET, chunk_runs, runs=runs)
+    for i in range(len(reader.ranges)):
+        yield reader.chunk(i)
 
 
 def _one_hot_into(block: np.ndarray, codes: np.ndarray) -> None:
