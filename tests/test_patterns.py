@@ -322,3 +322,19 @@ def test_the_clusters_line_says_what_the_centres_were_fitted_on(monkeypatch):
     assert patterns_view.clusters_line(result).sentence == (
         "30 labeled anomalies in 2 clusters (seed 0): the centres were fitted on a seeded sample of 10 of them, and "
         "every one is in the cluster of its nearest centre.")
+
+
+def test_vectors_read_a_few_runs_at_a_time_are_the_vectors_of_one_read(root, query, tmp_path, monkeypatch):
+    """Each batch's read is bounded by its first and last run id and numbers its runs from its
+    first position: four runs then two give every step the row, run and features of one read."""
+    whole, batched = tmp_path / "whole", tmp_path / "batched"
+    build.build(query, whole)
+    monkeypatch.setattr(build, "BATCH_RUNS", 4)
+    build.build(query, batched)
+    shards = [json.loads((folder / build.DONE).read_text())["shards"] for folder in (whole, batched)]
+    assert shards == [[[0, 36]], [[0, 24], [24, 36]]]
+    for name in build.FEATURES:
+        np.testing.assert_array_equal(np.load(batched / f"{name}.npy"), np.load(whole / f"{name}.npy"), err_msg=name)
+    assert np.load(whole / "run_pos.npy").tolist() == [r for r in range(6) for _ in range(6)]  # six runs of six steps
+    assert np.load(whole / "step_idx.npy").tolist() == list(range(6)) * 6
+

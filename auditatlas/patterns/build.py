@@ -73,7 +73,7 @@ def build(query: Query, folder: Path, progress: Progress | None = None) -> None:
         agents = vocab.loc[vocab["kind"] == "agent", "value"].astype(str).tolist()
         runs.drop(columns=["run_pos"]).to_parquet(out / "runs.parquet", index=False)
         n_runs, n_rows = len(runs), int(runs["n_steps"].sum())
-        shards, df = _first_pass(query, scratch, out, n_runs, n_rows, actions, agents, report)
+        shards, df = _first_pass(query, scratch, out, runs["run_id"], n_rows, actions, agents, report)
         weights = text.idf(df, n_rows)
         for i, (_lo, hi) in enumerate(shards):
             _second_pass(scratch / f"tf-{i}.npz", out / f"shard-{i}", weights)
@@ -84,16 +84,22 @@ def build(query: Query, folder: Path, progress: Progress | None = None) -> None:
         (out / DONE).write_text(json.dumps(meta))
 
 
-def _first_pass(query: Query, scratch: Path, out: Path, n_runs: int, n_rows: int, actions: list[str],
+def _first_pass(query: Query, scratch: Path, out: Path, run_ids: pd.Series, n_rows: int, actions: list[str],
                 agents: list[str], report: Progress) -> tuple[list[tuple[int, int]], np.ndarray]:
-    """Term counts per batch (on disk), document frequencies and the per-step feature arrays."""
+    """Term counts per batch (on disk), document frequencies and the per-step feature arrays.
+    Each batch's query is bounded by its first and last run id (``run_ids``, in run id order):
+    its scan then reads its own runs' steps, not the store's."""
     columns = {name: np.lib.format.open_memmap(out / f"{name}.npy", mode="w+", dtype=dtype, shape=(n_rows,))
                for name, dtype in FEATURES.items()}
     df = np.zeros(text.N_FEATURES, dtype=np.int64)
     shards: list[tuple[int, int]] = []
     row = 0
+    n_runs = len(run_ids)
     for i, lo in enumerate(range(0, max(n_runs, 1), BATCH_RUNS)):
-        batch = query("pattern_steps", {"lo": lo, "hi": lo + BATCH_RUNS, "actions": actions, "agents": agents})
+        hi = min(n_runs, lo + BATCH_RUNS)
+        bounds = ({"run_from": str(run_ids.iat[lo]), "run_to": str(run_ids.iat[hi - 1])} if hi > lo
+                  else {"run_from": None, "run_to": None})
+        batch = query("pattern_steps", {"lo": lo, "hi": hi, "actions": actions, "agents": agents, **bounds})
         n = len(batch)
         if row + n > n_rows:
             raise AtlasError("the store changed while its step vectors were built; ask again.")

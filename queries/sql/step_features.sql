@@ -11,17 +11,24 @@
 --   action_code / agent_code: 1-based position in $actions / $agents (step_feature_vocab.sql),
 --         0 for a null or unknown value; the engine one-hot encodes them.
 -- label stays null where the step is unlabeled: the engine never trains on a missing label.
--- Only the runs at positions [$lo, $hi) when they are set (NULL: every run): label doubt reads a
--- large corpus a chunk of runs at a time.
+-- Only the runs at positions [$lo, $hi) when they are set (NULL: every run): label doubt and the
+-- detector engine read a large corpus a chunk of runs at a time. $run_from and $run_to are the
+-- chunk's first and last run id (step_feature_chunks.sql; NULL: not known): the scans of steps
+-- and edges are then bounded by them (a tenth of the time at a million rooms), and the runs
+-- within them numbered from $lo (from 0 over every run of the slice when they are NULL).
 WITH @slice,
 run_keys AS (
-    SELECT * FROM (SELECT run_id, n_steps, (row_number() OVER (ORDER BY run_id) - 1)::INTEGER AS run_pos
-                   FROM sliced_runs)
+    SELECT * FROM (SELECT run_id, n_steps,
+                          (CASE WHEN $run_from IS NULL THEN 0 ELSE $lo END
+                           + row_number() OVER (ORDER BY run_id) - 1)::INTEGER AS run_pos
+                   FROM sliced_runs r
+                   WHERE ($run_from IS NULL OR r.run_id >= $run_from) AND ($run_to IS NULL OR r.run_id <= $run_to))
     WHERE ($lo IS NULL OR run_pos >= $lo) AND ($hi IS NULL OR run_pos < $hi)
 ),
 dep AS (
     SELECT DISTINCT e.run_id, e.src_idx, e.dst_idx
     FROM edges e SEMI JOIN run_keys k ON e.run_id = k.run_id
+    WHERE ($run_from IS NULL OR e.run_id >= $run_from) AND ($run_to IS NULL OR e.run_id <= $run_to)
 ),
 dep_in AS (
     SELECT run_id, dst_idx AS step_idx, count(*) AS dep_in,
@@ -47,3 +54,4 @@ FROM steps s
 JOIN run_keys k ON s.run_id = k.run_id
 LEFT JOIN dep_in i ON i.run_id = s.run_id AND i.step_idx = s.step_idx
 LEFT JOIN dep_out o ON o.run_id = s.run_id AND o.step_idx = s.step_idx
+WHERE ($run_from IS NULL OR s.run_id >= $run_from) AND ($run_to IS NULL OR s.run_id <= $run_to)

@@ -1,11 +1,14 @@
 -- Step text of the runs at positions [$lo, $hi) of step_feature_runs.sql, for the hashed
--- n-gram text features (read in chunks of runs so no call holds a whole corpus's text).
+-- n-gram text features (read in chunks of runs so no call holds a whole corpus's text);
+-- $run_from and $run_to as in step_features.sql.
 WITH @slice,
 run_keys AS (
-    SELECT run_id, (row_number() OVER (ORDER BY run_id) - 1)::INTEGER AS run_pos
-    FROM sliced_runs
+    SELECT run_id,
+           (CASE WHEN $run_from IS NULL THEN 0 ELSE $lo END + row_number() OVER (ORDER BY run_id) - 1)::INTEGER AS run_pos
+    FROM sliced_runs r
+    WHERE ($run_from IS NULL OR r.run_id >= $run_from) AND ($run_to IS NULL OR r.run_id <= $run_to)
 )
 SELECT k.run_pos, s.step_idx, coalesce(s.text_in, '') AS text_in, coalesce(s.text_out, '') AS text_out
 FROM steps s JOIN run_keys k ON s.run_id = k.run_id
-WHERE k.run_pos >= $lo AND k.run_pos < $hi
+WHERE k.run_pos >= $lo AND k.run_pos < $hi AND ($run_from IS NULL OR s.run_id >= $run_from) AND ($run_to IS NULL OR s.run_id <= $run_to)
 ORDER BY k.run_pos, s.step_idx
