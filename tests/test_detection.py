@@ -479,6 +479,25 @@ def test_boards_score_every_run_and_fit_large_populations_on_distinct_rows(synth
     assert not any("distinct" in note for note in run_board("post-detection", runner(synth), "synth").notes)
 
 
+@pytest.mark.parametrize("shape", [(0, 3), (1, 4), (6, 0), (4000, 5)])
+def test_distinct_rows_are_numpys_unique_rows(shape):
+    """The distinct-row fits' grouping gives numpy's own answer (the rows in lexicographic order,
+    each row's place among them), repeated rows, signed zeros and column ties included."""
+    from auditatlas.analyses.run_detection import distinct_rows
+
+    rng = np.random.default_rng(5)
+    n, m = shape
+    X = rng.integers(0, 3, size=(n, m)).astype(float) / np.arange(1, m + 1)
+    if n > 100:
+        X[::9, 0] *= -0.0  # -0.0 equals 0.0: one row, as numpy has it
+    expected, expected_inverse = np.unique(X, axis=0, return_inverse=True)
+    distinct, inverse = distinct_rows(X)
+    np.testing.assert_array_equal(distinct, expected)
+    np.testing.assert_array_equal(inverse, expected_inverse.ravel())
+    if n > 100:
+        assert len(distinct) < n / 10  # the rows do repeat
+
+
 def test_distinct_row_fits_equal_fits_on_every_run_where_rows_repeat():
     """Run features are small counts, so rows repeat: the weighted fit on the distinct rows must
     give each run the score the registry's learner gives it when fitted on every run."""

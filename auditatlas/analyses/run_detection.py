@@ -185,8 +185,7 @@ def cv_scores_distinct(X: np.ndarray, y: Sequence[int], seeds: Iterable[int] = C
     X = np.asarray(X, dtype=float)
     y = np.asarray(y, dtype=np.int64)
     _require_cv(y, folds)
-    distinct, inverse = np.unique(X, axis=0, return_inverse=True)
-    inverse = inverse.ravel()
+    distinct, inverse = distinct_rows(X)
     cell = inverse * 2 + y  # one (distinct row, outcome) pair
     total = np.zeros(len(y))
     seeds = tuple(seeds)
@@ -204,6 +203,24 @@ def cv_scores_distinct(X: np.ndarray, y: Sequence[int], seeds: Iterable[int] = C
             positive = list(model.classes_).index(1)
             total[test] += model.predict_proba(distinct)[:, positive][inverse[test]]
     return total / len(seeds)
+
+
+def distinct_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(X, axis=0, return_inverse=True)`` for a 2-D float matrix: the distinct rows in
+    lexicographic order and each row's place among them. The same algorithm (sort, then mark
+    where a row differs from the one before) with the rows sorted by ``np.lexsort`` over the
+    columns: numpy's own sorts rows as structured records compared field by field, 40 s of the
+    LIVE board's 160 at a million runs against about a second this way."""
+    X = np.asarray(X)
+    n = len(X)
+    if n == 0 or X.shape[1] == 0:
+        return X[:min(n, 1)], np.zeros(n, dtype=np.intp)
+    order = np.lexsort(X.T[::-1])  # the first column is the primary key
+    ordered = X[order]
+    starts = np.concatenate(([True], (ordered[1:] != ordered[:-1]).any(axis=1)))
+    inverse = np.empty(n, dtype=np.intp)
+    inverse[order] = np.cumsum(starts) - 1
+    return ordered[starts], inverse
 
 
 def transductive_scores(detector: detector_registry.Detector, X: np.ndarray, seed: int = RANDOM_SEED) -> np.ndarray:
