@@ -338,3 +338,23 @@ def test_vectors_read_a_few_runs_at_a_time_are_the_vectors_of_one_read(root, que
     assert np.load(whole / "run_pos.npy").tolist() == [r for r in range(6) for _ in range(6)]  # six runs of six steps
     assert np.load(whole / "step_idx.npy").tolist() == list(range(6)) * 6
 
+
+def test_a_steps_counts_are_its_input_and_output_hashed_as_one_text():
+    """Each distinct text is hashed once and the input's and output's counts added: exactly the
+    sublinear counts of scikit-learn's hasher on the two texts joined, repeats included."""
+    from sklearn.feature_extraction.text import HashingVectorizer
+
+    from auditatlas.patterns import text
+
+    inputs = ["open the drawer", "open the drawer", "Read the NOTE note_p1", "", "open the drawer"]
+    outputs = ["drawer is locked", "the drawer opened", "note says open the drawer", "nothing", "drawer is locked"]
+    hashed = HashingVectorizer(n_features=text.N_FEATURES, token_pattern=text.TOKEN_PATTERN, lowercase=True,
+                               alternate_sign=False, norm=None, dtype=np.float32)
+    expected = hashed.transform([a + "\n" + b for a, b in zip(inputs, outputs)]).tocsr()
+    expected.sum_duplicates()
+    expected.data = 1.0 + np.log(expected.data)
+    got = text.counts(inputs, pd.Series(outputs))
+    np.testing.assert_array_equal(got.indptr, expected.indptr)
+    np.testing.assert_array_equal(got.indices, expected.indices)
+    np.testing.assert_array_equal(got.data, expected.data)
+    assert got[1].nnz == 4 and got[0, hashed.transform(["drawer"]).indices[0]] == np.float32(1 + np.log(2))

@@ -103,7 +103,7 @@ def _first_pass(query: Query, scratch: Path, out: Path, run_ids: pd.Series, n_ro
         n = len(batch)
         if row + n > n_rows:
             raise AtlasError("the store changed while its step vectors were built; ask again.")
-        tf = text.counts((batch["text_in"] + "\n" + batch["text_out"]).tolist())
+        tf = text.counts(batch["text_in"], batch["text_out"])
         df += np.bincount(tf.indices, minlength=text.N_FEATURES)
         sp.save_npz(scratch / f"tf-{i}.npz", tf, compressed=False)
         for name, values in _features(batch).items():
