@@ -22,8 +22,10 @@ no Streamlit, no store.
 """
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from statistics import NormalDist
@@ -315,7 +317,7 @@ def bootstrap_mean_ci(values: ArrayLike, n_boot: int = BOOTSTRAP_RESAMPLES, seed
     x = x[np.isfinite(x)]
     if x.size < 2:
         raise UndefinedMetric("A bootstrap interval needs at least two items.")
-    means = np.concatenate([x[idx].mean(axis=1) for idx in _resample_blocks(x.size, n_boot, seed, _block(x.size, 256))])
+    means = _resample_means(x, n_boot, seed, 256)
     low, high = np.quantile(means, [0.025, 0.975])
     return float(low), float(high)
 
@@ -560,13 +562,65 @@ def paired_mean_bootstrap(a: ArrayLike, b: ArrayLike, n_boot: int = 2000, seed: 
     if a.ndim != 1 or a.shape != b.shape or a.size == 0:
         raise ValueError("paired_mean_bootstrap needs two non-empty 1-d arrays of equal length.")
     n = a.size
-    diffs = np.empty(n_boot)
-    start = 0
-    for idx in _resample_blocks(n, n_boot, seed, _block(n, block)):
-        diffs[start:start + idx.shape[0]] = a[idx].mean(axis=1) - b[idx].mean(axis=1)
-        start += idx.shape[0]
+    diffs = _resample_means(a, n_boot, seed, block) - _resample_means(b, n_boot, seed, block)
     diffs = diffs[np.isfinite(diffs)]
     return _bootstrap_result(float(np.mean(a)), float(np.mean(b)), diffs, n_boot, n)
+
+
+# The resample means ``shared_resamples`` computed, by (n, n_boot, seed, the values' digest);
+# None outside it.
+_SHARED: dict[tuple, np.ndarray] | None = None
+
+
+@contextmanager
+def shared_resamples(vectors: Sequence[np.ndarray], n_boot: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> Iterator[None]:
+    """Within the block, a bootstrap of the mean of one of ``vectors`` (``bootstrap_mean_ci``,
+    ``paired_mean_bootstrap``) reads its resample means from one pass over the draws made here
+    for every vector of a length at once. A board bootstraps many entrants' values over the
+    same runs with the same seed, and above ``_KEEP_DRAWS`` each call drew its 2,000 resamples
+    again (POST localization at a million rooms: most of its time). The draws and each mean
+    are the ones a single call takes: the same numbers."""
+    global _SHARED
+    shared: dict[tuple, np.ndarray] = {}
+    by_size: dict[int, dict[tuple, np.ndarray]] = {}
+    for v in vectors:
+        x = np.ascontiguousarray(v, dtype=float)
+        by_size.setdefault(x.size, {})[_digest(x, n_boot, seed)] = x
+    for n, group in by_size.items():
+        if n == 0:
+            continue
+        keys, values = list(group), list(group.values())
+        means = np.empty((len(keys), n_boot))
+        start = 0
+        for idx in _resample_blocks(n, n_boot, seed, _block(n, 256)):
+            for j, x in enumerate(values):  # vector by vector: the single call's own reduction
+                means[j, start:start + idx.shape[0]] = x[idx].mean(axis=1)
+            start += idx.shape[0]
+        shared.update(zip(keys, means))
+    before, _SHARED = _SHARED, shared
+    try:
+        yield
+    finally:
+        _SHARED = before
+
+
+def _digest(x: np.ndarray, n_boot: int, seed: int) -> tuple:
+    return (x.size, n_boot, seed, hashlib.blake2b(x.tobytes(), digest_size=16).digest())
+
+
+def _resample_means(x: np.ndarray, n_boot: int, seed: int, block: int) -> np.ndarray:
+    """The mean of ``x`` in each of ``n_boot`` resamples (drawn as ``_resample_blocks`` draws)."""
+    x = np.ascontiguousarray(x, dtype=float)
+    if _SHARED is not None:
+        kept = _SHARED.get(_digest(x, n_boot, seed))
+        if kept is not None:
+            return kept.copy()
+    means = np.empty(n_boot)
+    start = 0
+    for idx in _resample_blocks(x.size, n_boot, seed, _block(x.size, block)):
+        means[start:start + idx.shape[0]] = x[idx].mean(axis=1)
+        start += idx.shape[0]
+    return means
 
 
 # Resample indices are kept for reuse (eight sets at most, each up to this many values, 16 MB):

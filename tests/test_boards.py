@@ -288,3 +288,13 @@ def test_the_leader_sentence_names_a_seed_set_by_its_detector_and_seed_not_its_i
                          primary_metric="m", leader_family="vs the leader")
     sentence = top_group_blocks(result)[1].format(str)
     assert sentence.startswith("The leader, logreg · structural, seed 2 (m 0.900)") and "rescore-" not in sentence
+
+
+def test_random_ranks_follow_the_pooled_draw_run_by_run():
+    """The published floor's ranks, worked by hand: RandomState(0).rand(5) is 0.549, 0.715,
+    0.603 | 0.545, 0.424; run one's truth (its step 0, 0.549) has two steps above it, run two's
+    (its step 1, 0.424) one."""
+    from auditatlas.analyses.board_localization import random_ranks
+
+    assert random_ranks(np.array([3, 2]), np.array([0, 1]), 0).tolist() == [3.0, 2.0]
+    assert random_ranks(np.array([1, 4]), np.array([0, 3]), 0).tolist() == [1.0, 4.0]  # a lone step is first

@@ -524,3 +524,29 @@ def test_bootstrap_of_a_mean_in_small_blocks_is_the_resample_by_resample_bootstr
         diffs.append(x[idx].mean() - y[idx].mean())
     got = stats.paired_mean_bootstrap(x, y, n_boot=300, seed=0)
     assert list(got.ci95) == pytest.approx(list(np.quantile(diffs, [0.025, 0.975])), abs=1e-15)
+
+
+@pytest.mark.parametrize("keep_draws", [2_000_000, 10], ids=["draws kept", "draws made per call"])
+def test_shared_resamples_give_each_calls_own_numbers_from_one_pass(monkeypatch, keep_draws):
+    """A board's intervals and contrasts inside ``shared_resamples`` read resample means taken
+    together: the same intervals and contrasts, to the last bit, with no draws made per call."""
+    from auditatlas import stats
+
+    monkeypatch.setattr(stats, "_KEEP_DRAWS", keep_draws)
+    stats._kept_draws.cache_clear()
+    rng = np.random.default_rng(11)
+    a, b, c = rng.random(301), (rng.random(301) < 0.4).astype(float), 1.0 / rng.integers(1, 9, 301)
+    short = rng.random(57)
+    alone = (stats.bootstrap_mean_ci(a), stats.bootstrap_mean_ci(short),
+             stats.paired_mean_bootstrap(a, b), stats.paired_mean_bootstrap(c, b))
+    with stats.shared_resamples([a, b, c, short]):
+        calls = []
+        real = stats._resample_blocks
+        monkeypatch.setattr(stats, "_resample_blocks", lambda *args: calls.append(args) or real(*args))
+        shared = (stats.bootstrap_mean_ci(a), stats.bootstrap_mean_ci(short),
+                  stats.paired_mean_bootstrap(a, b), stats.paired_mean_bootstrap(c, b))
+        assert not calls  # every mean came from the pass made on entering
+        stats.bootstrap_mean_ci(a[:300])  # a vector not passed in draws its own
+        assert len(calls) == 1
+    assert shared == alone
+    assert stats._SHARED is None

@@ -17,7 +17,7 @@ import json
 import numpy as np
 
 from ..errors import AtlasError
-from ..stats import Contrast, mcnemar_exact, paired_mean_bootstrap, wilcoxon_paired
+from ..stats import Contrast, mcnemar_exact, paired_mean_bootstrap, shared_resamples, wilcoxon_paired
 from . import Query
 from . import board_intervals as ci
 from .board_seeds import Coverage, seed_group, seed_of
@@ -45,15 +45,15 @@ def _items_from_ranks(ranks: np.ndarray) -> dict[str, np.ndarray]:
 
 def random_ranks(n_steps: np.ndarray, truth: np.ndarray, seed: int) -> np.ndarray:
     """Rank of each run's truth step under one pooled uniform draw (the published procedure)."""
+    n_steps = np.asarray(n_steps, dtype=np.int64)
     draw = np.random.RandomState(seed).rand(int(n_steps.sum()))
-    ranks = np.empty(len(n_steps), dtype=float)
-    start = 0
-    for i, (n, t) in enumerate(zip(n_steps, truth)):
-        scores = draw[start:start + n]
-        # rank = 1 + number of steps scored strictly higher (a continuous draw has no ties)
-        ranks[i] = 1 + np.sum(scores > scores[t])
-        start += n
-    return ranks
+    # rank = 1 + number of the run's steps scored strictly higher (a continuous draw has no
+    # ties), counted for every run at once: a loop over the runs took 13 s at a million rooms.
+    run_of_step = np.repeat(np.arange(len(n_steps)), n_steps)
+    first = np.concatenate(([0], np.cumsum(n_steps)[:-1])).astype(np.int64)
+    at_truth = draw[first + np.asarray(truth, dtype=np.int64)]
+    higher = draw > at_truth[run_of_step]
+    return 1.0 + np.bincount(run_of_step, weights=higher, minlength=len(n_steps))
 
 
 # A computed entrant's scorer: the runs' lengths and truth steps -> its metrics, per-run values
@@ -226,9 +226,12 @@ def compute(query: Query, corpus: str, slice_: dict | None = None) -> BoardResul
     rows += [computed_row(e, n_steps, truth) for e in BOARD.entrants if e.role == "extra"]
     # A judge's abstentions, stated where the board's notes are read (the row keeps its own).
     notes = [f"{row.entrant}: {row.note}" for row in set_rows if row.note.startswith("abstained")]
-    for row in rows:
-        row.intervals = row_intervals(row)
-    contrasts = contrasts_for(rows, CONTRAST_FAMILIES, TESTS)
+    # The rows' intervals and contrasts bootstrap their per-run values over the same runs with
+    # one seed: their resamples' means are taken together, the draws made once.
+    with shared_resamples([v[np.isfinite(v)] for row in rows for v in row.items.values()]):
+        for row in rows:
+            row.intervals = row_intervals(row)
+        contrasts = contrasts_for(rows, CONTRAST_FAMILIES, TESTS)
     return BoardResult("post-localization", "POST localization (Top-1 / Top-3 / MRR)", "POST", corpus, METRICS,
                        BOARD.floor, len(items), "failed runs", rows, contrasts, notes=notes, coverage=coverage,
                        family_labels={f.name: f.label for f in CONTRAST_FAMILIES},
