@@ -317,7 +317,7 @@ def bootstrap_mean_ci(values: ArrayLike, n_boot: int = BOOTSTRAP_RESAMPLES, seed
     x = x[np.isfinite(x)]
     if x.size < 2:
         raise UndefinedMetric("A bootstrap interval needs at least two items.")
-    means = _resample_means(x, n_boot, seed, 256)
+    means = _resample_means([x], n_boot, seed, 256)[0]
     low, high = np.quantile(means, [0.025, 0.975])
     return float(low), float(high)
 
@@ -562,7 +562,8 @@ def paired_mean_bootstrap(a: ArrayLike, b: ArrayLike, n_boot: int = 2000, seed: 
     if a.ndim != 1 or a.shape != b.shape or a.size == 0:
         raise ValueError("paired_mean_bootstrap needs two non-empty 1-d arrays of equal length.")
     n = a.size
-    diffs = _resample_means(a, n_boot, seed, block) - _resample_means(b, n_boot, seed, block)
+    means_a, means_b = _resample_means([a, b], n_boot, seed, block)
+    diffs = means_a - means_b
     diffs = diffs[np.isfinite(diffs)]
     return _bootstrap_result(float(np.mean(a)), float(np.mean(b)), diffs, n_boot, n)
 
@@ -587,16 +588,8 @@ def shared_resamples(vectors: Sequence[np.ndarray], n_boot: int = BOOTSTRAP_RESA
         x = np.ascontiguousarray(v, dtype=float)
         by_size.setdefault(x.size, {})[_digest(x, n_boot, seed)] = x
     for n, group in by_size.items():
-        if n == 0:
-            continue
-        keys, values = list(group), list(group.values())
-        means = np.empty((len(keys), n_boot))
-        start = 0
-        for idx in _resample_blocks(n, n_boot, seed, _block(n, 256)):
-            for j, x in enumerate(values):  # vector by vector: the single call's own reduction
-                means[j, start:start + idx.shape[0]] = x[idx].mean(axis=1)
-            start += idx.shape[0]
-        shared.update(zip(keys, means))
+        if n:
+            shared.update(zip(group, _draw_means(list(group.values()), n_boot, seed, 256)))
     before, _SHARED = _SHARED, shared
     try:
         yield
@@ -608,17 +601,25 @@ def _digest(x: np.ndarray, n_boot: int, seed: int) -> tuple:
     return (x.size, n_boot, seed, hashlib.blake2b(x.tobytes(), digest_size=16).digest())
 
 
-def _resample_means(x: np.ndarray, n_boot: int, seed: int, block: int) -> np.ndarray:
-    """The mean of ``x`` in each of ``n_boot`` resamples (drawn as ``_resample_blocks`` draws)."""
-    x = np.ascontiguousarray(x, dtype=float)
-    if _SHARED is not None:
-        kept = _SHARED.get(_digest(x, n_boot, seed))
-        if kept is not None:
-            return kept.copy()
-    means = np.empty(n_boot)
+def _resample_means(vectors: list[np.ndarray], n_boot: int, seed: int, block: int) -> list[np.ndarray]:
+    """Each vector's mean in each of ``n_boot`` resamples of its items (vectors of one length,
+    resampled together): kept by ``shared_resamples``, else drawn here once for all of them."""
+    vectors = [np.ascontiguousarray(v, dtype=float) for v in vectors]
+    kept = [_SHARED.get(_digest(v, n_boot, seed)) if _SHARED is not None else None for v in vectors]
+    if all(k is not None for k in kept):
+        return [k.copy() for k in kept]
+    return list(_draw_means(vectors, n_boot, seed, block))
+
+
+def _draw_means(vectors: list[np.ndarray], n_boot: int, seed: int, block: int) -> np.ndarray:
+    """(vectors, resamples) means, the draws (``_resample_blocks``) made once for all vectors;
+    each mean is ``x[idx].mean(axis=1)``, the reduction a vector alone takes."""
+    n = vectors[0].size
+    means = np.empty((len(vectors), n_boot))
     start = 0
-    for idx in _resample_blocks(x.size, n_boot, seed, _block(x.size, block)):
-        means[start:start + idx.shape[0]] = x[idx].mean(axis=1)
+    for idx in _resample_blocks(n, n_boot, seed, _block(n, block)):
+        for j, x in enumerate(vectors):
+            means[j, start:start + idx.shape[0]] = x[idx].mean(axis=1)
         start += idx.shape[0]
     return means
 
