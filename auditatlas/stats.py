@@ -26,6 +26,7 @@ import hashlib
 import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from statistics import NormalDist
@@ -569,8 +570,8 @@ def paired_mean_bootstrap(a: ArrayLike, b: ArrayLike, n_boot: int = 2000, seed: 
 
 
 # The resample means ``shared_resamples`` computed, by (n, n_boot, seed, the values' digest);
-# None outside it.
-_SHARED: dict[tuple, np.ndarray] | None = None
+# None outside it. A context variable: the app's sessions compute boards on threads of their own.
+_SHARED: ContextVar[dict[tuple, np.ndarray] | None] = ContextVar("shared_resample_means", default=None)
 
 
 @contextmanager
@@ -581,7 +582,6 @@ def shared_resamples(vectors: Sequence[np.ndarray], n_boot: int = BOOTSTRAP_RESA
     same runs with the same seed, and above ``_KEEP_DRAWS`` each call drew its 2,000 resamples
     again (POST localization at a million rooms: most of its time). The draws and each mean
     are the ones a single call takes: the same numbers."""
-    global _SHARED
     shared: dict[tuple, np.ndarray] = {}
     by_size: dict[int, dict[tuple, np.ndarray]] = {}
     for v in vectors:
@@ -590,11 +590,11 @@ def shared_resamples(vectors: Sequence[np.ndarray], n_boot: int = BOOTSTRAP_RESA
     for n, group in by_size.items():
         if n:
             shared.update(zip(group, _draw_means(list(group.values()), n_boot, seed, 256)))
-    before, _SHARED = _SHARED, shared
+    token = _SHARED.set(shared)
     try:
         yield
     finally:
-        _SHARED = before
+        _SHARED.reset(token)
 
 
 def _digest(x: np.ndarray, n_boot: int, seed: int) -> tuple:
@@ -605,7 +605,8 @@ def _resample_means(vectors: list[np.ndarray], n_boot: int, seed: int, block: in
     """Each vector's mean in each of ``n_boot`` resamples of its items (vectors of one length,
     resampled together): kept by ``shared_resamples``, else drawn here once for all of them."""
     vectors = [np.ascontiguousarray(v, dtype=float) for v in vectors]
-    kept = [_SHARED.get(_digest(v, n_boot, seed)) if _SHARED is not None else None for v in vectors]
+    shared = _SHARED.get()
+    kept = [shared.get(_digest(v, n_boot, seed)) if shared is not None else None for v in vectors]
     if all(k is not None for k in kept):
         return [k.copy() for k in kept]
     return list(_draw_means(vectors, n_boot, seed, block))

@@ -549,4 +549,4 @@ def test_shared_resamples_give_each_calls_own_numbers_from_one_pass(monkeypatch,
         stats.bootstrap_mean_ci(a[:300])  # a vector not passed in draws its own
         assert len(calls) == 1
     assert shared == alone
-    assert stats._SHARED is None
+    assert stats._SHARED.get() is None

@@ -30,6 +30,7 @@ import scipy.sparse as sp
 
 from .. import leases
 from ..analyses import Query
+from ..detectors.features import run_range
 from ..errors import AtlasError
 from ..progress import Progress, or_quiet
 from ..store import data_manifest, read_manifest
@@ -97,9 +98,8 @@ def _first_pass(query: Query, scratch: Path, out: Path, run_ids: pd.Series, n_ro
     n_runs = len(run_ids)
     for i, lo in enumerate(range(0, max(n_runs, 1), BATCH_RUNS)):
         hi = min(n_runs, lo + BATCH_RUNS)
-        bounds = ({"run_from": str(run_ids.iat[lo]), "run_to": str(run_ids.iat[hi - 1])} if hi > lo
-                  else {"run_from": None, "run_to": None})
-        batch = query("pattern_steps", {"lo": lo, "hi": hi, "actions": actions, "agents": agents, **bounds})
+        batch = query("pattern_steps", {"lo": lo, "hi": hi, "actions": actions, "agents": agents,
+                                        **run_range(run_ids, lo, hi)})
         n = len(batch)
         if row + n > n_rows:
             raise AtlasError("the store changed while its step vectors were built; ask again.")

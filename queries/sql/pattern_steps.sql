@@ -5,9 +5,9 @@
 -- and $run_to are the chunk's first and last run id (NULL: not known), as in step_features.sql.
 WITH run_keys AS (
     SELECT run_id, n_steps,
-           (CASE WHEN $run_from IS NULL THEN 0 ELSE $lo END + row_number() OVER (ORDER BY run_id) - 1)::INTEGER AS run_pos
-    FROM runs r
-    WHERE ($run_from IS NULL OR r.run_id >= $run_from) AND ($run_to IS NULL OR r.run_id <= $run_to)
+           (@first_run_pos + row_number() OVER (ORDER BY run_id) - 1)::INTEGER AS run_pos
+    FROM runs
+    WHERE @in_run_range
 )
 SELECT k.run_pos,
        s.step_idx,
@@ -17,6 +17,6 @@ SELECT k.run_pos,
        coalesce(s.text_in, '') AS text_in,
        coalesce(s.text_out, '') AS text_out,
        @step_feature_values
-FROM steps s JOIN run_keys k ON s.run_id = k.run_id
-WHERE k.run_pos >= $lo AND k.run_pos < $hi AND ($run_from IS NULL OR s.run_id >= $run_from) AND ($run_to IS NULL OR s.run_id <= $run_to)
+FROM (SELECT * FROM steps WHERE @in_run_range) s JOIN run_keys k ON s.run_id = k.run_id
+WHERE k.run_pos >= $lo AND k.run_pos < $hi
 ORDER BY k.run_pos, s.step_idx

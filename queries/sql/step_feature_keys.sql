@@ -6,14 +6,11 @@
 WITH @slice,
 run_keys AS (
     SELECT * FROM (SELECT run_id,
-                          (CASE WHEN $run_from IS NULL THEN 0 ELSE $lo END
-                           + row_number() OVER (ORDER BY run_id) - 1)::INTEGER AS run_pos
-                   FROM sliced_runs r
-                   WHERE ($run_from IS NULL OR r.run_id >= $run_from) AND ($run_to IS NULL OR r.run_id <= $run_to))
+                          (@first_run_pos + row_number() OVER (ORDER BY run_id) - 1)::INTEGER AS run_pos
+                   FROM sliced_runs WHERE @in_run_range)
     WHERE run_pos >= $lo AND run_pos < $hi
 )
 SELECT k.run_pos, s.step_idx, s.label::DOUBLE AS label,
        coalesce(list_position($actions, s.action), 0)::INTEGER AS action_code
-FROM steps s
+FROM (SELECT * FROM steps WHERE @in_run_range) s
 JOIN run_keys k ON s.run_id = k.run_id
-WHERE ($run_from IS NULL OR s.run_id >= $run_from) AND ($run_to IS NULL OR s.run_id <= $run_to)

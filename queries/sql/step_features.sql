@@ -19,16 +19,13 @@
 WITH @slice,
 run_keys AS (
     SELECT * FROM (SELECT run_id, n_steps,
-                          (CASE WHEN $run_from IS NULL THEN 0 ELSE $lo END
-                           + row_number() OVER (ORDER BY run_id) - 1)::INTEGER AS run_pos
-                   FROM sliced_runs r
-                   WHERE ($run_from IS NULL OR r.run_id >= $run_from) AND ($run_to IS NULL OR r.run_id <= $run_to))
+                          (@first_run_pos + row_number() OVER (ORDER BY run_id) - 1)::INTEGER AS run_pos
+                   FROM sliced_runs WHERE @in_run_range)
     WHERE ($lo IS NULL OR run_pos >= $lo) AND ($hi IS NULL OR run_pos < $hi)
 ),
 dep AS (
     SELECT DISTINCT e.run_id, e.src_idx, e.dst_idx
-    FROM edges e SEMI JOIN run_keys k ON e.run_id = k.run_id
-    WHERE ($run_from IS NULL OR e.run_id >= $run_from) AND ($run_to IS NULL OR e.run_id <= $run_to)
+    FROM (SELECT * FROM edges WHERE @in_run_range) e SEMI JOIN run_keys k ON e.run_id = k.run_id
 ),
 dep_in AS (
     SELECT run_id, dst_idx AS step_idx, count(*) AS dep_in,
@@ -50,8 +47,7 @@ SELECT k.run_pos,
        coalesce(i.span_in_max, 0)::DOUBLE AS span_in_max,
        coalesce(i.span_in_mean, 0)::DOUBLE AS span_in_mean,
        coalesce(o.span_out_max, 0)::DOUBLE AS span_out_max
-FROM steps s
+FROM (SELECT * FROM steps WHERE @in_run_range) s
 JOIN run_keys k ON s.run_id = k.run_id
 LEFT JOIN dep_in i ON i.run_id = s.run_id AND i.step_idx = s.step_idx
 LEFT JOIN dep_out o ON o.run_id = s.run_id AND o.step_idx = s.step_idx
-WHERE ($run_from IS NULL OR s.run_id >= $run_from) AND ($run_to IS NULL OR s.run_id <= $run_to)

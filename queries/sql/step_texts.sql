@@ -4,11 +4,11 @@
 WITH @slice,
 run_keys AS (
     SELECT run_id,
-           (CASE WHEN $run_from IS NULL THEN 0 ELSE $lo END + row_number() OVER (ORDER BY run_id) - 1)::INTEGER AS run_pos
-    FROM sliced_runs r
-    WHERE ($run_from IS NULL OR r.run_id >= $run_from) AND ($run_to IS NULL OR r.run_id <= $run_to)
+           (@first_run_pos + row_number() OVER (ORDER BY run_id) - 1)::INTEGER AS run_pos
+    FROM sliced_runs
+    WHERE @in_run_range
 )
 SELECT k.run_pos, s.step_idx, coalesce(s.text_in, '') AS text_in, coalesce(s.text_out, '') AS text_out
-FROM steps s JOIN run_keys k ON s.run_id = k.run_id
-WHERE k.run_pos >= $lo AND k.run_pos < $hi AND ($run_from IS NULL OR s.run_id >= $run_from) AND ($run_to IS NULL OR s.run_id <= $run_to)
+FROM (SELECT * FROM steps WHERE @in_run_range) s JOIN run_keys k ON s.run_id = k.run_id
+WHERE k.run_pos >= $lo AND k.run_pos < $hi
 ORDER BY k.run_pos, s.step_idx
