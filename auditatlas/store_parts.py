@@ -29,6 +29,9 @@ SORT_SCRATCH_PREFIX = ".tmp-sort-"  # DuckDB's spill folder inside the staging f
 MERGED_PART_ROWS = 100_000  # rows per part a merge writes (bounded memory, few files)
 SORT_MEMORY = "512MB"  # DuckDB's budget for sorting parts that came out of order; it spills past it
 BUCKETED = "b"  # the label prefix of parts written by bucket (merged at commit)
+# Serialized footers a merge keeps parsed (about seven times this in memory): a million
+# simulated rooms come in 128 parts whose steps footers are about 400 KB each.
+FOOTER_BYTES = 64 << 20
 
 
 def table_parts(source_folder: str | Path, table: str) -> list[Path]:
@@ -168,11 +171,15 @@ def resort(folder: Path, name: str, bucket_of: Callable[[str], str] | None) -> N
         flush(force=True)
     if bucketed:
         assert bucket_of is not None, "bucketed parts need the plan's bucket_of to be merged"
-        # Which row groups of which part hold each bucket, and how many rows. The footers are not
-        # kept open: 128 parts x 104 row groups of steps held 300 MB of metadata at a million
-        # rooms; each read reopens its parts instead (about 2.5 ms a footer).
+        # Which row groups of which part hold each bucket, and how many rows. Every read opens
+        # every part again, so each part's parsed footer is kept for the table's merge, up to
+        # FOOTER_BYTES of them: parsing one (a row group per bucket) and freeing it again cost
+        # more than reading the bucket's rows (about 3 against 1.3 ms a read). Past the budget
+        # a part's footer is parsed at each read, so memory stays bounded whatever the parts.
         groups: dict[str, dict[Path, list[int]]] = {}
         rows_in: dict[str, int] = {}
+        footers: dict[Path, pq.FileMetaData] = {}
+        kept_bytes = 0
         for path in bucketed:
             f = pq.ParquetFile(path)
             try:
@@ -183,6 +190,9 @@ def resort(folder: Path, name: str, bucket_of: Callable[[str], str] | None) -> N
                     bucket = bucket_of(low if low is not None else "~")
                     groups.setdefault(bucket, {}).setdefault(path, []).append(g)
                     rows_in[bucket] = rows_in.get(bucket, 0) + group.num_rows
+                if kept_bytes + f.metadata.serialized_size <= FOOTER_BYTES:
+                    footers[path] = f.metadata
+                    kept_bytes += f.metadata.serialized_size
             finally:
                 f.close()
         # Consecutive buckets are read together up to a merged part's rows: a small write (one
@@ -193,7 +203,7 @@ def resort(folder: Path, name: str, bucket_of: Callable[[str], str] | None) -> N
             for bucket in batch:
                 for path, row_groups in groups[bucket].items():
                     reads.setdefault(path, []).extend(row_groups)
-            pieces = [_read_row_groups(path, sorted(row_groups)) for path, row_groups in reads.items()]
+            pieces = [_read_row_groups(path, sorted(row_groups), footers.get(path)) for path, row_groups in reads.items()]
             table = pa.concat_tables(pieces, promote_options="default").replace_schema_metadata(None)
             pending.append(conform(name, table).sort_by(keys))
             del pieces, table
@@ -223,8 +233,8 @@ def _batches(buckets: list[str], rows_in: Mapping[str, int], limit: int) -> Iter
         yield batch
 
 
-def _read_row_groups(path: Path, row_groups: list[int]) -> pa.Table:
-    f = pq.ParquetFile(path)
+def _read_row_groups(path: Path, row_groups: list[int], footer: pq.FileMetaData | None = None) -> pa.Table:
+    f = pq.ParquetFile(path, metadata=footer)
     try:
         return f.read_row_groups(row_groups)
     finally:
