@@ -197,8 +197,6 @@ def test_a_merge_parses_each_part_footer_once_and_past_its_budget_lands_the_same
     """Every bucket's read opens every part again; within FOOTER_BYTES a part's footer is parsed
     once for the table's merge (at a million rooms, 13,000 parses of 400 KB footers cost more
     than the reads). Past the budget each read parses it again, and the store is the same."""
-    import pyarrow.parquet as pq
-
     real = pq.ParquetFile
     parsed: list[str] = []
 
@@ -220,6 +218,31 @@ def test_a_merge_parses_each_part_footer_once_and_past_its_budget_lands_the_same
         again = [pq.read_table(f) for f in store.table_files(tmp_path / "parsed", name)]
         assert [t.num_rows for t in kept] == [t.num_rows for t in again] and len(kept) > (name != "runs"), name
         assert all(a.equals(b) for a, b in zip(kept, again)), name
+
+
+def test_in_order_agrees_with_arrows_sort_on_keys_with_ties_and_nulls():
+    """The merge skips a bucket's sort when its rows are in order already; "in order" must be
+    exactly what Arrow's sort_by (nulls last) leaves unchanged, ties and nulls included."""
+    import random
+
+    import pyarrow as pa
+
+    rng = random.Random(7)
+    checked = {True: 0, False: 0}
+    for _ in range(400):
+        n = rng.randint(0, 9)
+        rows = [{"run_id": rng.choice(["a", "b", "c", None]), "step_idx": rng.choice([0, 1, 2, None])}
+                for _ in range(n)]
+        if rng.random() < 0.5:  # many tables sorted, so both answers are exercised
+            rows.sort(key=lambda r: tuple((v is None, v if v is not None else 0) for v in r.values()))
+        table = pa.Table.from_pylist(rows, schema=pa.schema([("run_id", pa.string()), ("step_idx", pa.int64())]))
+        expected = table.equals(table.sort_by([("run_id", "ascending"), ("step_idx", "ascending")]))
+        assert store_parts.in_order(table, ("run_id", "step_idx")) == expected, rows
+        checked[expected] += 1
+    assert min(checked.values()) > 50
+    two_chunks = pa.Table.from_pylist([{"run_id": "b", "step_idx": 0}] * 2).combine_chunks()
+    assert not store_parts.in_order(pa.concat_tables([two_chunks, pa.Table.from_pylist([{"run_id": "a", "step_idx": 1}])]),
+                                    ("run_id", "step_idx"))
 
 
 def test_batches_out_of_run_order_are_sorted_by_duckdb_in_bounded_memory(tmp_path):
