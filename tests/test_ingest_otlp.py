@@ -517,8 +517,8 @@ def test_two_digit_buckets_merge_a_bucket_at_a_time_and_land_sorted(tmp_path, mo
     parts_read: list[str] = []
     real_read = store_parts._read_row_groups
 
-    def spy(path, row_groups):
-        table = real_read(path, row_groups)
+    def spy(path, row_groups, footer=None):
+        table = real_read(path, row_groups, footer)
         if path.parent.name == "steps":
             merged.append({r[len("mine:"):][:2] for r in table.column("run_id").to_pylist()})
             parts_read.append(path.name)

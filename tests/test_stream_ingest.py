@@ -193,6 +193,29 @@ def test_out_of_order_chunks_are_merged_one_bucket_at_a_time(tmp_path, monkeypat
     assert max(seen) < steps / 2
 
 
+def test_a_merged_part_that_fails_to_write_on_its_thread_fails_the_write_and_keeps_the_store(tmp_path, monkeypatch):
+    """Merged parts are written on a thread while the merge reads on: a part that cannot be
+    written must stop the commit as a write on the main thread would, leaving the store as it
+    was (here: the source written before, untouched)."""
+    run_plan(simulated.plan(200, 4, chunk_rooms=100), tmp_path, workers=0)
+    before = store.read_manifest(tmp_path)
+    real_write = store_parts.write_part
+    written: list[str] = []
+
+    def failing(folder, table, label, data):
+        if table == "steps" and str(label).startswith("s") and written:
+            raise OSError("No space left on device")
+        written.append(str(label))
+        return real_write(folder, table, label, data)
+
+    monkeypatch.setattr(store_parts, "MERGED_PART_ROWS", 600)
+    monkeypatch.setattr(store_parts, "write_part", failing)
+    with pytest.raises(OSError, match="No space left"):
+        run_plan(simulated.plan(400, 4, chunk_rooms=100), tmp_path, workers=0)
+    assert store.read_manifest(tmp_path) == before
+    assert sorted(p.name for p in (tmp_path / "sources").iterdir()) == [before["sources"]["demo"]["dir"].split("/")[1]]
+
+
 def test_a_merge_parses_each_part_footer_once_and_past_its_budget_lands_the_same(tmp_path, monkeypatch):
     """Every bucket's read opens every part again; within FOOTER_BYTES a part's footer is parsed
     once for the table's merge (at a million rooms, 13,000 parses of 400 KB footers cost more
