@@ -32,6 +32,7 @@ What it reads is the released labels (``on_release``): the review questions the 
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +47,7 @@ from . import Query
 FOLDS = 5
 MAX_FIT = 50_000  # training steps per fold's fit (a seeded subsample beyond)
 FOREST = {"n_estimators": 50, "min_samples_leaf": 5, "max_samples": 0.5, "n_jobs": 1, "random_state": 0}
+THREADS = min(FOLDS, os.cpu_count() or 1)  # the folds' forests fitted and scored side by side (_threads)
 EXPLAINS = (f"the out-of-fold probability of the step's own label from a random forest on the detectors' step features "
             f"({FOLDS} folds by room; a model fit on the other rooms' labels), ranked by cleanlab (self-confidence, "
             f"lowest first); cleanlab's find_label_issues says which steps are label issues")
@@ -156,8 +158,9 @@ def _one_corpus(query: Query, corpus: str, slice_: Mapping[str, Any], chunk_runs
         fit_rows.append(train[seeded_subsample(np.arange(len(train)), max_fit, seed=0)])
     wanted = np.unique(np.concatenate(fit_rows))
     fit_X = _rows_of(query, corpus, slice_, chunk_runs, wanted, positions)
-    forests = [_forest().fit(fit_X[np.searchsorted(wanted, rows)], y[rows]) for rows in fit_rows]
-    probabilities = _score_every_step(query, corpus, slice_, chunk_runs, fold, forests, positions)
+    with _threads() as pool:
+        forests = list(pool.map(lambda rows: _forest().fit(fit_X[np.searchsorted(wanted, rows)], y[rows]), fit_rows))
+        probabilities = _score_every_step(query, corpus, slice_, chunk_runs, fold, forests, positions, pool)
     confidence, issue = rank_by_cleanlab(y, probabilities)
     del probabilities
     # Run id and corpus as categories (codes into the runs' ids): at a million rooms a string per
@@ -171,6 +174,15 @@ def _one_corpus(query: Query, corpus: str, slice_: Mapping[str, Any], chunk_runs
         f"{largest:,} training steps (five fits on every step would take many minutes); every one of the "
         f"{len(y):,} labeled steps is scored."]
     return frame, notes
+
+
+def _threads():
+    """Threads for the folds' forests: each forest fits and predicts on one thread (n_jobs=1,
+    so its trees add up in one order and the probabilities are the same bit for bit), and the
+    folds' forests run side by side; trees grow and predict without the GIL."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    return ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix="label-doubt")
 
 
 def _forest():
@@ -203,16 +215,22 @@ def _rows_of(query: Query, corpus: str, slice_: Mapping[str, Any], chunk_runs: i
 
 
 def _score_every_step(query: Query, corpus: str, slice_: Mapping[str, Any], chunk_runs: int, fold: np.ndarray,
-                      forests: list, runs: pd.DataFrame) -> np.ndarray:
-    """Each labeled step's class probabilities (columns 0, 1) from the forest of its fold."""
+                      forests: list, runs: pd.DataFrame, pool) -> np.ndarray:
+    """Each labeled step's class probabilities (columns 0, 1) from the forest of its fold (the
+    folds' forests on ``pool``'s threads, each writing its own rows)."""
     probabilities = np.zeros((len(fold), 2))
+
+    def predict(k: int, rows: np.ndarray, X: np.ndarray) -> None:
+        forest = forests[k]
+        columns = np.searchsorted([0, 1], forest.classes_)
+        probabilities[rows[:, None], columns[None, :]] = forest.predict_proba(X)
+
     for start, X in _labeled_chunks(query, corpus, slice_, chunk_runs, runs):
         of = fold[start:start + len(X)]
-        for k, forest in enumerate(forests):
-            inside = np.flatnonzero(of == k)
-            if len(inside):
-                columns = np.searchsorted([0, 1], forest.classes_)
-                probabilities[start + inside[:, None], columns[None, :]] = forest.predict_proba(X[inside])
+        inside = [np.flatnonzero(of == k) for k in range(len(forests))]
+        done = [pool.submit(predict, k, start + rows, X[rows]) for k, rows in enumerate(inside) if len(rows)]
+        for future in done:
+            future.result()
     return probabilities
 
 
