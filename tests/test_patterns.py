@@ -358,3 +358,30 @@ def test_a_steps_counts_are_its_input_and_output_hashed_as_one_text():
     np.testing.assert_array_equal(got.indices, expected.indices)
     np.testing.assert_array_equal(got.data, expected.data)
     assert got[1].nnz == 4 and got[0, hashed.transform(["drawer"]).indices[0]] == np.float32(1 + np.log(2))
+
+
+def test_words_split_by_arrow_hash_as_scikit_learn_tokenizes_them():
+    """Each distinct word is hashed once after Arrow splits ASCII texts into the token pattern's
+    words; texts with other characters go through scikit-learn whole. The matrix must be
+    scikit-learn's for any mix: digits and underscores inside words, one-letter words, case,
+    punctuation, empty texts, Unicode letters and spaces, repeated words."""
+    from sklearn.feature_extraction.text import HashingVectorizer
+
+    from auditatlas.patterns import text
+
+    texts = ["", "a", "ab", "Ab CD ab", "room_0042 note_p1 101 x1y _ab ab_", "don't stop-me now!",
+             "naïve café DÉJÀ vu", "tab\tnew\nline\r\nend", "ÀB cd", "x__y __ab__ ab", "İstanbul ǅungla",
+             "ab\u00a0cd", "ab\u2028cd", "ABC123 abc abc ABC", "ﬁne straße STRASSE", "ab-cd_ef gh.ij",
+             "the drawer the drawer THE", "Read the NOTE note_p1"]
+    reference = HashingVectorizer(n_features=text.N_FEATURES, token_pattern=text.TOKEN_PATTERN, lowercase=True,
+                                  alternate_sign=False, norm=None, dtype=np.float32)
+    for batch in (texts, texts[:5], [t for t in texts if t.isascii()], [t for t in texts if not t.isascii()], []):
+        got = text.hashed(batch)
+        assert got.shape == (len(batch), text.N_FEATURES)
+        if not batch:
+            continue
+        expected = reference.transform(batch).tocsr()
+        expected.sum_duplicates()
+        np.testing.assert_array_equal(got.indptr, expected.indptr)
+        np.testing.assert_array_equal(got.indices, expected.indices)
+        np.testing.assert_array_equal(got.data, expected.data)

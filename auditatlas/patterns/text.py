@@ -41,11 +41,61 @@ def counts(*texts: Sequence[str]) -> sp.csr_matrix:
     matrix = None
     for part in texts:
         codes, distinct = pd.factorize(np.asarray(part, dtype=object))
-        rows = hasher().transform(list(distinct)).tocsr()[codes]
+        rows = hashed(distinct)[codes]
         matrix = rows if matrix is None else matrix + rows
     matrix.sum_duplicates()
     np.log(matrix.data, out=matrix.data)
     matrix.data += 1.0
+    return matrix
+
+
+# The token pattern's words in an ASCII text: runs of word characters (letters, digits, "_")
+# between other characters, kept when they are letters only, two or more (``TOKEN_PATTERN``
+# after lower-casing: a word boundary, two or more letters, a word boundary).
+_ASCII_GAPS = r"[^a-z0-9_]+"
+_ASCII_WORD = r"^[a-z]{2,}$"
+
+
+def hashed(texts: Sequence[str]) -> sp.csr_matrix:
+    """``hasher().transform(texts)``, the same matrix, with each distinct word hashed once.
+
+    scikit-learn tokenizes and hashes word by word in Python, which was most of the step
+    vectors' build at a million rooms. An ASCII text is split into its words by Arrow (the
+    token pattern's words, read the same way) and each distinct word's column is scikit-learn's
+    own hash of it; a text with other characters goes through scikit-learn whole, whose Unicode
+    word characters the split does not know.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(texts)
+    if not n:
+        return sp.csr_matrix((0, N_FEATURES), dtype=np.float32)
+    column = pa.array(list(texts), type=pa.large_string())
+    plain = pc.fill_null(pc.string_is_ascii(column), False).to_numpy(zero_copy_only=False)
+    fast, slow = np.flatnonzero(plain), np.flatnonzero(~plain)
+    rows, columns = [np.empty(0, np.int64)], [np.empty(0, np.int64)]
+    if len(fast):
+        words = pc.split_pattern_regex(pc.ascii_lower(column.take(pa.array(fast))), _ASCII_GAPS)
+        flat, parent = pc.list_flatten(words), pc.list_parent_indices(words)
+        keep = pc.match_substring_regex(flat, _ASCII_WORD)
+        flat, parent = flat.filter(keep), parent.filter(keep)
+        if len(flat):
+            encoded = pc.dictionary_encode(flat)
+            vocabulary = hasher().transform(encoded.dictionary.to_pylist()).tocsr()
+            # A word alone is one token, so its row holds one column.
+            assert (np.diff(vocabulary.indptr) == 1).all(), "a word did not hash to one column"
+            rows.append(fast[parent.to_numpy()])
+            columns.append(vocabulary.indices.astype(np.int64)[encoded.indices.to_numpy()])
+    if len(slow):
+        whole = hasher().transform([texts[i] for i in slow]).tocoo()
+        repeat = whole.data.astype(np.int64)  # counts: each its column repeated that many times
+        rows.append(np.repeat(slow[whole.row], repeat))
+        columns.append(np.repeat(whole.col.astype(np.int64), repeat))
+    rows_all, columns_all = np.concatenate(rows), np.concatenate(columns)
+    matrix = sp.csr_matrix((np.ones(len(rows_all), dtype=np.float32), (rows_all, columns_all)),
+                           shape=(n, N_FEATURES), dtype=np.float32)
+    matrix.sum_duplicates()
     return matrix
 
 
