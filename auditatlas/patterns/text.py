@@ -82,11 +82,8 @@ def hashed(texts: Sequence[str]) -> sp.csr_matrix:
         flat, parent = flat.filter(keep), parent.filter(keep)
         if len(flat):
             encoded = pc.dictionary_encode(flat)
-            vocabulary = hasher().transform(encoded.dictionary.to_pylist()).tocsr()
-            # A word alone is one token, so its row holds one column.
-            assert (np.diff(vocabulary.indptr) == 1).all(), "a word did not hash to one column"
             rows.append(fast[parent.to_numpy()])
-            columns.append(vocabulary.indices.astype(np.int64)[encoded.indices.to_numpy()])
+            columns.append(word_columns(encoded.dictionary.to_pylist()).astype(np.int64)[encoded.indices.to_numpy()])
     if len(slow):
         whole = hasher().transform([texts[i] for i in slow]).tocoo()
         repeat = whole.data.astype(np.int64)  # counts: each its column repeated that many times
@@ -97,6 +94,14 @@ def hashed(texts: Sequence[str]) -> sp.csr_matrix:
                            shape=(n, N_FEATURES), dtype=np.float32)
     matrix.sum_duplicates()
     return matrix
+
+
+def word_columns(words: list[str]) -> np.ndarray:
+    """The hashed column of each of ``words`` (single tokens of the pattern, lower-case)."""
+    hashed_words = hasher().transform(words).tocsr()
+    # A word alone is one token, so its row holds one column.
+    assert (np.diff(hashed_words.indptr) == 1).all(), "a word did not hash to one column"
+    return hashed_words.indices
 
 
 def idf(document_frequency: np.ndarray, n_documents: int) -> np.ndarray:
@@ -147,7 +152,7 @@ def words_of(texts: list[str]) -> dict[int, str]:
     if not tally:
         return {}
     words = sorted(tally)
-    columns = hasher().transform(words).tocsr().indices
+    columns = word_columns(words)
     named: dict[int, tuple[int, str]] = {}
     for word, column in zip(words, columns):
         best = named.get(int(column))
