@@ -4,6 +4,7 @@ per worker, and the xdist grouping that keeps a large build's module, or a brows
 one worker."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
@@ -164,15 +165,40 @@ def app_server(app_store) -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(scope="session")
-def local_cluster() -> Iterator:
+# The local cluster the tests share while they run, closed after the last of them.
+_cluster: dict = {}
+
+
+@pytest.fixture
+def local_cluster():
     """A client on one local Dask cluster of two worker processes (``auditatlas.cluster``), for
-    every test that runs jobs on one; its tests run on one worker. A test of how a cluster
-    starts (tests/test_cluster.py) makes its own."""
+    every test that runs jobs on one; its tests run on one worker, one after another. The
+    cluster is started by the first of them and closed after the last
+    (``pytest_runtest_teardown``): idle, its scheduler and workers kept a tenth of a core busy
+    until the session ended. A test of how a cluster starts (tests/test_cluster.py) makes its own."""
     from auditatlas.cluster import client_session
 
-    with client_session(None, n_workers=2) as client:
-        yield client
+    if "stack" not in _cluster:
+        stack = contextlib.ExitStack()
+        _cluster["client"] = stack.enter_context(client_session(None, n_workers=2))
+        _cluster["stack"] = stack
+    return _cluster["client"]
+
+
+def _close_cluster() -> None:
+    if "stack" in _cluster:
+        stack = _cluster.pop("stack")
+        _cluster.clear()
+        stack.close()
+
+
+def pytest_runtest_teardown(item, nextitem) -> None:
+    if "local_cluster" in item.fixturenames and (nextitem is None or "local_cluster" not in nextitem.fixturenames):
+        _close_cluster()
+
+
+def pytest_sessionfinish(session) -> None:
+    _close_cluster()  # a run stopped before the last test that needed it
 
 
 @pytest.fixture(scope="session")
