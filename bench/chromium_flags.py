@@ -41,6 +41,10 @@ SETS = {
     # V8's tiers: a page visit of a few seconds may not pay back TurboFan's compiles.
     "js-maglev": ["--js-flags=--max-opt=2"],
     "js-sparkplug": ["--js-flags=--max-opt=1"],
+    "process-per-site": ["--process-per-site"],
+    "renderer-limit-1": ["--renderer-process-limit=1"],
+    "no-gpu-raster": ["--disable-gpu-rasterization"],
+    "raster-1": ["--num-raster-threads=1"],
 }
 
 
