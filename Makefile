@@ -19,8 +19,9 @@ $(STAMP): pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
 	@# uv installs the same resolution as pip about ten times faster here (15 s against 104 s
 	@# on a fresh venv): most of a fresh clone's `make test` used to be the install. Bytecode is
-	@# not compiled at install (uv's --compile-bytecode took 24 s of the install's 29 here, for
-	@# some 14,700 modules): Python caches each module the first time a process imports it.
+	@# not compiled at install (uv's --compile-bytecode compiled every installed module, most of
+	@# them never imported, and was most of the install): Python caches each module the first
+	@# time a process imports it (bench/README.md, the test suite).
 	$(PY) -m pip install --quiet 'uv>=0.5'
 	$(VENV)/bin/uv pip install --quiet --python $(PY) -e '.[dev]'
 	@touch $(STAMP)

@@ -2,8 +2,9 @@
 
 pytest rewrites each test module's asserts (for its failure messages) on import and caches the
 result beside the module; every xdist worker imports every test module at collection, all at
-the same moment, so on a fresh clone each of them rewrote all of them (about 4 CPU-s a worker)
-before any cache existed. Written once here (about 2 CPU-s), each worker reads it.
+the same moment, so on a fresh clone each of them rewrote all of them before any cache existed
+(most of a worker's collection). Written once here, each worker reads it (bench/README.md, the
+test suite).
 
 pytest's own functions do the rewriting and name the cached files, so the cache is the one
 pytest would write. They are pytest's internals: if a pytest release changes them, this says so

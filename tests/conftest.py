@@ -174,8 +174,8 @@ def local_cluster():
     """A client on one local Dask cluster of two worker processes (``auditatlas.cluster``), for
     every test that runs jobs on one; its tests run on one worker, one after another. The
     cluster is started by the first of them and closed after the last
-    (``pytest_runtest_teardown``): idle, its scheduler and workers kept a tenth of a core busy
-    until the session ended. A test of how a cluster starts (tests/test_cluster.py) makes its own."""
+    (``pytest_runtest_teardown``): even idle, its scheduler and workers keep using CPU, and the
+    suite keeps both cores busy. A test of how a cluster starts (tests/test_cluster.py) makes its own."""
     from auditatlas.cluster import client_session
 
     if "stack" not in _cluster:
