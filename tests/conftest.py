@@ -165,8 +165,9 @@ def app_server(app_store) -> Iterator[str]:
         yield url
 
 
-# The local cluster the tests share while they run, closed after the last of them.
-_cluster: dict = {}
+# The local cluster the tests share while they run, as (its ExitStack, its client); closed
+# after the last of them.
+_cluster: list[tuple] = []
 
 
 @pytest.fixture
@@ -178,18 +179,15 @@ def local_cluster():
     suite keeps both cores busy. A test of how a cluster starts (tests/test_cluster.py) makes its own."""
     from auditatlas.cluster import client_session
 
-    if "stack" not in _cluster:
+    if not _cluster:
         stack = contextlib.ExitStack()
-        _cluster["client"] = stack.enter_context(client_session(None, n_workers=2))
-        _cluster["stack"] = stack
-    return _cluster["client"]
+        _cluster.append((stack, stack.enter_context(client_session(None, n_workers=2))))
+    return _cluster[0][1]
 
 
 def _close_cluster() -> None:
-    if "stack" in _cluster:
-        stack = _cluster.pop("stack")
-        _cluster.clear()
-        stack.close()
+    while _cluster:
+        _cluster.pop()[0].close()
 
 
 def pytest_runtest_teardown(item, nextitem) -> None:
