@@ -502,6 +502,32 @@ def test_paired_mean_bootstrap_equals_the_generic_bootstrap_of_means(n, n_boot):
         assert paired_mean_bootstrap(a, b, n_boot=n_boot, seed=0, block=7) == generic
 
 
+@pytest.mark.parametrize("keep_draws", [2_000_000, 10], ids=["draws kept", "draws made per block"])
+def test_paired_sums_bootstrap_equals_the_generic_bootstrap_of_summed_counts(monkeypatch, keep_draws):
+    """The PRE contrasts' all-at-once bootstrap of F1 from per-configuration counts gives every
+    field paired_bootstrap gives resampling the configurations one by one (whole-number sums
+    are exact in any order), including resamples where an entrant's F1 has nothing to divide by."""
+    from auditatlas import stats
+
+    def f1(tp, fp, fn):
+        denom = 2 * tp + fp + fn
+        return np.where(denom > 0, 2 * tp / np.where(denom > 0, denom, 1), 0.0)
+
+    rng = np.random.default_rng(3)
+    k = 120
+    a = [rng.integers(0, 3, k) * (rng.random(k) < 0.2), rng.integers(0, 2, k), rng.integers(0, 3, k)]
+    b = [np.zeros(k), np.zeros(k), rng.integers(0, 3, k) * (rng.random(k) < 0.05)]  # flags nothing, rare truths
+
+    def pair(*counts):
+        return float(f1(*(np.array([c.sum()]) for c in counts[:3]))[0]), \
+            float(f1(*(np.array([c.sum()]) for c in counts[3:]))[0])
+
+    generic = paired_bootstrap(pair, *a, *b, n_boot=500, seed=0)
+    monkeypatch.setattr(stats, "_KEEP_DRAWS", keep_draws)
+    assert stats.paired_sums_bootstrap(a, b, f1, n_boot=500, seed=0) == generic
+    assert generic.n_dropped == 0 and generic.ci95[0] < generic.diff < generic.ci95[1]
+
+
 def test_bootstrap_of_a_mean_in_small_blocks_is_the_resample_by_resample_bootstrap(monkeypatch):
     """However few resamples a block holds (large boards hold fewer), the interval is the one
     drawn resample by resample: one ``integers(0, n, size=n)`` per resample, percentile 95%."""

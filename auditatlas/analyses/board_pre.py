@@ -14,7 +14,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..errors import AtlasError
-from ..stats import Contrast, paired_bootstrap
+from ..stats import Contrast, paired_sums_bootstrap
 from . import Query
 from . import board_intervals as ci
 from . import over_privilege as pre
@@ -85,10 +85,11 @@ def _cluster_counts(truth: np.ndarray, flagged: np.ndarray, scored: np.ndarray,
     return count(truth & flagged), count(~truth & flagged), count(truth & ~flagged)
 
 
-def _f1_from_counts(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray) -> float:
-    tp, fp, fn = tp.sum(), fp.sum(), fn.sum()
+def _f1(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray) -> np.ndarray:
+    """Micro F1 of summed counts, one value per resample; 0 where there is nothing to divide by
+    (an entrant that flags nothing on a resample with no excess capability)."""
     denom = 2 * tp + fp + fn
-    return float(2 * tp / denom) if denom else 0.0
+    return np.where(denom > 0, 2 * tp / np.where(denom > 0, denom, 1), 0.0)
 
 
 def _cluster_bootstrap(fam: ContrastFamily, a: BoardRow, b: BoardRow) -> Contrast:
@@ -105,11 +106,7 @@ def _cluster_bootstrap(fam: ContrastFamily, a: BoardRow, b: BoardRow) -> Contras
     truth = a.items["truth"]
     counts_a = _cluster_counts(truth, a.items["flagged"], a.items["scored"], codes, k)
     counts_b = _cluster_counts(truth, b.items["flagged"], b.items["scored"], codes, k)
-
-    def f1_pair(tp_a, fp_a, fn_a, tp_b, fp_b, fn_b):
-        return _f1_from_counts(tp_a, fp_a, fn_a), _f1_from_counts(tp_b, fp_b, fn_b)
-
-    res = paired_bootstrap(f1_pair, *counts_a, *counts_b, n_boot=N_BOOT, seed=0)
+    res = paired_sums_bootstrap(counts_a, counts_b, _f1, n_boot=N_BOOT, seed=0)
     return Contrast(fam.name, a.entrant, b.entrant, res.estimate_a, res.estimate_b, res.diff,
                     res.ci95[0], res.ci95[1], res.p, f"configuration-cluster bootstrap ({N_BOOT}, seed 0)")
 
