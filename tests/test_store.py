@@ -69,6 +69,11 @@ def test_sources_are_independent(tmp_path):
         (lambda t: t["runs"][0].update(outcome="won"), "outcomes"),
         # Two broken: the first in the checks' order is the one named.
         (lambda t: (t["runs"][0].update(outcome="won"), t["steps"][0].update(label=2)), "labels are 0, 1 or null"),
+        # A source without one of the tables a check joins (its runs, a prediction's set): the
+        # check still runs on the table that has rows.
+        (lambda t: t.pop("runs"), "belongs to a run"),
+        (lambda t: t.update(predictions=[{"set_id": "s", "run_id": "alpha:r1", "step_idx": 0, "score": 0.5}]),
+         "belongs to a prediction set"),
     ],
 )
 @pytest.mark.parametrize("database", ["kept", "own"])
@@ -88,6 +93,29 @@ def test_broken_invariant_leaves_store_unchanged(tmp_path, monkeypatch, mutate, 
     assert (tmp_path / "MANIFEST.json").read_bytes() == before
     assert _counts(tmp_path) == {"runs": 1, "steps": 3, "edges": 2}
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".staging")]
+
+
+def test_a_write_runs_only_the_checks_its_rows_can_break(tmp_path, monkeypatch):
+    """A check with no row in the table it is about (a source of prediction sets has no steps to
+    be dense, no runs to be unique) has nothing to offend and is not run; a write of runs alone
+    runs the run checks, which find its runs' missing steps."""
+    from auditatlas import validate
+
+    ran, real_checks = [], validate._run_checks
+
+    def checks(con, source, **how):
+        ran.append({validate._CHECKS[i][0] for i in how["checks"]})
+        real_checks(con, source, **how)
+
+    monkeypatch.setattr(validate, "_run_checks", checks)
+    sets = {"prediction_sets": [{"set_id": "s", "corpus": "alpha", "granularity": "step", "source_file": "x"}],
+            "predictions": [{"set_id": "s", "run_id": "alpha:r1", "step_idx": 0, "score": 0.5}]}
+    store.write_source(tmp_path, "sets", sets)
+    assert ran == [{"prediction set ids are unique", "every prediction belongs to a prediction set of this source",
+                    "a prediction is keyed to exactly one step, run or config"}]
+    with pytest.raises(StoreError, match="dense"):
+        store.write_source(tmp_path, "alpha", {"runs": _run("alpha", 3)["runs"]})
+    assert "step_idx is dense 0..n_steps-1 in every run" in ran[-1] and "step labels are 0, 1 or null" not in ran[-1]
 
 
 def test_unknown_column_is_refused(tmp_path):
