@@ -70,8 +70,19 @@ def whowhen_store(catch_store):
     return catch_store
 
 
-def test_pre_board_reproduces_published_rows(catch_store):
-    result = run_board("pre", runner(catch_store))
+# Each board computed once for the tests that only read it (a PRE board is about a second).
+@pytest.fixture(scope="module")
+def pre_board(catch_store):
+    return run_board("pre", runner(catch_store))
+
+
+@pytest.fixture(scope="module")
+def localization_board(whowhen_store):
+    return run_board("post-localization", runner(whowhen_store), "whowhen")
+
+
+def test_pre_board_reproduces_published_rows(pre_board):
+    result = pre_board
     rows = {r.entrant: r.metrics for r in result.rows}
     for entrant, values in PRE_PUBLISHED.items():
         got = tuple(round(rows[entrant][m], 3) for m in ("precision", "recall", "f1", "coverage"))
@@ -79,14 +90,14 @@ def test_pre_board_reproduces_published_rows(catch_store):
     assert result.n_items == 1187 and result.floor == "flag_all"
 
 
-def test_pre_rules_and_per_source_cells_match_the_golden_board(catch_store):
-    result = run_board("pre", runner(catch_store))
+def test_pre_rules_and_per_source_cells_match_the_golden_board(catch_store, pre_board):
+    result = pre_board
     cells = reconcile(result, runner(catch_store))
     assert len(cells) == 110  # 11 entrants x (4 pooled metrics + 6 sources)
     assert all(c.matches for c in cells), [(c.entrant, c.corpus, c.metric) for c in cells if not c.matches]
 
 
-def test_pre_f1_by_source_carries_each_sources_own_cluster_bootstrap(catch_store):
+def test_pre_f1_by_source_carries_each_sources_own_cluster_bootstrap(catch_store, pre_board):
     """Each source's F1 with its 95% interval: the published value inside it, the oracle's
     [1, 1], and flag_all's n8n interval against a bootstrap written out here from the store's
     own rows (n8n's configurations drawn whole; flag_all flags every capability, so a
@@ -96,7 +107,7 @@ def test_pre_f1_by_source_carries_each_sources_own_cluster_bootstrap(catch_store
     from auditatlas.figures.boards import extra_frame
     from queries import connect
 
-    result = run_board("pre", runner(catch_store))
+    result = pre_board
     rows = {r["entrant"]: r for r in result.extra_tables["f1_by_source"]}
     cells = [c for c in reconcile(result, runner(catch_store)) if c.metric == "f1" and c.corpus != result.corpus]
     assert len(cells) == 66  # 11 entrants x 6 sources
@@ -127,16 +138,16 @@ def test_pre_f1_by_source_carries_each_sources_own_cluster_bootstrap(catch_store
     assert "over that source's configurations only" in result.extra_captions["f1_by_source"]
 
 
-def test_pre_judge_contrast_separates_from_floor(catch_store):
-    result = run_board("pre", runner(catch_store))
+def test_pre_judge_contrast_separates_from_floor(pre_board):
+    result = pre_board
     judge = next(c for c in result.contrasts if c.a_name == "llm_judge_needed(llama-3.3-70b)")
     assert judge.b_name == "flag_all" and judge.verdict == "separates"
     assert judge.diff == pytest.approx(0.695 - 0.601, abs=0.001)
     assert judge.ci_low > 0
 
 
-def test_post_localization_reproduces_all_published_rows(whowhen_store):
-    result = run_board("post-localization", runner(whowhen_store), "whowhen")
+def test_post_localization_reproduces_all_published_rows(localization_board):
+    result = localization_board
     assert result.n_items == 126
     rows = {r.entrant: r.metrics for r in result.rows}
     for entrant, values in POST_PUBLISHED.items():
@@ -146,8 +157,8 @@ def test_post_localization_reproduces_all_published_rows(whowhen_store):
     assert len(addenda) == 12 and all(r.role == "extra" for r in addenda)
 
 
-def test_post_localization_json_uses_board_spelling(whowhen_store):
-    data = board_json(run_board("post-localization", runner(whowhen_store), "whowhen"))
+def test_post_localization_json_uses_board_spelling(localization_board):
+    data = board_json(localization_board)
     assert data["board"] == "post-localization" and data["corpus"] == "whowhen" and data["n_items"] == 126
     row = next(r for r in data["rows"] if r["entrant"] == "llm-judge all-at-once (gpt-5.5)")
     assert set(row) == {"entrant", "top1", "top3", "mrr", "intervals", "role", "n_items", "seed_group", "seed"}
