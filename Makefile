@@ -16,13 +16,18 @@ unexport PYTHONDONTWRITEBYTECODE
 install: $(STAMP)
 
 $(STAMP): pyproject.toml
-	@test -x $(PY) || python3 -m venv $(VENV)
+	@# The venv without a pip of its own (ensurepip was most of making it): uv goes in by the
+	@# system's pip (`pip --python`, pip 22.3 and later), or, without one, by the venv's pip
+	@# bootstrapped then.
+	@test -x $(PY) || python3 -m venv --without-pip $(VENV)
 	@# uv installs the same resolution as pip about ten times faster here (15 s against 104 s
 	@# on a fresh venv): most of a fresh clone's `make test` used to be the install. Bytecode is
 	@# not compiled at install (uv's --compile-bytecode compiled every installed module, most of
 	@# them never imported, and was most of the install): Python caches each module the first
 	@# time a process imports it (bench/README.md, the test suite).
-	$(PY) -m pip install --quiet 'uv>=0.5'
+	@python3 -m pip --python $(PY) install --quiet 'uv>=0.5' 2>/dev/null || \
+	  { $(PY) -m pip --version >/dev/null 2>&1 || $(PY) -m ensurepip --default-pip >/dev/null; \
+	    $(PY) -m pip install --quiet 'uv>=0.5'; }
 	$(VENV)/bin/uv pip install --quiet --python $(PY) -e '.[dev]'
 	@touch $(STAMP)
 
