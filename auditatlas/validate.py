@@ -23,53 +23,53 @@ if TYPE_CHECKING:
     import duckdb
 
 # (description, the tables it reads, SQL returning offending rows; empty result = invariant holds).
-# The first table drives the check: with no row in it there is nothing to offend, so a write that
-# stages none (a prediction set, a review's verdicts) skips the check (``_active``).
+# The first table drives the check: with no row in it there is nothing to offend, and a write
+# that stages none there (a prediction set has no runs) leaves the check out (``_active``).
 _CHECKS: list[tuple[str, tuple[str, ...], str]] = [
-    ("run ids are unique", ('runs',), "SELECT run_id FROM runs GROUP BY run_id HAVING count(*) > 1"),
-    ("every step belongs to a run of this source", ('steps', 'runs'),
+    ("run ids are unique", ("runs",), "SELECT run_id FROM runs GROUP BY run_id HAVING count(*) > 1"),
+    ("every step belongs to a run of this source", ("steps", "runs"),
      "SELECT s.run_id FROM steps s ANTI JOIN runs r USING (run_id)"),
-    ("step_idx is dense 0..n_steps-1 in every run", ('runs', 'steps'),
+    ("step_idx is dense 0..n_steps-1 in every run", ("runs", "steps"),
      """SELECT r.run_id FROM runs r LEFT JOIN (
             SELECT run_id, count(*) n, count(DISTINCT step_idx) d, min(step_idx) lo, max(step_idx) hi
             FROM steps GROUP BY run_id) s USING (run_id)
         WHERE coalesce(s.n, 0) <> r.n_steps OR coalesce(s.d, 0) <> r.n_steps
            OR (r.n_steps > 0 AND (s.lo <> 0 OR s.hi <> r.n_steps - 1))"""),
-    ("every edge points backwards in time within one run", ('edges', 'runs'),
+    ("every edge points backwards in time within one run", ("edges", "runs"),
      """SELECT e.run_id FROM edges e LEFT JOIN runs r USING (run_id)
         WHERE r.run_id IS NULL OR e.src_idx >= e.dst_idx OR e.src_idx < 0 OR e.dst_idx >= r.n_steps"""),
-    ("a run's anomalous_steps counts its steps labeled 1", ('runs', 'steps'),
+    ("a run's anomalous_steps counts its steps labeled 1", ("runs", "steps"),
      """SELECT r.run_id FROM runs r LEFT JOIN (
             SELECT run_id, count(*) a FROM steps WHERE label = 1 GROUP BY run_id) s USING (run_id)
         WHERE r.anomalous_steps IS DISTINCT FROM coalesce(s.a, 0)"""),
     # The chain columns are the writer's (auditatlas/chains.py); these cheap checks hold them to
     # the labels and the run without restating the rule: a role only on a failed step of a
     # chain, and a run's chain length its longest chain.
-    ("a step's chain role sits on a failed step of a chain", ('steps',),
+    ("a step's chain role sits on a failed step of a chain", ("steps",),
      """SELECT run_id FROM steps
         WHERE chain_length IS NULL OR chain_length = 1 OR chain_length < 0
            OR (chain_role IS NOT NULL) <> (coalesce(label = 1, false) AND chain_length >= 2)
            OR chain_role NOT IN ('origin', 'mid', 'down')"""),
-    ("a run's chain_length is its longest chain", ('runs', 'steps'),
+    ("a run's chain_length is its longest chain", ("runs", "steps"),
      """SELECT r.run_id FROM runs r LEFT JOIN (
             SELECT run_id, max(chain_length) c FROM steps WHERE chain_length > 0 GROUP BY run_id) s USING (run_id)
         WHERE r.chain_length IS DISTINCT FROM coalesce(s.c, 0)"""),
-    ("step labels are 0, 1 or null", ('steps',),
+    ("step labels are 0, 1 or null", ("steps",),
      "SELECT run_id FROM steps WHERE label IS NOT NULL AND label NOT IN (0, 1)"),
-    ("run outcomes are success, failure or unknown", ('runs',),
+    ("run outcomes are success, failure or unknown", ("runs",),
      "SELECT run_id FROM runs WHERE outcome NOT IN ('success', 'failure', 'unknown') OR outcome IS NULL"),
-    ("prediction set ids are unique", ('prediction_sets',),
+    ("prediction set ids are unique", ("prediction_sets",),
      "SELECT set_id FROM prediction_sets GROUP BY set_id HAVING count(*) > 1"),
-    ("every prediction belongs to a prediction set of this source", ('predictions', 'prediction_sets'),
+    ("every prediction belongs to a prediction set of this source", ("predictions", "prediction_sets"),
      "SELECT p.set_id FROM predictions p ANTI JOIN prediction_sets s USING (set_id)"),
-    ("every ranking belongs to a prediction set of this source", ('rankings', 'prediction_sets'),
+    ("every ranking belongs to a prediction set of this source", ("rankings", "prediction_sets"),
      "SELECT p.set_id FROM rankings p ANTI JOIN prediction_sets s USING (set_id)"),
-    ("a prediction is keyed to exactly one step, run or config", ('predictions',),
+    ("a prediction is keyed to exactly one step, run or config", ("predictions",),
      """SELECT set_id FROM predictions
         WHERE (run_id IS NOT NULL)::INT + (config_id IS NOT NULL)::INT <> 1
            OR (config_id IS NOT NULL AND step_idx IS NOT NULL)"""),
-    ("config ids are unique", ('configs',), "SELECT config_id FROM configs GROUP BY config_id HAVING count(*) > 1"),
-    ("every capability belongs to a config of this source", ('capabilities', 'configs'),
+    ("config ids are unique", ("configs",), "SELECT config_id FROM configs GROUP BY config_id HAVING count(*) > 1"),
+    ("every capability belongs to a config of this source", ("capabilities", "configs"),
      "SELECT c.config_id FROM capabilities c ANTI JOIN configs g USING (config_id)"),
 ]
 
