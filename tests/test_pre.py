@@ -340,6 +340,26 @@ def test_excess_permissions_allows_levels_the_task_verbs_name():
     assert owasp_excess_permissions.flag(_cfg("b", caps, tokens=["fetch", "save"])) == {"runner"}
 
 
+def test_a_rules_kept_findings_follow_everything_it_reads():
+    """A rule keeps its findings per configuration content: the same content under another id
+    (another store of the release) is answered as before; a changed level, name or task verb
+    is audited again, never answered from the kept finding."""
+    caps = [("reader", "t", "read", False), ("writer", "t", "write", False), ("runner", "t", "execute", False)]
+    assert owasp_excess_permissions.flag(_cfg("a", caps, tokens=["save"])) == {"runner"}
+    assert owasp_excess_permissions.flag(_cfg("other-id", caps, tokens=["save"])) == {"runner"}
+    assert owasp_excess_permissions.flag(_cfg("a", caps, tokens=[])) == {"writer", "runner"}
+    raised = [("reader", "t", "execute", False), *caps[1:]]
+    assert owasp_excess_permissions.flag(_cfg("a", raised, tokens=["save"])) == {"reader", "runner"}
+    renamed = [("reader", "t", "read", False), ("writer", "t", "write", False), ("launcher", "t", "execute", False)]
+    assert owasp_excess_permissions.flag(_cfg("a", renamed, tokens=["save"])) == {"launcher"}
+    assert flag_risky_perms.flag(_cfg("a", [("x", "t", "read", False)])) == set()
+    assert flag_risky_perms.flag(_cfg("a", [("x", "t", "admin", False)])) == {"x"}
+    # A caller changing the set it was handed changes nothing kept.
+    got = flag_risky_perms.flag(_cfg("a", [("x", "t", "admin", False)]))
+    got.add("y")
+    assert flag_risky_perms.flag(_cfg("a", [("x", "t", "admin", False)])) == {"x"}
+
+
 def test_flags_from_needed_is_declared_minus_needed():
     a = _cfg("a", [("x", "t", "read", True), ("y", "t", "write", False)])
     b = _cfg("b", [("z", "t", "read", True)])

@@ -206,6 +206,23 @@ def _agent_config(config: PreConfig) -> Any:
     return cached
 
 
+# Findings a rule keeps per process: a release's configurations several times over (1,187 in
+# CatchBench PRE), a few MB at most.
+MAX_KEPT_FINDINGS = 20_000
+
+
+def _rule_input(config: PreConfig) -> tuple:
+    """Everything a rule reads of ``config`` (what ``_agent_config`` hands it), as a key; kept on
+    the (frozen) config like its agent config."""
+    cached = config.__dict__.get("_rule_input")
+    if cached is None:
+        cached = (tuple((c.name, c.type, c.permission_level) for c in config.capabilities),
+                  tuple(config.spec_tokens),
+                  tuple(sorted((k, tuple(v)) for k, v in config.spec_token_overrides.items())))
+        object.__setattr__(config, "_rule_input", cached)
+    return cached
+
+
 def _memoise_tokeniser() -> None:
     """Memoise auditable's capability tokeniser (a pure function of one string).
 
@@ -243,6 +260,10 @@ class AuditableRule:
         self.name = name
         self.method_id = method_id
         self._auditor: Any = None  # built on first use: importing this module stays cheap
+        # Findings by what the rule reads of a configuration (``_rule_input``): a process scores
+        # the same release's configurations again for every PRE board it computes (a new store
+        # version, another store of the same release), and each finding is a pure function of them.
+        self._findings: dict[tuple, frozenset[str] | None] = {}
 
     def _get(self) -> Any:
         if self._auditor is None:
@@ -260,10 +281,14 @@ class AuditableRule:
         return self._auditor
 
     def flag(self, config: PreConfig) -> set[str] | None:
-        finding = self._get().audit(_agent_config(config))
-        if finding.abstained:
-            return None
-        return set(finding.excess)
+        key = _rule_input(config)
+        if key not in self._findings:
+            finding = self._get().audit(_agent_config(config))
+            if len(self._findings) >= MAX_KEPT_FINDINGS:
+                self._findings.clear()
+            self._findings[key] = None if finding.abstained else frozenset(finding.excess)
+        kept = self._findings[key]
+        return None if kept is None else set(kept)
 
     __call__ = flag
 
