@@ -13,6 +13,8 @@ first launch's printed result and in the server log. Every connection here has i
 """
 from __future__ import annotations
 
+import os
+import threading
 from typing import TYPE_CHECKING
 
 from .arrow_memory import use_system_allocator
@@ -40,3 +42,60 @@ def cursor(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
 def quiet(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     con.execute("SET enable_progress_bar = false")
     return con
+
+
+# The process's kept database, for small work (a write's invariant checks, a batch's ranks): a
+# new DuckDB database and its first statements cost about 20 ms of CPU, as much as that work
+# itself. Its memory is bounded and it never spills (it has no spill folder: DuckDB cannot move
+# one once used), so only work far below the bound is given to it; rows come back in no
+# particular order (the work sorts what it keeps).
+KEPT_MEMORY_LIMIT = "256MB"
+# The kept database is replaced by a new one after serving this many cursors. DuckDB keeps a few
+# KB of native memory per Parquet file a database has read, closed cursors or not (about 9 KB a
+# check reading two new files, measured on the kept database; none on a database closed after
+# each check), and a long-lived writer reads new files at every write: the receiver's staged
+# parts, named anew each time, grew it about 20 MB per million spans received (bench/README.md).
+# Replacing it bounds that at this many cursors' worth for about 20 ms once per this many.
+KEPT_MAX_USES = 100
+
+_kept: tuple[int, duckdb.DuckDBPyConnection] | None = None
+_kept_uses = 0
+_kept_lock = threading.Lock()
+
+
+def kept_cursor() -> duckdb.DuckDBPyConnection:
+    """A new cursor (a connection of its own: its temporary views and registered tables are its
+    own) of this process's kept database, made on first use and again after KEPT_MAX_USES cursors."""
+    global _kept, _kept_uses
+    with _kept_lock:
+        if _kept is None or _kept[0] != os.getpid() or _kept_uses >= KEPT_MAX_USES:
+            # The replaced database is not closed here: a cursor another thread still works on
+            # holds it, and DuckDB frees it with its last cursor.
+            con = connect()
+            con.execute(f"SET memory_limit = '{KEPT_MEMORY_LIMIT}'")
+            con.execute("SET temp_directory = ''")
+            con.execute("SET preserve_insertion_order = false")
+            _kept, _kept_uses = (os.getpid(), con), 0
+        _kept_uses += 1
+        return cursor(_kept[1])
+
+
+def _close_kept_before_fork() -> None:
+    """Close the kept database before this process forks: a forked child that then opened a
+    DuckDB database of its own hung while its parent's was open (two reviewers' processes in
+    tests/test_reviews.py). The parent opens it again on its next use. The lock is held over
+    the fork, so the child never inherits it held by a thread that is not there."""
+    global _kept
+    _kept_lock.acquire()
+    kept, _kept = _kept, None
+    if kept is not None:
+        kept[1].close()
+
+
+def _after_fork_in_child() -> None:
+    global _kept_lock
+    _kept_lock = threading.Lock()
+
+
+os.register_at_fork(before=_close_kept_before_fork, after_in_parent=lambda: _kept_lock.release(),
+                    after_in_child=_after_fork_in_child)

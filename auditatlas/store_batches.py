@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 
 from .chains import chain_columns
 from .duck import connect as duck_connect
+from .duck import kept_cursor
 from .errors import StoreError
 from .schema import RUN_STEP_COUNTS, SORT_KEYS, STEP_CHAIN_COLUMNS, STEP_SLICE_KEYS, TABLES, empty_table, sort_order
 
@@ -108,9 +109,16 @@ def _with_step_counts(runs: pa.Table, steps: pa.Table | None) -> pa.Table:
     return runs
 
 
+# A batch of up to this many predictions is ranked on the process's kept database (a new one
+# costs as much as ranking a small batch); a larger one on a database of its own, whose memory
+# is DuckDB's default.
+KEPT_MAX_PREDICTIONS = 100_000
+
+
 def _with_ranks(predictions: pa.Table) -> pa.Table:
-    """Rank of each step-level score within (set_id, run_id): 1 = highest, ties to the earlier step."""
-    con = duck_connect()
+    """Rank of each step-level score within (set_id, run_id): 1 = highest, ties to the earlier step.
+    The rows come back in no particular order: ``prepare`` sorts them."""
+    con = kept_cursor() if predictions.num_rows <= KEPT_MAX_PREDICTIONS else duck_connect()
     try:
         con.register("p", predictions)
         ranked = con.sql("""

@@ -6,16 +6,14 @@ them (this module knows nothing of the store's layout: it is handed the folders)
 """
 from __future__ import annotations
 
-import os
-import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from .duck import KEPT_MEMORY_LIMIT, kept_cursor
 from .duck import connect as duck_connect
-from .duck import cursor as duck_cursor
 from .errors import StoreError, first_line
 from .schema import empty_table
 
@@ -116,41 +114,17 @@ def _has_rows(files: Sequence[Path]) -> bool:
 
 
 # Bounded: the checks group a million runs; DuckDB spills past this instead of growing.
-# At a million rooms 256 MB runs them as fast as 512 MB did (14 s) with 240 MB less.
-MEMORY_LIMIT = "256MB"
+# At a million rooms 256 MB runs them as fast as 512 MB did (14 s) with 240 MB less. The
+# process's kept database (``duck.kept_cursor``) has the same bound.
+MEMORY_LIMIT = KEPT_MEMORY_LIMIT
 
-# A staged source up to this size is checked on a cursor of the process's kept checking
-# database instead of a database of its own: a new DuckDB database and its first statements
-# cost about 20 ms of CPU (the checks of a small write: 58 ms on their own database, 36 on the
-# kept one, bench/writes.py), as much as the checks of a review verdict or a receiver batch;
-# and checks over
-# this little Parquet stay far below MEMORY_LIMIT, so that database never needs to spill (it
-# has no spill folder: DuckDB cannot move one once used, and each write has its own).
+# A staged source up to this size is checked on a cursor of the process's kept database
+# (``duck.kept_cursor``) instead of a database of its own: a new DuckDB database and its first
+# statements cost about 20 ms of CPU (the checks of a small write: 58 ms on their own database,
+# 36 on the kept one, bench/writes.py), as much as the checks of a review verdict or a receiver
+# batch; and checks over this little Parquet stay far below MEMORY_LIMIT, so that database never
+# needs to spill (it has no spill folder: DuckDB cannot move one once used, and each write has its own).
 KEPT_MAX_BYTES = 16 * 1024 * 1024
-# The kept database is replaced by a new one after serving this many checks. DuckDB keeps a few
-# KB of native memory per Parquet file a database has read, closed cursors or not (about 9 KB a
-# check reading two new files, measured on the kept database; none on a database closed after
-# each check), and a long-lived writer reads new files at every write: the receiver's staged
-# parts, named anew each time, grew it about 20 MB per million spans received (bench/README.md).
-# Replacing it bounds that at this many checks' worth for about 20 ms once per this many checks.
-KEPT_MAX_USES = 100
-
-_kept: tuple[int, duckdb.DuckDBPyConnection] | None = None
-_kept_uses = 0
-_kept_lock = threading.Lock()
-
-
-def _kept_cursor() -> duckdb.DuckDBPyConnection:
-    """A new cursor (a connection of its own: its temporary views are its own) of this process's
-    checking database, made on first use and again after KEPT_MAX_USES cursors."""
-    global _kept, _kept_uses
-    with _kept_lock:
-        if _kept is None or _kept[0] != os.getpid() or _kept_uses >= KEPT_MAX_USES:
-            # The replaced database is not closed here: a cursor another thread still checks on
-            # holds it, and DuckDB frees it with its last cursor.
-            _kept, _kept_uses = (os.getpid(), _checking_database(spill="")), 0
-        _kept_uses += 1
-        return duck_cursor(_kept[1])
 
 
 def _checking_database(spill: str | Path | None) -> duckdb.DuckDBPyConnection:
@@ -164,27 +138,6 @@ def _checking_database(spill: str | Path | None) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def _close_kept_before_fork() -> None:
-    """Close the kept database before this process forks: a forked child that then opened a
-    DuckDB database of its own hung while its parent's was open (two reviewers' processes in
-    tests/test_reviews.py). The parent opens it again on its next check. The lock is held over
-    the fork, so the child never inherits it held by a thread that is not there."""
-    global _kept
-    _kept_lock.acquire()
-    kept, _kept = _kept, None
-    if kept is not None:
-        kept[1].close()
-
-
-def _after_fork_in_child() -> None:
-    global _kept_lock
-    _kept_lock = threading.Lock()
-
-
-os.register_at_fork(before=_close_kept_before_fork, after_in_parent=lambda: _kept_lock.release(),
-                    after_in_child=_after_fork_in_child)
-
-
 def check_invariants(tables: Mapping[str, pa.Table], source: str) -> None:
     """Raise StoreError naming the first broken invariant and an example offender."""
     # DuckDB is loaded on first use: the store imports this module, and an ingest worker that
@@ -192,7 +145,7 @@ def check_invariants(tables: Mapping[str, pa.Table], source: str) -> None:
     active = _active({name for name, table in tables.items() if table.num_rows})
     if not active:
         return
-    con = _kept_cursor()
+    con = kept_cursor()
     try:
         for name, table in tables.items():
             con.register(name, table)
@@ -214,7 +167,7 @@ def check_staged(folder: str | Path, source: str, spill: str | Path | None = Non
     if not active:
         return
     small = sum(f.stat().st_size for files in parts.values() for f in files) <= KEPT_MAX_BYTES
-    con = _kept_cursor() if small else _checking_database(spill)
+    con = kept_cursor() if small else _checking_database(spill)
     try:
         for name in sorted(_read_by(active)):
             pattern = str(folder / name / "part-*.parquet").replace("'", "''")
@@ -241,7 +194,7 @@ def check_added(added: Mapping[str, Sequence[Path]], held_runs: Sequence[Path], 
     if not active and not held_runs:
         return
     small = sum(Path(f).stat().st_size for files in added.values() for f in files) <= KEPT_MAX_BYTES
-    con = _kept_cursor() if small else _checking_database(spill)
+    con = kept_cursor() if small else _checking_database(spill)
     try:
         for name in sorted(_read_by(active) | {"runs"}):
             files = [str(f) for f in added.get(name, ())]

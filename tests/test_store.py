@@ -149,12 +149,12 @@ def test_the_kept_checking_database_is_replaced_after_its_uses(tmp_path, monkeyp
     """A long-lived writer (the receiver) checks every write on the kept database, which keeps
     native memory per Parquet file read: it is replaced after KEPT_MAX_USES checks, and a
     cursor still open on the replaced one keeps working."""
-    from auditatlas import validate
+    from auditatlas import duck, validate
 
-    monkeypatch.setattr(validate, "KEPT_MAX_USES", 3)
-    monkeypatch.setattr(validate, "_kept", None)
-    monkeypatch.setattr(validate, "_kept_uses", 0)
-    first = validate._kept_cursor()
+    monkeypatch.setattr(duck, "KEPT_MAX_USES", 3)
+    monkeypatch.setattr(duck, "_kept", None)
+    monkeypatch.setattr(duck, "_kept_uses", 0)
+    first = duck.kept_cursor()
     first.execute("CREATE TABLE marker AS SELECT 1 AS x")  # in the database, seen by its every cursor
     seen, real_checks = [], validate._run_checks
 
