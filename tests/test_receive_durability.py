@@ -55,8 +55,7 @@ class Receiver:
         self.lines = []
         first = self.proc.stdout.readline()
         assert first.startswith("receiving OTLP/HTTP"), first + self.proc.stderr.read()
-        threading.Thread(target=lambda out=self.proc.stdout: self.lines.extend(iter(out.readline, "")),
-                         daemon=True).start()
+        threading.Thread(target=self._keep_lines, args=(self.proc.stdout,), daemon=True).start()
         deadline = time.monotonic() + 60
         while True:  # answering: an empty request is a valid one (replay done, port served)
             try:
@@ -66,6 +65,14 @@ class Receiver:
                 pass
             assert self.proc.poll() is None and time.monotonic() < deadline, self.proc.stderr.read()
             time.sleep(0.05)
+
+    def _keep_lines(self, out) -> None:
+        """The receiver's lines after its first, until it exits. ``stop`` reads what is left with
+        ``communicate``, which closes the pipe under this read: that ends it, it is not an error."""
+        try:
+            self.lines.extend(iter(out.readline, ""))
+        except (ValueError, OSError):
+            pass
 
     def kill(self) -> None:
         os.kill(self.proc.pid, signal.SIGKILL)
