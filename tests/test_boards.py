@@ -70,7 +70,7 @@ def whowhen_store(catch_store):
     return catch_store
 
 
-# Each board computed once for the tests that only read it (a PRE board is about a second).
+# Each board computed once for the tests that only read it.
 @pytest.fixture(scope="module")
 def pre_board(catch_store):
     return run_board("pre", runner(catch_store))
