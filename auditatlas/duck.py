@@ -44,6 +44,17 @@ def quiet(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     return con
 
 
+def bounded(memory_limit: str, spill: str | None) -> duckdb.DuckDBPyConnection:
+    """A new database for work that must stay within ``memory_limit``: spilling into ``spill``
+    ('' for never; None leaves DuckDB's default), and no insertion order to keep."""
+    con = connect()
+    con.execute(f"SET memory_limit = '{memory_limit}'")
+    if spill is not None:
+        con.execute("SET temp_directory = $1", [str(spill)])
+    con.execute("SET preserve_insertion_order = false")
+    return con
+
+
 # The process's kept database, for small work (a write's invariant checks, a batch's ranks): a
 # new DuckDB database and its first statements cost about 20 ms of CPU, as much as that work
 # itself. Its memory is bounded and it never spills (it has no spill folder: DuckDB cannot move
@@ -71,11 +82,7 @@ def kept_cursor() -> duckdb.DuckDBPyConnection:
         if _kept is None or _kept[0] != os.getpid() or _kept_uses >= KEPT_MAX_USES:
             # The replaced database is not closed here: a cursor another thread still works on
             # holds it, and DuckDB frees it with its last cursor.
-            con = connect()
-            con.execute(f"SET memory_limit = '{KEPT_MEMORY_LIMIT}'")
-            con.execute("SET temp_directory = ''")
-            con.execute("SET preserve_insertion_order = false")
-            _kept, _kept_uses = (os.getpid(), con), 0
+            _kept, _kept_uses = (os.getpid(), bounded(KEPT_MEMORY_LIMIT, spill="")), 0
         _kept_uses += 1
         return cursor(_kept[1])
 

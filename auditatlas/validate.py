@@ -12,8 +12,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from .duck import KEPT_MEMORY_LIMIT, kept_cursor
-from .duck import connect as duck_connect
+from .duck import KEPT_MEMORY_LIMIT, bounded, kept_cursor
 from .errors import StoreError, first_line
 from .schema import empty_table
 
@@ -128,14 +127,8 @@ KEPT_MAX_BYTES = 16 * 1024 * 1024
 
 
 def _checking_database(spill: str | Path | None) -> duckdb.DuckDBPyConnection:
-    """A new database set up for the checks: bounded memory, spilling into ``spill`` ('' for
-    never; None leaves DuckDB's default), and no insertion order to keep."""
-    con = duck_connect()
-    con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
-    if spill is not None:
-        con.execute("SET temp_directory = $1", [str(spill)])
-    con.execute("SET preserve_insertion_order = false")
-    return con
+    """A new database of the checks' own: MEMORY_LIMIT, spilling into ``spill``."""
+    return bounded(MEMORY_LIMIT, None if spill is None else str(spill))
 
 
 def check_invariants(tables: Mapping[str, pa.Table], source: str) -> None:

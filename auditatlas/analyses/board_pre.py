@@ -85,13 +85,6 @@ def _cluster_counts(truth: np.ndarray, flagged: np.ndarray, scored: np.ndarray,
     return count(truth & flagged), count(~truth & flagged), count(truth & ~flagged)
 
 
-def _f1(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray) -> np.ndarray:
-    """Micro F1 of summed counts, one value per resample; 0 where there is nothing to divide by
-    (an entrant that flags nothing on a resample with no excess capability)."""
-    denom = 2 * tp + fp + fn
-    return np.where(denom > 0, 2 * tp / np.where(denom > 0, denom, 1), 0.0)
-
-
 def _cluster_bootstrap(fam: ContrastFamily, a: BoardRow, b: BoardRow) -> Contrast:
     """F1(A) - F1(B) with whole configurations resampled.
 
@@ -99,14 +92,15 @@ def _cluster_bootstrap(fam: ContrastFamily, a: BoardRow, b: BoardRow) -> Contras
     once and a resample sums k counts instead of re-masking every pair. Clusters are numbered
     in sorted-id order and drawn exactly as ``paired_bootstrap(clusters=...)`` would draw them
     (k integers from the same seeded generator), so the interval is the same as resampling
-    the pairs, computed about thirty times faster.
+    the pairs; every resample's sums are taken at once (``stats.paired_sums_bootstrap``).
     """
     _, codes = np.unique(a.items["cluster"], return_inverse=True)
     k = int(codes.max()) + 1
     truth = a.items["truth"]
     counts_a = _cluster_counts(truth, a.items["flagged"], a.items["scored"], codes, k)
     counts_b = _cluster_counts(truth, b.items["flagged"], b.items["scored"], codes, k)
-    res = paired_sums_bootstrap(counts_a, counts_b, _f1, n_boot=N_BOOT, seed=0)
+    # F1 of summed counts, 0 where there is nothing to divide by: the intervals' own metric.
+    res = paired_sums_bootstrap(counts_a, counts_b, ci.PRE_METRICS["f1"], n_boot=N_BOOT, seed=0)
     return Contrast(fam.name, a.entrant, b.entrant, res.estimate_a, res.estimate_b, res.diff,
                     res.ci95[0], res.ci95[1], res.p, f"configuration-cluster bootstrap ({N_BOOT}, seed 0)")
 
