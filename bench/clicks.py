@@ -4,8 +4,9 @@ runs them; alone: ``.venv/bin/python bench/pages.py --store STORE --clicks-only`
 Each click is timed in a tab that already shows its page (opened, settled, and the click's target
 visited once, so the server's caches hold what a reader's second look would find): from the
 click to its content drawn (the text it leads to shown, nothing stale, no script running).
-The reference: ``bench/bare_button.py``, a title, a table and a button that reruns the page,
-clicked the same way. A verdict writes to the store: ``--verdicts`` times one only on a store
+The references: ``bench/bare_button.py``, a title, a table and a button that reruns the page,
+clicked the same way; and ``bench/bare_tabs.py``, a tab switch on a bare page whose tabs each hold
+a board's worth of elements (what Streamlit alone costs a click that draws that much). A verdict writes to the store: ``--verdicts`` times one only on a store
 you mean to write to (a copy).
 """
 from __future__ import annotations
@@ -106,6 +107,11 @@ def bare_click() -> Click:
     return Click("bare page: a button's rerun (reference)", "/", click, "")
 
 
+def bare_tab() -> Click:
+    return Click("bare page: a tab holding a board's elements (reference)", "/", _tab("POST"), "POST: ",
+                 _tab("PRE"), "PRE: ")
+
+
 def time_click(page, click: Click, repeats: int) -> tuple[list[float], int]:
     """``repeats`` timings of ``click`` in ``page`` (already on its link and settled), and how
     many clicks were lost (a chart redrawn under the pointer takes no click: its content never
@@ -175,6 +181,13 @@ def run(store: Path, chromium: str, chromium_args: list[str], repeats: int = 5, 
                 times, lost = time_click(page, bare_click(), repeats + 1)
                 rows.append(_row("bare page: a button's rerun (reference)", times[1:], lost))
                 page.close()
+            with serve.running(None, REPO / "bench" / "bare_tabs.py") as base:
+                page = context.new_page()
+                open_settled(page, base + "/")
+                reference = bare_tab()
+                times, lost = time_click(page, reference, repeats + 1)
+                rows.append(_row(reference.name, times[1:], lost))
+                page.close()
             with serve.running(store) as base:
                 for click in [c for c in clicks(verdicts) if not only or any(word in c.name for word in only)]:
                     page = context.new_page()
@@ -200,11 +213,16 @@ def _row(name: str, times: list[float], lost: int = 0) -> dict:
 
 
 def table(rows: list[dict]) -> str:
-    """The clicks as a Markdown table, each beside the bare rerun of the same run."""
-    bare = next((r for r in rows if r["click"].startswith("bare")), None)
-    out = ["| click (warm) | median s | min–max s | × bare rerun | clicks (lost) | load |", "|---|---|---|---|---|---|"]
+    """The clicks as a Markdown table, each beside the bare rerun and the bare board tab of the same run."""
+    bare = next((r for r in rows if r["click"].startswith("bare page: a button")), None)
+    tab = next((r for r in rows if r["click"].startswith("bare page: a tab")), None)
+
+    def ratio(r: dict, reference: dict | None) -> str:
+        return f"{r['median_s'] / reference['median_s']:.1f}" if reference and reference["median_s"] else "–"
+
+    out = ["| click (warm) | median s | min–max s | × bare rerun | × bare board tab | clicks (lost) | load |",
+           "|---|---|---|---|---|---|---|"]
     for r in rows:
-        ratio = f"{r['median_s'] / bare['median_s']:.1f}" if bare and bare["median_s"] else "–"
-        out.append(f"| {r['click']} | {r['median_s']:.2f} | {r['min_s']:.2f}–{r['max_s']:.2f} | {ratio} | "
-                   f"{r['n']} ({r.get('lost', 0)}) | {r['load']:.1f} |")
+        out.append(f"| {r['click']} | {r['median_s']:.2f} | {r['min_s']:.2f}–{r['max_s']:.2f} | {ratio(r, bare)} | "
+                   f"{ratio(r, tab)} | {r['n']} ({r.get('lost', 0)}) | {r['load']:.1f} |")
     return "\n".join(out)

@@ -36,7 +36,8 @@ ours (Streamlit's plotly.js module is loaded and run on a tab's first chart); an
 bare pages behind ``st.navigation`` (``bench/bare_app.py``), switched between through the sidebar
 as above: what Streamlit and Chromium alone cost for a page switch (it also gets a cold and a
 warm figure, with the navigation in its sidebar). Then the everyday clicks (bench/clicks.py), warm,
-each beside a bare page's button rerun timed in the same run. Not a test: nothing is asserted; the load
+each beside a bare page's button rerun and a bare page's tab switch that draws a board's worth of
+elements (``bench/bare_tabs.py``), timed in the same run. Not a test: nothing is asserted; the load
 (``os.getloadavg``) is printed beside the figures. Every request leaving localhost is counted
 (it must be 0).
 """
