@@ -234,6 +234,37 @@ def test_every_detector_scores_planted_anomalies_higher():
         assert set(np.unique(scored.labels)) <= {0, 1}
 
 
+@pytest.mark.parametrize("method", ["ecod", "copod"])
+def test_ecod_and_copod_score_a_row_as_pyod_scores_it_alone_in_any_batch(method):
+    """The registry's ECOD and COPOD: the fitted rows' scores and threshold are PyOD's own; a new
+    row's score is PyOD's for a batch of that row alone, whatever batch it comes in. PyOD's
+    own scoring of the same rows moves with the batch (it ranks the batch with the training rows),
+    which split a corpus's scores by the engine's chunks."""
+    from pyod.models.copod import COPOD
+    from pyod.models.ecod import ECOD
+
+    pyod_class = {"ecod": ECOD, "copod": COPOD}[method]
+    rng = np.random.default_rng(7)
+    # Clearly skewed columns (ties among the counts), so one row more cannot turn a column's
+    # skewness (PyOD's batch of one ranks the row with the training rows, skewness included).
+    train = np.column_stack([rng.exponential(size=400), -rng.exponential(size=400), rng.poisson(1.0, 400),
+                             rng.gamma(2.0, size=400)])
+    new = np.column_stack([rng.exponential(size=50) * 1.5, -rng.exponential(size=50), rng.poisson(2.0, 50),
+                           rng.gamma(2.0, size=50) * 2])
+    ours = registry.get(method).make(0).fit(train)
+    theirs = pyod_class(contamination=0.1).fit(train)
+    assert np.array_equal(ours.decision_scores_, theirs.decision_scores_)
+    assert ours.threshold_ == theirs.threshold_
+    alone = np.array([pyod_class(contamination=0.1).fit(train).decision_function(new[i:i + 1])[0]
+                      for i in range(len(new))])
+    np.testing.assert_allclose(ours.decision_function(new), alone, rtol=1e-12, atol=1e-12)
+    split = np.concatenate([ours.decision_function(new[:9]), ours.decision_function(new[9:])])
+    assert np.array_equal(split, ours.decision_function(new))
+    theirs_split = np.concatenate([theirs.decision_function(new[:9]), theirs.decision_function(new[9:])])
+    assert not np.allclose(theirs_split, theirs.decision_function(new))
+    assert np.array_equal(ours.predict(new), (ours.decision_function(new) > theirs.threshold_).astype(np.int8))
+
+
 def test_board_entrants_are_declared_in_board_order_on_registry_detectors():
     """The run-level boards' entrants, in the published order (specs/catchbench.md), each scored
     by a detector of this registry; the random floor and the size baseline carry their roles."""
@@ -671,7 +702,7 @@ def test_a_corpus_read_a_chunk_of_runs_at_a_time_gets_the_scores_of_one_read(sim
     than one chunk's steps, and each chunk is read twice (the fits' rows, then the scores)."""
     from auditatlas.detectors import features as features_module
 
-    detectors, seeds, where = ["iforest", "lof", "logreg", "hbos", "random"], [3], {"corpus": ["maadbench-sim"]}
+    detectors, seeds, where = ["iforest", "lof", "logreg", "hbos", "ecod", "copod", "random"], [3], {"corpus": ["maadbench-sim"]}
     whole = engine.score(sim, detectors, where, seeds, client=None)
     reads: list[int] = []
     chunk = features_module.FeatureReader.chunk

@@ -1,7 +1,7 @@
 """The registry's own estimators (``registry.py`` names them, its factories build them): the
-random floor, a feature column as a score, and a classifier's anomaly probability as a
-detector's score. Their own module because defining them needs scikit-learn's base classes,
-and the registry must stay cheap to import.
+random floor, a feature column as a score, PyOD's ECOD and COPOD scoring each row on its own,
+and a classifier's anomaly probability as a detector's score. Their own module because defining
+them needs scikit-learn's base classes, and the registry must stay cheap to import.
 
 ``ScoreDetector`` is PyOD's contract for a detector written here: a subclass says only how it
 scores (``decision_function``); fitting keeps the training scores and the contamination
@@ -75,6 +75,64 @@ class ColumnScore(ScoreDetector):
 
     def decision_function(self, X) -> np.ndarray:
         return np.asarray(X, dtype=float)[:, self.column]
+
+
+class TailProbabilities(ScoreDetector):
+    """ECOD or COPOD (PyOD's, ``method``) that scores a row against the training rows alone.
+
+    PyOD scores a batch by ranking the training rows together with the whole batch, so a step's
+    score depended on the steps scored beside it: the engine splits a corpus into chunks and
+    score jobs, and the same step scored in another split got another score. Here a row's tail
+    probabilities in each column are (training values <= x, plus one) / (n + 1) on the left and
+    (training values >= x, plus one) / (n + 1) on the right, what PyOD gives a batch of that one
+    row, with the training rows' skewness: a row's score is the same in any batch. Fitting is
+    PyOD's own (its ``decision_scores_``, each training row ranked among the training rows, and
+    its ``threshold_``), so what reads the fitted rows' scores, as the boards do, is unchanged.
+    """
+
+    METHODS = ("ecod", "copod")
+
+    def __init__(self, method: str = "ecod", contamination: float = CONTAMINATION) -> None:
+        self.method = method
+        self.contamination = contamination
+
+    def fit(self, X, y=None) -> TailProbabilities:
+        if self.method not in self.METHODS:
+            raise ValueError(f"unknown tail method {self.method!r}; one of {self.METHODS}")
+        if self.method == "ecod":
+            from pyod.models.ecod import ECOD as Model
+            from pyod.models.ecod import skew
+        else:
+            from pyod.models.copod import COPOD as Model
+            from pyod.models.copod import skew
+        X = np.asarray(X, dtype=float)
+        model = Model(contamination=self.contamination).fit(X)
+        self.decision_scores_ = np.asarray(model.decision_scores_, dtype=float)
+        self.threshold_ = float(model.threshold_)
+        self.labels_ = np.asarray(model.labels_, dtype=np.int8)
+        self.sorted_ = np.sort(X, axis=0)
+        self.skew_sign_ = np.sign(skew(X, axis=0))
+        return self
+
+    def decision_function(self, X) -> np.ndarray:
+        X = np.asarray(X, dtype=float)
+        n = self.sorted_.shape[0]
+        below = np.empty_like(X)
+        above = np.empty_like(X)
+        for j in range(X.shape[1]):
+            column = self.sorted_[:, j]
+            below[:, j] = np.searchsorted(column, X[:, j], side="right")
+            above[:, j] = n - np.searchsorted(column, X[:, j], side="left")
+        left = -np.log((below + 1) / (n + 1))
+        right = -np.log((above + 1) / (n + 1))
+        # PyOD's skew-corrected tail: the left one for a left-skewed column, the right one for a
+        # right-skewed column, both for a symmetric one.
+        skewed = left * -np.sign(self.skew_sign_ - 1) + right * np.sign(self.skew_sign_ + 1)
+        if self.method == "ecod":
+            outlying = np.maximum(np.maximum(left, right), skewed)
+        else:
+            outlying = np.maximum(skewed, (left + right) / 2)
+        return outlying.sum(axis=1)
 
 
 class ProbabilityDetector(BaseEstimator):

@@ -76,19 +76,15 @@ def _lof(seed: int):
 
 
 def _ecod(seed: int):
-    from pyod.models.ecod import ECOD
+    from .estimators import TailProbabilities
 
-    from .estimators import CONTAMINATION
-
-    return ECOD(contamination=CONTAMINATION)
+    return TailProbabilities("ecod")
 
 
 def _copod(seed: int):
-    from pyod.models.copod import COPOD
+    from .estimators import TailProbabilities
 
-    from .estimators import CONTAMINATION
-
-    return COPOD(contamination=CONTAMINATION)
+    return TailProbabilities("copod")
 
 
 def _hbos(seed: int):
@@ -233,7 +229,7 @@ class Detector:
 # kernel detectors cost O(n_train) per scored step, so 2,000 rows. The rest are capped at
 # 200,000: past that a model on ~40 columns learns nothing new, while liblinear's logistic
 # regression takes 25 s on 740k rows (4 s on 200k), PyOD's IForest scores all its training
-# rows inside fit, and ECOD/COPOD re-rank the training rows with every scored batch. A capped
+# rows inside fit, and ECOD/COPOD rank every scored row among the training rows. A capped
 # fit is also what lets the engine score a large corpus a chunk at a time: it gathers the
 # fits' rows, never the corpus's matrix (HBOS's histograms are the same from 200,000 rows).
 SMALL_FIT = 2_000
