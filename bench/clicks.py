@@ -5,9 +5,10 @@ Each click is timed in a tab that already shows its page (opened, settled, and t
 visited once, so the server's caches hold what a reader's second look would find): from the
 click to its content drawn (the text it leads to shown, nothing stale, no script running).
 The references: ``bench/bare_button.py``, a title, a table and a button that reruns the page,
-clicked the same way; and ``bench/bare_tabs.py``, a tab switch on a bare page whose tabs each hold
-a board's worth of elements (what Streamlit alone costs a click that draws that much). A verdict writes to the store: ``--verdicts`` times one only on a store
-you mean to write to (a copy).
+clicked the same way; and ``bench/bare_tabs.py``, a tab switch on a bare page whose tabs each
+hold a board's worth of elements (what Streamlit alone costs a click that draws that much).
+A verdict writes to the store: ``--verdicts`` times one only on a store you mean to write to
+(a copy).
 """
 from __future__ import annotations
 
