@@ -195,11 +195,13 @@ def _review_queue(order: str, slice_json: str, seed: int, supervised: bool, root
     from auditatlas.analyses import review_queue
     from queries.kept import remember_frame
 
-    run = queries.runner(root)
     slice_ = json.loads(slice_json)
-    if supervised and order == "doubt":
-        return review_queue.kept_doubt_order(run, root, slice_, partial(remember_frame, root))
-    return review_queue.queue(run, order, slice_, seed), []
+    # One store version for all the queue's queries: the orders put rows of several queries
+    # together by step number, and a write landing between two of them would shift the numbers.
+    with queries.one_version(root) as run:
+        if supervised and order == "doubt":
+            return review_queue.kept_doubt_order(run, root, slice_, partial(remember_frame, root))
+        return review_queue.queue(run, order, slice_, seed), []
 
 
 def review_queue(order: str, slice_: Mapping[str, Any] | None, seed: int, supervised: bool):

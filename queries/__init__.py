@@ -18,7 +18,8 @@ The modules, one job each:
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ from . import labels, named, template, twins
 from .database import for_store
 from .slices import SLICE_COLUMNS, slice_params
 
-__all__ = ["SLICE_COLUMNS", "build_derived", "connect", "run", "runner", "slice_params", "warm"]
+__all__ = ["SLICE_COLUMNS", "build_derived", "connect", "one_version", "run", "runner", "slice_params", "warm"]
 
 
 def connect(root: str | Path | None = None) -> duckdb.DuckDBPyConnection:
@@ -70,31 +71,55 @@ def run(name: str, params: Mapping[str, Any] | None = None, root: str | Path | N
     Parquet file's path.
     """
     choice = labels.choice_of(params)
-    params = labels.without_choice(params)
     query = named.query(name)
-    named.check(query, params)
     db = for_store(root)
     # One store version for the whole query: its twin is chosen from, and its text runs on,
     # the same views, whatever a write does meanwhile. Derived tables are built on first use
     # per version: a query reading one, or with a twin, needs them.
     with db.reading(derived=query.reads_derived or twins.has_twin(name), labels=choice) as version:
-        # The twins read stored released labels and ranks: only the released labels take them.
-        chosen = named.query(twins.choose(name, params, version) if choice == labels.DEFAULT_LABELS else name)
-        sql, bound = named.prepare(chosen, params)
-        cursor = db.cursor_on(version, choice)
-        # The caller's tables (not files: those are read by the query), on this thread's cursor
-        # for this query only.
-        tables = [frame for frame in chosen.frames if not template.is_file(params[frame])]
+        return _run_on(db, version, name, params)
+
+
+@contextmanager
+def one_version(root: str | Path | None = None) -> Iterator[Callable[..., Any]]:
+    """A query function (as :func:`runner`'s) whose every query reads one store version, the one
+    current when the block starts, whatever writes land meanwhile: for an analysis that reads
+    the store in several queries and puts their rows together (by step numbers, say), where
+    two versions would mix. Its derived tables are settled once, first."""
+    db = for_store(root)
+    with db.reading(derived=True) as version:
+        def query(name: str, params: Mapping[str, Any] | None = None):
+            choice = labels.choice_of(params)
+            if choice != labels.DEFAULT_LABELS:
+                db.settle_labels(version, choice)
+            return _run_on(db, version, name, params)
+
+        yield query
+
+
+def _run_on(db, version, name: str, params: Mapping[str, Any] | None):
+    """``name`` on ``version`` of ``db``, pinned by the caller (its label choice's schema made)."""
+    choice = labels.choice_of(params)
+    params = labels.without_choice(params)
+    query = named.query(name)
+    named.check(query, params)
+    # The twins read stored released labels and ranks: only the released labels take them.
+    chosen = named.query(twins.choose(name, params, version) if choice == labels.DEFAULT_LABELS else name)
+    sql, bound = named.prepare(chosen, params)
+    cursor = db.cursor_on(version, choice)
+    # The caller's tables (not files: those are read by the query), on this thread's cursor
+    # for this query only.
+    tables = [frame for frame in chosen.frames if not template.is_file(params[frame])]
+    for frame in tables:
+        cursor.register(template.frame_table(frame), params[frame])
+    try:
+        return cursor.execute(sql, bound).df()
+    except duckdb.Error as exc:
+        db.raise_if_broken(exc)
+        raise
+    finally:
         for frame in tables:
-            cursor.register(template.frame_table(frame), params[frame])
-        try:
-            return cursor.execute(sql, bound).df()
-        except duckdb.Error as exc:
-            db.raise_if_broken(exc)
-            raise
-        finally:
-            for frame in tables:
-                cursor.unregister(template.frame_table(frame))
+            cursor.unregister(template.frame_table(frame))
 
 
 def runner(root: str | Path | None = None) -> Callable[..., Any]:

@@ -166,7 +166,7 @@ class Database:
     def reading(self, derived: bool = False, labels: str = label_choices.DEFAULT_LABELS) -> Iterator[StoreVersion]:
         """The current version, pinned while the block runs; with ``derived``, its derived
         tables settled first (built, or failed to build); with a label choice other than the
-        released labels, its schema under that choice made (:meth:`_settle_labels`)."""
+        released labels, its schema under that choice made (:meth:`settle_labels`)."""
         version = self.pin()
         try:
             # A version replaced before its derived tables were built is not worth building:
@@ -176,12 +176,12 @@ class Database:
                 self.unpin(version)
                 version = newer
             if labels != label_choices.DEFAULT_LABELS:
-                self._settle_labels(version, labels)
+                self.settle_labels(version, labels)
             yield version
         finally:
             self.unpin(version)
 
-    def _settle_labels(self, version: StoreVersion, choice: str) -> None:
+    def settle_labels(self, version: StoreVersion, choice: str) -> None:
         """Make ``version``'s schema under label choice ``choice`` unless made (pinned by the caller)."""
         if choice in version.label_schemas:
             return

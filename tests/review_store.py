@@ -52,12 +52,12 @@ DOUBT_ORDER = [("r:b", 3), ("r:a", 1), ("r:a", 2), ("r:b", 1), ("r:b", 2)]
 FLAGGED_ORDER = [("u:c", 1), ("u:d", 0)]
 
 
-def build(root: Path) -> Path:
-    """Write the store described above at ``root`` (two sources: the traces and the sets)."""
+def write_traces(root: Path, labels_of: dict[str, list], backbone: dict[str, str]) -> None:
+    """The ``traces`` source: the runs ``labels_of`` names, with their steps' labels."""
     runs, steps = [], []
-    for run_id, labels in LABELS.items():
+    for run_id, labels in labels_of.items():
         corpus = run_id.split(":")[0]
-        runs.append({"run_id": run_id, "corpus": corpus, "backbone": BACKBONE[run_id], "outcome": "failure",
+        runs.append({"run_id": run_id, "corpus": corpus, "backbone": backbone[run_id], "outcome": "failure",
                      "n_steps": len(labels), "label_process": "hand-made" if corpus == "r" else "none"})
         for i, label in enumerate(labels):
             steps.append({"run_id": run_id, "corpus": corpus, "step_idx": i, "agent": f"agent{i % 2}",
@@ -66,6 +66,11 @@ def build(root: Path) -> Path:
     corpora = [{"corpus": "r", "title": "r", "kind": "real", "label_process": "hand-made"},
                {"corpus": "u", "title": "u", "kind": "real", "label_process": "none"}]
     store.write_source(root, "traces", {"corpora": corpora, "runs": runs, "steps": steps})
+
+
+def build(root: Path) -> Path:
+    """Write the store described above at ``root`` (two sources: the traces and the sets)."""
+    write_traces(root, LABELS, BACKBONE)
     sets, predictions = [], []
     for set_id, (supervision, corpus, scored, top) in SETS.items():
         sets.append({"set_id": set_id, "corpus": corpus, "method": set_id.lower(), "family": "test",

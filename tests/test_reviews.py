@@ -263,6 +263,31 @@ def test_flagged_order_is_the_hand_worked_one(built):
     assert list(flagged["n_top"]) == [3, 2]
 
 
+@pytest.mark.parametrize("order", ["flagged", "doubt"])
+def test_an_order_reads_one_store_version_while_a_write_lands_between_its_queries(root, order):
+    """The orders number the slice's steps in one query and read each set's scores by those
+    numbers in others. A run written in between (``u:a``, ahead of ``u:c`` in run id order)
+    would shift the numbers under them; on one version the order is the one before the write,
+    and the next order reads the new version."""
+    before = review_queue.queue(queries.runner(root), order, {}, 0)
+    asked: list[str] = []
+
+    with queries.one_version(root) as query:
+        def write_after_the_first(name, params=None):
+            asked.append(name)
+            if len(asked) == 2:
+                review_store.write_traces(root, {"u:a": [None] * 3, **review_store.LABELS},
+                                          {"u:a": "Z", **review_store.BACKBONE})
+            return query(name, params)
+
+        during = review_queue.queue(write_after_the_first, order, {}, 0)
+    assert len(asked) > 2  # the write landed between the order's queries
+    pd.testing.assert_frame_equal(during, before)
+    assert len(queries.run("review_run_steps", {"slice": {}}, root=root)) == len(review_store.LABELS) + 1
+    after = review_queue.queue(queries.runner(root), order, {}, 0)
+    assert _keys(after) == _keys(before)  # u:a is unlabeled and unscored: the same steps
+
+
 def test_doubt_order_follows_the_slice(built):
     """On backbone Y only (run r:b, 4 steps: top decile = rank 1): U1 and U3 flag b2, U2 gives
     all four 0.1 (all tied at rank 1: it flags every step), S1 is left out. b1 and b3 are
