@@ -72,6 +72,7 @@ def run(name: str, params: Mapping[str, Any] | None = None, root: str | Path | N
     """
     choice = labels.choice_of(params)
     query = named.query(name)
+    named.check(query, labels.without_choice(params))  # a wrong call fails before any store work
     db = for_store(root)
     # One store version for the whole query: its twin is chosen from, and its text runs on,
     # the same views, whatever a write does meanwhile. Derived tables are built on first use
