@@ -110,6 +110,7 @@ class TailProbabilities(ScoreDetector):
         self.decision_scores_ = np.asarray(model.decision_scores_, dtype=float)
         self.threshold_ = float(model.threshold_)
         self.labels_ = np.asarray(model.labels_, dtype=np.int8)
+        del model  # it holds its tails of every training row, several copies of X
         self.sorted_ = np.sort(X, axis=0)
         self.skew_sign_ = np.sign(skew(X, axis=0))
         return self
@@ -117,22 +118,21 @@ class TailProbabilities(ScoreDetector):
     def decision_function(self, X) -> np.ndarray:
         X = np.asarray(X, dtype=float)
         n = self.sorted_.shape[0]
-        below = np.empty_like(X)
-        above = np.empty_like(X)
+        total = np.zeros(X.shape[0])
+        # A column at a time, its share added: a score job's rows times one column at most, where
+        # the whole matrix's tails would be several copies of it.
         for j in range(X.shape[1]):
-            column = self.sorted_[:, j]
-            below[:, j] = np.searchsorted(column, X[:, j], side="right")
-            above[:, j] = n - np.searchsorted(column, X[:, j], side="left")
-        left = -np.log((below + 1) / (n + 1))
-        right = -np.log((above + 1) / (n + 1))
-        # PyOD's skew-corrected tail: the left one for a left-skewed column, the right one for a
-        # right-skewed column, both for a symmetric one.
-        skewed = left * -np.sign(self.skew_sign_ - 1) + right * np.sign(self.skew_sign_ + 1)
-        if self.method == "ecod":
-            outlying = np.maximum(np.maximum(left, right), skewed)
-        else:
-            outlying = np.maximum(skewed, (left + right) / 2)
-        return outlying.sum(axis=1)
+            column, x, sign = self.sorted_[:, j], X[:, j], self.skew_sign_[j]
+            left = -np.log((np.searchsorted(column, x, side="right") + 1) / (n + 1))
+            right = -np.log((n - np.searchsorted(column, x, side="left") + 1) / (n + 1))
+            # PyOD's skew-corrected tail: the left one for a left-skewed column, the right one
+            # for a right-skewed column, both for a symmetric one.
+            skewed = left * -np.sign(sign - 1) + right * np.sign(sign + 1)
+            if self.method == "ecod":
+                total += np.maximum(np.maximum(left, right), skewed)
+            else:
+                total += np.maximum(skewed, (left + right) / 2)
+        return total
 
 
 class ProbabilityDetector(BaseEstimator):
