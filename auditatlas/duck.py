@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import threading
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .arrow_memory import use_system_allocator
@@ -44,7 +45,7 @@ def quiet(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def bounded(memory_limit: str, spill: str | None) -> duckdb.DuckDBPyConnection:
+def bounded(memory_limit: str, spill: str | Path | None) -> duckdb.DuckDBPyConnection:
     """A new database for work that must stay within ``memory_limit``: spilling into ``spill``
     ('' for never; None leaves DuckDB's default), and no insertion order to keep."""
     con = connect()

@@ -126,11 +126,6 @@ MEMORY_LIMIT = KEPT_MEMORY_LIMIT
 KEPT_MAX_BYTES = 16 * 1024 * 1024
 
 
-def _checking_database(spill: str | Path | None) -> duckdb.DuckDBPyConnection:
-    """A new database of the checks' own: MEMORY_LIMIT, spilling into ``spill``."""
-    return bounded(MEMORY_LIMIT, None if spill is None else str(spill))
-
-
 def check_invariants(tables: Mapping[str, pa.Table], source: str) -> None:
     """Raise StoreError naming the first broken invariant and an example offender."""
     # DuckDB is loaded on first use: the store imports this module, and an ingest worker that
@@ -160,7 +155,7 @@ def check_staged(folder: str | Path, source: str, spill: str | Path | None = Non
     if not active:
         return
     small = sum(f.stat().st_size for files in parts.values() for f in files) <= KEPT_MAX_BYTES
-    con = kept_cursor() if small else _checking_database(spill)
+    con = kept_cursor() if small else bounded(MEMORY_LIMIT, spill)
     try:
         for name in sorted(_read_by(active)):
             pattern = str(folder / name / "part-*.parquet").replace("'", "''")
@@ -187,7 +182,7 @@ def check_added(added: Mapping[str, Sequence[Path]], held_runs: Sequence[Path], 
     if not active and not held_runs:
         return
     small = sum(Path(f).stat().st_size for files in added.values() for f in files) <= KEPT_MAX_BYTES
-    con = kept_cursor() if small else _checking_database(spill)
+    con = kept_cursor() if small else bounded(MEMORY_LIMIT, spill)
     try:
         for name in sorted(_read_by(active) | {"runs"}):
             files = [str(f) for f in added.get(name, ())]

@@ -70,15 +70,13 @@ def run(name: str, params: Mapping[str, Any] | None = None, root: str | Path | N
     A table the query takes (``@frame($name)``) is a pandas DataFrame, an Arrow table or a
     Parquet file's path.
     """
-    choice = labels.choice_of(params)
-    query = named.query(name)
-    named.check(query, labels.without_choice(params))  # a wrong call fails before any store work
+    query, choice, params = _called(name, params)
     db = for_store(root)
     # One store version for the whole query: its twin is chosen from, and its text runs on,
     # the same views, whatever a write does meanwhile. Derived tables are built on first use
     # per version: a query reading one, or with a twin, needs them.
     with db.reading(derived=query.reads_derived or twins.has_twin(name), labels=choice) as version:
-        return _run_on(db, version, name, params)
+        return _run_on(db, version, name, choice, params)
 
 
 @contextmanager
@@ -90,20 +88,26 @@ def one_version(root: str | Path | None = None) -> Iterator[Callable[..., Any]]:
     db = for_store(root)
     with db.reading(derived=True) as version:
         def query(name: str, params: Mapping[str, Any] | None = None):
-            choice = labels.choice_of(params)
+            _, choice, params = _called(name, params)
             if choice != labels.DEFAULT_LABELS:
                 db.settle_labels(version, choice)
-            return _run_on(db, version, name, params)
+            return _run_on(db, version, name, choice, params)
 
         yield query
 
 
-def _run_on(db, version, name: str, params: Mapping[str, Any] | None):
-    """``name`` on ``version`` of ``db``, pinned by the caller (its label choice's schema made)."""
+def _called(name: str, params: Mapping[str, Any] | None):
+    """Named query ``name``, the call's label choice and its parameters without it; a wrong call
+    fails here, before any store work."""
     choice = labels.choice_of(params)
     params = labels.without_choice(params)
     query = named.query(name)
     named.check(query, params)
+    return query, choice, params
+
+
+def _run_on(db, version, name: str, choice: str, params: Mapping[str, Any]):
+    """``name`` on ``version`` of ``db``, pinned by the caller with its label choice's schema made."""
     # The twins read stored released labels and ranks: only the released labels take them.
     chosen = named.query(twins.choose(name, params, version) if choice == labels.DEFAULT_LABELS else name)
     sql, bound = named.prepare(chosen, params)
