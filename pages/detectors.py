@@ -66,7 +66,7 @@ def grid_tab() -> None:
     backbones = grid.backbones
     facet, side_by_side = backbone_maps.choose(
         "Backbone", [*backbones, dv.ALL_BACKBONES], "grid_backbone", figure="MAADBench Figure 6", only_the_map=False,
-        help="The heatmap, table and errors below are this backbone's; '(all backbones)' pools the backbones of the "
+        help="The grid and errors below are this backbone's; '(all backbones)' pools the backbones of the "
              "slice into one grid.")
     link.not_held("grid_backbone", "backbone", facet)
     shown = grid if facet != dv.ALL_BACKBONES else cached.grid(corpus, slice_, by_backbone=False, sets=sets)
@@ -84,7 +84,7 @@ def grid_tab() -> None:
             st.session_state["grid_backbone"] = backbone
         st.session_state["action"], st.session_state["detector"] = action, detector
 
-    view_blocks.draw(view.grid_maps(grid, shown, facet, side_by_side), on_select={"grid-heatmaps": pick_from_map})
+    view_blocks.draw(view.grid_maps(grid, side_by_side), on_select={"grid-heatmaps": pick_from_map})
     # On screen each cell is its number; the CSV and the long table below carry intervals and counts.
     table, num, titles = view.grid_table(shown, corpus, facet)
     actions = list(num["action"].iloc[:-1])
@@ -102,8 +102,7 @@ def grid_tab() -> None:
             st.session_state["action"] = num["action"].iloc[row]
 
     grid_key = table.name
-    st.caption("Click a detector's cell, in the heatmap or the table, to list its errors below (the table's bottom "
-               "row: over all actions).")
+    view_blocks.draw([view.grid_hint(facet, side_by_side)])
     auroc_grid.grid_table(table.frame, table.styles, grid_key, on_select=pick_cell, detail=table.download)
     view_blocks.draw(view.grid_long(shown, corpus))
 

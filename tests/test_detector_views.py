@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -647,6 +648,42 @@ def test_heatmap_cells_on_few_steps_are_pale_and_hovers_wrap(toy):
         for data in fig.data[4 * panel + 3].customdata:
             assert all(len(line) <= 80 for line in data[3].split("<br>")), data[3]
     assert [panels_per_row(n) for n in (3, 5, 11, 16, 40)] == [3, 3, 2, 1, 1]
+
+
+@pytest.mark.parametrize("few_below", [10, 1])
+def test_table_cells_on_few_steps_are_pale_as_the_heatmaps_veil_them(toy, few_below, monkeypatch):
+    """The grid's table, which is the whole grid of one backbone on screen, veils the same cells
+    the heatmaps do: a full colour on many positives and negatives, the colour seen through the
+    62 % white veil on few. The toy's cells all rest on few (under 10); with 'few' taken as under
+    1, none does."""
+    from auditatlas.figures import detectors as figs
+    from auditatlas.views.detectors_view import grid_table
+
+    monkeypatch.setattr(figs, "SMALL_N", few_below)
+    grid = dv.compute_grid(_query(toy), CORPUS, {}, by_backbone=True)
+    seen = {True: 0, False: 0}
+    for backbone in grid.backbones:
+        table, num, titles = grid_table(grid, CORPUS, backbone)
+        cells = grid.cells[grid.cells["backbone"] == backbone].set_index(["action", "detector"])
+        for row, action in enumerate(num["action"].iloc[:-1]):
+            for title, det in titles.items():
+                c = cells.loc[(action, det)] if (action, det) in cells.index else None
+                if c is None or c["auc_mean"] != c["auc_mean"]:
+                    assert table.styles[title].iloc[row] == "", (action, det)
+                    continue
+                few = min(c["n_pos_min"], c["n_neg_min"]) < few_below
+                seen[few] += 1
+                rgb = [int(v) for v in re.findall(r"\d+", table.styles[title].iloc[row])]
+                # Through the veil no channel is below 0.62 * 255; in full colour, a value outside
+                # 0.35-0.65 has one below it (the scale's ends are 178,24,43 and 26,152,80).
+                if few:
+                    assert min(rgb) >= 158, (action, det, rgb)
+                elif not 0.35 < c["auc_mean"] < 0.65:
+                    assert min(rgb) < 158, (action, det, rgb)
+    assert seen[few_below > 1] and not seen[few_below == 1]
+    # The scale's red end through the veil: 0.62 * 255 + 0.38 * (178, 24, 43).
+    assert figs.auc_color(0.0, pale=True) == "background-color: rgb(226, 167, 174)"
+    assert figs.auc_color(0.0) == "background-color: rgb(178, 24, 43)"
 
 
 @pytest.mark.parametrize("cell, rule, top_k", [(("det:s0", "A", "X"), "own", 10.0), (("det:s1", "A", "X"), "own", 25)])

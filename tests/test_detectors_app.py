@@ -112,21 +112,26 @@ def test_grid_renders_with_every_detector(detector_store, monkeypatch):
 
 
 def _heatmap_titles(at) -> list[str]:
-    (chart,) = at.get("plotly_chart")
-    return [a["text"] for a in json.loads(chart.proto.spec)["layout"]["annotations"]]
+    return [a["text"] for chart in at.get("plotly_chart") for a in json.loads(chart.proto.spec)["layout"]["annotations"]]
 
 
-def test_one_backbones_heatmap_by_default_every_one_on_demand(detector_store, monkeypatch):
+def test_one_backbones_grid_is_its_table_and_every_backbones_heatmap_on_demand(detector_store, monkeypatch):
+    """One backbone's grid opens as its coloured table alone (no heatmap of the same cells above it),
+    the hint naming the backbone; side by side, every backbone's heatmap above the table."""
     store, _ = detector_store
     at = _open(store, monkeypatch)
     backbones = at.selectbox(key="grid_backbone").options
     assert backbones[-1] == "(all backbones)" and len(backbones) > 2
     assert at.toggle(key="side_by_side").value is False
-    assert _heatmap_titles(at) == [backbones[0]]
-    assert _heatmap_titles(_open(store, monkeypatch, grid_backbone="(all backbones)")) == ["(all backbones)"]
+    assert _heatmap_titles(at) == []
+    assert f"Backbone **{backbones[0]}**: click a detector's cell, in the table," in _texts(at).replace("\\", "")
+    at = _open(store, monkeypatch, grid_backbone="(all backbones)")
+    assert _heatmap_titles(at) == []
+    assert "Backbone **(all backbones)**: click" in _texts(at).replace("\\", "")
     at = _open(store, monkeypatch, side_by_side="1")
     assert at.toggle(key="side_by_side").value is True
     assert _heatmap_titles(at) == backbones[:-1]
+    assert "click a detector's cell, in a heatmap or in the table," in _texts(at).replace("\\", "")
 
 
 def test_link_restores_cell_and_lists_errors(detector_store, monkeypatch):

@@ -31,12 +31,14 @@ MIN_COLUMN_PX, PANEL_EXTRA_PX, PAGE_PX, CELL_FONT_PX = 34, 60, 900, 11
 # A cell with fewer positives or negatives than this is drawn pale: its ROC-AUC moves a lot with
 # one step more or less.
 SMALL_N = 10
-VEIL = "rgba(255,255,255,0.62)"
+VEIL_ALPHA = 0.62
+VEIL = f"rgba(255,255,255,{VEIL_ALPHA})"
 HOVER_LINE_CHARS = 70  # a hover's lines wrap here, so the box stays inside the chart
 
 
-def auc_color(value: float) -> str:
-    """CSS background for a grid cell: the heatmap's scale, grey where undefined."""
+def auc_color(value: float, pale: bool = False) -> str:
+    """CSS background for a grid cell: the heatmap's scale, none where undefined; ``pale``: seen
+    through the heatmaps' veil (a cell on few positives or negatives)."""
     if value is None or not np.isfinite(value):
         return ""
     stops = [(0.0, (178, 24, 43)), (0.25, (239, 138, 98)), (0.5, (247, 247, 212)), (0.75, (166, 217, 106)),
@@ -45,7 +47,10 @@ def auc_color(value: float) -> str:
     for (x0, c0), (x1, c1) in zip(stops, stops[1:]):
         if v <= x1:
             t = (v - x0) / (x1 - x0)
-            r, g, b = (round(a + t * (b_ - a)) for a, b_ in zip(c0, c1))
+            rgb = [a + t * (b_ - a) for a, b_ in zip(c0, c1)]
+            if pale:
+                rgb = [VEIL_ALPHA * 255 + (1 - VEIL_ALPHA) * x for x in rgb]
+            r, g, b = (round(x) for x in rgb)
             return f"background-color: rgb({r}, {g}, {b})"
     return ""
 

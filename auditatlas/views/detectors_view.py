@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ..analyses import detector_comparison as dv
@@ -71,21 +72,40 @@ def grid_head(grid, sets: pd.DataFrame) -> tuple[list[b.Block], bool]:
                 b.Text(dv.INTERVAL_CAPTION, kind="note")))], True
 
 
-def grid_maps(grid, shown, facet: str, side_by_side: bool) -> list[b.Block]:
-    """One backbone's heatmap by default (every backbone's at once costs the browser about half a
-    second on every open), every backbone's side by side on request."""
+def grid_maps(grid, side_by_side: bool) -> list[b.Block]:
+    """Every backbone's heatmap side by side, on request. One backbone's grid is its coloured
+    table alone: a Plotly heatmap of the same cells above it cost an open of the page about 1.7 s
+    and 5 CPU-seconds of the browser (bench/README.md), and pushed the table below the first screen."""
     if side_by_side:
         return [b.Figure(figs.heatmaps(grid, grid.backbones), key="grid-heatmaps")]
-    return [b.Figure(figs.heatmaps(shown, [facet]), key="grid-heatmaps", narrow=True)]
+    return []
 
 
-def grid_styles(text: pd.DataFrame, num: pd.DataFrame) -> pd.DataFrame:
-    """Each AUROC cell's colour (the other columns plain)."""
+def grid_hint(facet: str, side_by_side: bool) -> b.Text:
+    """How the grid opens a cell (the app's; an export cannot be clicked)."""
+    where = "in a heatmap or in the table" if side_by_side else "in the table"
+    return b.note("Backbone **{}**: click a detector's cell, " + where + ", to list its errors below (the bottom row: "
+                  "over all actions). Cells resting on fewer than {} positives or negatives are pale.", facet, figs.SMALL_N)
+
+
+def grid_styles(text: pd.DataFrame, num: pd.DataFrame, pale: pd.DataFrame) -> pd.DataFrame:
+    """Each AUROC cell's colour (the other columns plain), pale where ``pale`` says the cell rests on
+    few positives or negatives, as the heatmaps veil it."""
     styles = pd.DataFrame("", index=text.index, columns=text.columns)
     for col in text.columns:
         if col not in PLAIN_COLUMNS:
-            styles[col] = num[col].map(figs.auc_color)
+            styles[col] = [figs.auc_color(v, pale=bool(p)) for v, p in zip(num[col], pale[col])]
     return styles
+
+
+def _pale_cells(shown, facet: str, num: pd.DataFrame, titles: Mapping[str, str]) -> pd.DataFrame:
+    """True where a detector's cell of the wide grid rests on few positives or negatives."""
+    cells = shown.cells[shown.cells["backbone"] == facet].set_index(["action", "detector"])
+    pale = pd.DataFrame(False, index=num.index, columns=num.columns)
+    for title, detector in titles.items():
+        pale[title] = [(a, detector) in cells.index and np.isfinite(cells.loc[(a, detector), "auc_mean"])
+                       and figs.small(cells.loc[(a, detector)]) for a in num["action"]]
+    return pale
 
 
 def grid_table(shown, corpus: str, facet: str) -> tuple[b.Table, pd.DataFrame, dict[str, str]]:
@@ -95,7 +115,7 @@ def grid_table(shown, corpus: str, facet: str) -> tuple[b.Table, pd.DataFrame, d
     text, num, titles = dv.wide_grid(shown, facet, detail=False)
     table = b.Table(text.reset_index(drop=True), f"grid-{corpus}-{facet}",
                     caption=b.Text("The grid for backbone {}", (facet,)),
-                    styles=grid_styles(text, num).reset_index(drop=True),
+                    styles=grid_styles(text, num, _pale_cells(shown, facet, num, titles)).reset_index(drop=True),
                     download=dv.wide_grid(shown, facet)[0].reset_index(drop=True))
     return table, num, titles
 
@@ -242,7 +262,7 @@ def page(query: Query, link, root: Path, remember: Remember | None = None) -> li
         return out
     facet = _pick(out, values["grid_backbone"], [*grid.backbones, dv.ALL_BACKBONES], "backbone")
     shown = grid if facet != dv.ALL_BACKBONES else dv.compute_grid(query, corpus, slice_, by_backbone=False, sets=sets)
-    out += grid_maps(grid, shown, facet, values["side_by_side"])
+    out += grid_maps(grid, values["side_by_side"])
     table, num, _titles = grid_table(shown, corpus, facet)
     out.append(table)
     out += grid_long(shown, corpus)
