@@ -683,7 +683,7 @@ def test_table_cells_on_few_steps_are_pale_as_the_heatmaps_veil_them(toy, few_be
     assert seen[few_below > 1] and not seen[few_below == 1]
     # The scale's red end through the veil: 0.62 * 255 + 0.38 * (178, 24, 43).
     assert figs.auc_color(0.0, pale=True) == "background-color: rgb(226, 167, 174)"
-    assert figs.auc_color(0.0) == "background-color: rgb(178, 24, 43)"
+    assert figs.auc_color(0.0) == "background-color: rgb(178, 24, 43); color: white"  # white on a dark cell
 
 
 @pytest.mark.parametrize("cell, rule, top_k", [(("det:s0", "A", "X"), "own", 10.0), (("det:s1", "A", "X"), "own", 25)])

@@ -158,8 +158,9 @@ def test_the_tour_file_holds_every_stop_and_its_libraries_once(root, tmp_path):
         assert f'<h2 id="stop-{i}">Stop {i} of 3' in page
         assert f'<p class="sentence">{html.escape(stop.sentence)}</p>' in page
     assert "backbone (llm) in X: 1 runs, 4 steps, 4 labeled." in page  # review_store: run r:a alone
-    assert page.count('<div class="figure" data-figure=') == 2  # the overview's two heatmaps
-    assert page.count('id="lib-plotly"') == 1 and page.count('id="lib-vis"') == 1
+    # The overview's grids are tables: no figure, so no plotly.js; the run's graph brings vis-network once.
+    assert page.count('<div class="figure" data-figure=') == 0 and page.count('id="lib-plotly"') == 0
+    assert page.count('id="lib-vis"') == 1
     assert page.count('data-graph="graph-') == 1
     code, _, err = _cli("--store", str(root), "export-tour", "nope", "--out", str(tmp_path / "n.html"))
     assert code == 1 and "holds no tour named 'nope'" in err and not (tmp_path / "n.html").exists()

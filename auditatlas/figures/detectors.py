@@ -19,10 +19,12 @@ from plotly.subplots import make_subplots
 from auditatlas.analyses import detector_comparison as dv
 from auditatlas.analyses.board_intervals import fmt_interval
 
+from . import colors
 from .text import plotly as safe
 
-# Red (worse than chance) through pale yellow (0.5) to green (1.0), one scale for every grid.
-AUC_SCALE = [[0.0, "#b2182b"], [0.25, "#ef8a62"], [0.5, "#f7f7d4"], [0.75, "#a6d96a"], [1.0, "#1a9850"]]
+# Red (worse than chance) through pale yellow (0.5) to green (1.0), one scale for every grid and
+# its table.
+AUC_SCALE = [[x, "#{:02x}{:02x}{:02x}".format(*rgb)] for x, rgb in colors.RED_YELLOW_GREEN]
 UNDEFINED_GREY = "#d9d9d9"
 PANELS_PER_ROW = 3  # at most, for few detectors; more detectors, fewer panels a row (panels_per_row)
 # Side by side, panels share the page's width (about 900 px wide at 1400 px with the sidebar): a
@@ -31,28 +33,14 @@ MIN_COLUMN_PX, PANEL_EXTRA_PX, PAGE_PX, CELL_FONT_PX = 34, 60, 900, 11
 # A cell with fewer positives or negatives than this is drawn pale: its ROC-AUC moves a lot with
 # one step more or less.
 SMALL_N = 10
-VEIL_ALPHA = 0.62
-VEIL = f"rgba(255,255,255,{VEIL_ALPHA})"
+VEIL = f"rgba(255,255,255,{colors.VEIL_ALPHA})"
 HOVER_LINE_CHARS = 70  # a hover's lines wrap here, so the box stays inside the chart
 
 
 def auc_color(value: float, pale: bool = False) -> str:
-    """CSS background for a grid cell: the heatmap's scale, none where undefined; ``pale``: seen
-    through the heatmaps' veil (a cell on few positives or negatives)."""
-    if value is None or not np.isfinite(value):
-        return ""
-    stops = [(0.0, (178, 24, 43)), (0.25, (239, 138, 98)), (0.5, (247, 247, 212)), (0.75, (166, 217, 106)),
-             (1.0, (26, 152, 80))]
-    v = min(max(float(value), 0.0), 1.0)
-    for (x0, c0), (x1, c1) in zip(stops, stops[1:]):
-        if v <= x1:
-            t = (v - x0) / (x1 - x0)
-            rgb = [a + t * (b_ - a) for a, b_ in zip(c0, c1)]
-            if pale:
-                rgb = [VEIL_ALPHA * 255 + (1 - VEIL_ALPHA) * x for x in rgb]
-            r, g, b = (round(x) for x in rgb)
-            return f"background-color: rgb({r}, {g}, {b})"
-    return ""
+    """CSS for a grid cell: the heatmap's scale, nothing where undefined; ``pale``: seen through
+    the heatmaps' veil (a cell on few positives or negatives)."""
+    return colors.background(value, colors.RED_YELLOW_GREEN, pale=pale)
 
 
 def panels_per_row(n_detectors: int) -> int:

@@ -1,4 +1,4 @@
-"""Plotly figures drawn from small, already aggregated frames.
+"""Plotly figures drawn from small, already aggregated frames, and the same rates as coloured tables.
 
 Plotly renders a subset of HTML in tick labels, hover text and titles; every label that comes
 from the data (backbone, action, capability names) goes through ``auditatlas.figures.text.plotly``.
@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from . import colors
 from .text import plotly as plotly_text
 from .text import plotly_list
 
@@ -49,3 +50,48 @@ def rate_heatmap(
     fig.update_layout(title=plotly_text(title), margin=dict(l=10, r=10, t=40 if title else 10, b=10), height=60 + 42 * len(pivot.index))
     fig.update_yaxes(autorange="reversed")
     return fig
+
+
+def rate_grid(
+    frame: pd.DataFrame,
+    rows: str,
+    cols: str,
+    value: str,
+    count: str,
+    col_order: list[str] | None = None,
+    stops: colors.Stops = colors.RED_YELLOW_GREEN,
+    zrange: tuple[float, float] = (0, 100),
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A percentage per (row, column) as a table a person reads as a heatmap: each cell its value
+    and the count it rests on ('96.1 · n=76'), '–' where the count is there but the rate is not,
+    blank where there is nothing; with each cell's CSS (its colour on ``stops``)."""
+    pivot = frame.pivot_table(index=rows, columns=cols, values=value, aggfunc="first", dropna=False)
+    counts = frame.pivot_table(index=rows, columns=cols, values=count, aggfunc="first", dropna=False)
+    if col_order:
+        pivot = pivot.reindex(columns=[c for c in col_order if c in pivot.columns])
+    counts = counts.reindex(index=pivot.index, columns=pivot.columns)
+    low, high = zrange
+    text = pd.DataFrame({rows: [str(r) for r in pivot.index]})
+    styles = pd.DataFrame({rows: [""] * len(pivot.index)})
+    for col in pivot.columns:
+        cells, css = [], []
+        for rate, n in zip(pivot[col], counts[col]):
+            if pd.isna(rate):
+                cells.append("" if pd.isna(n) or n == 0 else "–")
+                css.append("")
+            else:
+                cells.append(f"{rate:.1f} · n={int(n):,}")
+                css.append(colors.background((rate - low) / (high - low), stops))
+        title = _unused(str(col), set(text.columns))
+        text[title], styles[title] = cells, css
+    return text, styles
+
+
+def _unused(title: str, taken: set[str]) -> str:
+    """``title``, or with ' (2)', ' (3)'... where a column already has it (names come from the data:
+    a backbone may be called as the row column is)."""
+    candidate, k = title, 1
+    while candidate in taken:
+        k += 1
+        candidate = f"{title} ({k})"
+    return candidate

@@ -69,23 +69,29 @@ def keep_default(query: Query) -> None:
 
 
 def _rates(labeled: pd.DataFrame) -> list[b.Block]:
-    from ..figures.rates import rate_heatmap
+    # Coloured tables, not Plotly heatmaps: the two heatmaps were most of the page's open in the
+    # browser (3.0 against 1.6 s cold, bench/README.md), and a table reads the same numbers.
+    from ..figures import colors
+    from ..figures.rates import rate_grid
 
     success = rates.action_success(labeled)
     order = sorted(success["action_short"].unique(),
                    key=lambda s: actions.sort_key(next((a.code for a in actions.ACTIONS if a.short == s), s)))
     by_cap = rates.anomaly_by_capability(labeled)
+    grid, grid_styles = rate_grid(success, "backbone", "action_short", "success_pct", "labeled_steps", col_order=order)
+    cap_grid, cap_styles = rate_grid(by_cap, "capability", "backbone", "anomaly_pct", "labeled_steps",
+                                     stops=colors.REDS)
     return [
-        b.Figure(rate_heatmap(success, "backbone", "action_short", "success_pct", "labeled_steps", col_order=order),
-                 key="success-heatmap"),
-        b.note("Share of labeled steps verified correct; n = labeled steps per cell. Unlabeled steps are excluded and "
-               "counted apart."),
+        b.Table(grid, "success-grid", styles=grid_styles),
+        b.note("Share of labeled steps verified correct, and n = labeled steps, per backbone and action; green is "
+               "higher. Unlabeled steps are excluded and counted apart."),
         b.Table(success[["backbone", "action", "action_short", "labeled_steps", "anomalies", "unlabeled_steps",
                          "success_pct"]].round(1), "action-success"),
         b.Table(rates.overall_success(labeled).round(1), "overall-success", caption="Overall per backbone"),
         b.Heading("Anomaly rate by capability (MAADBench Figure 3)"),
-        b.Figure(rate_heatmap(by_cap, "capability", "backbone", "anomaly_pct", "labeled_steps", colorscale="Reds",
-                              title=""), key="capability-heatmap"),
+        b.Table(cap_grid, "capability-grid", styles=cap_styles,
+                caption="Share of labeled steps that are anomalies, and n = labeled steps, per capability and "
+                        "backbone; darker red is higher."),
         b.Table(by_cap.round(1), "anomaly-by-capability"),
     ]
 
