@@ -2,7 +2,7 @@
 take CSS per cell): the same scales the Plotly heatmaps use, as CSS backgrounds.
 
 A coloured table instead of a Plotly heatmap where the grid is the answer: a page's first Plotly
-chart cost its open 1.2-1.7 s in the browser (bench/README.md)."""
+chart costs its open in the browser more than the rest of a page (bench/README.md)."""
 from __future__ import annotations
 
 import math

@@ -74,8 +74,8 @@ def grid_head(grid, sets: pd.DataFrame) -> tuple[list[b.Block], bool]:
 
 def grid_maps(grid, side_by_side: bool) -> list[b.Block]:
     """Every backbone's heatmap side by side, on request. One backbone's grid is its coloured
-    table alone: a Plotly heatmap of the same cells above it cost an open of the page about 1.7 s
-    and 5 CPU-seconds of the browser (bench/README.md), and pushed the table below the first screen."""
+    table alone: a Plotly heatmap of the same cells above it was most of what an open of the page
+    cost the browser (bench/README.md), and pushed the table below the first screen."""
     if side_by_side:
         return [b.Figure(figs.heatmaps(grid, grid.backbones), key="grid-heatmaps")]
     return []

@@ -70,7 +70,7 @@ def keep_default(query: Query) -> None:
 
 def _rates(labeled: pd.DataFrame) -> list[b.Block]:
     # Coloured tables, not Plotly heatmaps: the two heatmaps were most of the page's open in the
-    # browser (3.0 against 1.6 s cold, bench/README.md), and a table reads the same numbers.
+    # browser (bench/README.md), and a table reads the same numbers.
     from ..figures import colors
     from ..figures.rates import rate_grid
 
