@@ -43,3 +43,11 @@ def test_a_column_named_like_the_row_column_stays_its_own():
                         col_order=["backbone", "SP"])
     assert list(text.columns) == ["backbone", "backbone (2)", "SP"]
     assert text.iloc[0].tolist() == ["A", "10.0 · n=3", "20.0 · n=4"]
+
+
+def test_a_missing_name_reads_none_as_the_queries_name_it():
+    text, _ = rate_grid(_frame([("A", "SP", 50.0, 3), (None, "SP", 60.0, 4), ("A", None, 70.0, 5)]),
+                        "backbone", "action", "pct", "n")
+    assert sorted(text["backbone"]) == ["(none)", "A"] and sorted(text.columns[1:]) == ["(none)", "SP"]
+    assert text.set_index("backbone").loc["(none)", "SP"] == "60.0 · n=4"
+    assert text.set_index("backbone").loc["A", "(none)"] == "70.0 · n=5"

@@ -64,7 +64,9 @@ def rate_grid(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """A percentage per (row, column) as a table a person reads as a heatmap: each cell its value
     and the count it rests on ('96.1 · n=76'), '–' where the count is there but the rate is not,
-    blank where there is nothing; with each cell's CSS (its colour on ``stops``)."""
+    blank where there is nothing; with each cell's CSS (its colour on ``stops``). A missing row
+    or column name reads '(none)', as the queries name it."""
+    frame = frame.assign(**{key: frame[key].astype(object).where(frame[key].notna(), "(none)") for key in (rows, cols)})
     pivot = frame.pivot_table(index=rows, columns=cols, values=value, aggfunc="first", dropna=False)
     counts = frame.pivot_table(index=rows, columns=cols, values=count, aggfunc="first", dropna=False)
     if col_order:
