@@ -27,13 +27,7 @@ def rate_heatmap(
     zrange: tuple[float, float] = (0, 100),
 ) -> go.Figure:
     """Heatmap of a percentage with the count it rests on in every cell; blank where undefined."""
-    pivot = frame.pivot_table(index=rows, columns=cols, values=value, aggfunc="first")
-    counts = frame.pivot_table(index=rows, columns=cols, values=count, aggfunc="first")
-    if row_order:
-        pivot = pivot.reindex([r for r in row_order if r in pivot.index])
-    if col_order:
-        pivot = pivot.reindex(columns=[c for c in col_order if c in pivot.columns])
-    counts = counts.reindex(index=pivot.index, columns=pivot.columns)
+    pivot, counts = _pivoted(frame, rows, cols, value, count, row_order, col_order)
     z = pivot.to_numpy(dtype=float)
     n = counts.to_numpy(dtype=float)
     text = np.where(
@@ -67,11 +61,7 @@ def rate_grid(
     blank where there is nothing; with each cell's CSS (its colour on ``stops``). A missing row
     or column name reads '(none)', as the queries name it."""
     frame = frame.assign(**{key: frame[key].astype(object).where(frame[key].notna(), "(none)") for key in (rows, cols)})
-    pivot = frame.pivot_table(index=rows, columns=cols, values=value, aggfunc="first", dropna=False)
-    counts = frame.pivot_table(index=rows, columns=cols, values=count, aggfunc="first", dropna=False)
-    if col_order:
-        pivot = pivot.reindex(columns=[c for c in col_order if c in pivot.columns])
-    counts = counts.reindex(index=pivot.index, columns=pivot.columns)
+    pivot, counts = _pivoted(frame, rows, cols, value, count, None, col_order, dropna=False)
     low, high = zrange
     text = pd.DataFrame({rows: [str(r) for r in pivot.index]})
     styles = pd.DataFrame({rows: [""] * len(pivot.index)})
@@ -87,6 +77,19 @@ def rate_grid(
         title = _unused(str(col), set(text.columns))
         text[title], styles[title] = cells, css
     return text, styles
+
+
+def _pivoted(frame: pd.DataFrame, rows: str, cols: str, value: str, count: str, row_order: list[str] | None,
+             col_order: list[str] | None, dropna: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``value`` and ``count`` pivoted to rows x cols, in the orders given (names not in the frame
+    left out), the counts on the values' cells."""
+    pivot = frame.pivot_table(index=rows, columns=cols, values=value, aggfunc="first", dropna=dropna)
+    counts = frame.pivot_table(index=rows, columns=cols, values=count, aggfunc="first", dropna=dropna)
+    if row_order:
+        pivot = pivot.reindex([r for r in row_order if r in pivot.index])
+    if col_order:
+        pivot = pivot.reindex(columns=[c for c in col_order if c in pivot.columns])
+    return pivot, counts.reindex(index=pivot.index, columns=pivot.columns)
 
 
 def _unused(title: str, taken: set[str]) -> str:

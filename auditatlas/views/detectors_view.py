@@ -83,9 +83,9 @@ def grid_maps(grid, side_by_side: bool) -> list[b.Block]:
 
 def grid_hint(facet: str, side_by_side: bool) -> b.Text:
     """How the grid opens a cell (the app's; an export cannot be clicked)."""
-    where = "in a heatmap or in the table" if side_by_side else "in the table"
-    return b.note("Backbone **{}**: click a detector's cell, " + where + ", to list its errors below (the bottom row: "
-                  "over all actions). Cells resting on fewer than {} positives or negatives are pale.", facet, figs.SMALL_N)
+    return b.note("Backbone **{}**: click a detector's cell, {}, to list its errors below (the bottom row: over all "
+                  "actions). Cells resting on fewer than {} positives or negatives are pale.", facet,
+                  "in a heatmap or in the table" if side_by_side else "in the table", figs.SMALL_N)
 
 
 def grid_styles(text: pd.DataFrame, num: pd.DataFrame, pale: pd.DataFrame) -> pd.DataFrame:
