@@ -22,7 +22,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "tests")]
-from browser_support import CELL_XY  # noqa: E402 - the heatmap cell's page coordinates, as the browser tests find it
+from browser_support import choose_cell  # noqa: E402 - a table's cell chosen as the browser tests choose it
 
 # Drawn and current: the text shown (in the page, or as a chart's title), nothing stale from the
 # run before, no script running.
@@ -53,12 +53,11 @@ def _button(name: str) -> Callable:
     return lambda page: page.get_by_role("button", name=name).first.click()  # its shortcut key is in its name
 
 
-def _cell(cell: list[str]) -> Callable:
+def _grid_cell(table: str, column: str, row: str) -> Callable:
+    """Choose the cell under ``column`` in ``row`` of the coloured table keyed ``table`` with the
+    keyboard (from the cell chosen before, one key when they are neighbours), as a reader would."""
     def click(page) -> None:
-        page.wait_for_function(f"() => ({CELL_XY})({cell!r}) !== null", timeout=60_000)
-        xy = page.evaluate(CELL_XY, cell)
-        page.mouse.move(*xy)  # plotly takes a click on the point it hovers
-        page.mouse.click(*xy)
+        choose_cell(page, page.locator(f"[class*='st-key-table-{table}']").first, column, row, "() => true")
     return click
 
 
@@ -82,10 +81,10 @@ def _first_run(page) -> None:
 def clicks(verdicts: bool = False) -> list[Click]:
     out = [
         Click("a /boards tab", "/boards", _tab("POST"), "POST: ", _tab("PRE"), "PRE: "),
-        # Two cells in turn (a click on the open cell's marker would only unselect it).
+        # Two neighbouring cells of one backbone's map in turn, one arrow key apart.
         Click("a /propagation heatmap cell", "/propagation?map_backbone=GPT-4.1",
-              _cell(["GPT-4.1", "SOLVE_CLUE", "APPLY_DELTA"]), "are followed by a failed APPLY_DELTA step",
-              _cell(["GPT-4.1", "SOLVE_CLUE", "UNIT_TOOL_CALL"]), "are followed by a failed UNIT_TOOL_CALL step"),
+              _grid_cell("propagation-map-", "AD", "SC · SOLVE_CLUE"), "are followed by a failed APPLY_DELTA step",
+              _grid_cell("propagation-map-", "TC", "SC · SOLVE_CLUE"), "are followed by a failed UNIT_TOOL_CALL step"),
         Click("the next /review step", "/review?queue=random&seed=0&reviewer=bench", _button("Skip"), "Step 2 of",
               _button("Previous"), "Step 1 of"),
         Click("a backbone switch (/detectors)", "/detectors?grid_backbone=GPT-4.1",

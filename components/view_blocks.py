@@ -27,8 +27,9 @@ def markdown(words: b.Words) -> str:
 
 
 def draw(blocks: b.Blocks, on_select: Mapping[str, Callable[[], None]] | None = None) -> None:
-    """Draw ``blocks`` in order; ``on_select``: a figure's key -> what a click on one of its
-    points does (the page's callback; the export's figures are not clickable)."""
+    """Draw ``blocks`` in order; ``on_select``: a figure's key or a coloured table's name -> what
+    a click on one of its points or cells does (the page's callback; the export's figures and
+    tables are not clickable)."""
     for block in blocks:
         draw_one(block, on_select or {})
 
@@ -39,7 +40,7 @@ def draw_one(block: b.Block, on_select: Mapping[str, Callable[[], None]] | None 
     elif isinstance(block, b.Text):
         _DRAW_TEXT[block.kind](markdown(block))
     elif isinstance(block, b.Table):
-        _table(block)
+        _table(block, (on_select or {}).get(block.name))
     elif isinstance(block, b.Metrics):
         for column, metric in zip(st.columns(len(block.items)), block.items):
             column.metric(markdown(metric.label), metric.value, help=metric.help)
@@ -99,7 +100,17 @@ def _column(column: b.Column) -> Any:
     return config.TextColumn(**common)
 
 
-def _table(block: b.Table) -> None:
+def selected_cell(name: str) -> tuple[int, str] | None:
+    """(row position, column title) of the cell chosen in the coloured table ``name``, if any."""
+    state = st.session_state.get(f"table-{name}")
+    cells = (state.get("selection") or {}).get("cells") if hasattr(state, "get") else None
+    if not cells:
+        return None
+    row, column = cells[0]
+    return int(row), str(column)
+
+
+def _table(block: b.Table, clicked: Callable[[], None] | None = None) -> None:
     kwargs: dict[str, Any] = {}
     config: dict[str, Any] = {}
     if "run" in block.frame.columns and "run_id" in block.frame.columns:  # run labels beside the full ids
@@ -121,5 +132,7 @@ def _table(block: b.Table) -> None:
     if caption:
         st.caption(caption)
     kwargs["column_config"] = pinned_keys(frame, kwargs.get("column_config"))
+    if clicked is not None:  # a grid read as a heatmap: a click on a cell opens it, as a heatmap's would
+        kwargs.update(on_select=clicked, selection_mode="single-cell")
     st.dataframe(frame.style.apply(lambda _: styles, axis=None), hide_index=True, key=f"table-{block.name}", **kwargs)
     csv_button(frame if block.download is None else block.download, block.name)

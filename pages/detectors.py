@@ -4,6 +4,8 @@ prediction set of a corpus (re-scored and released alike), on the sidebar slice.
 The content is ``auditatlas.views.detectors_view``'s; this file holds the pickers and tabs."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import streamlit as st
 
 from components.shell import ensure_app_navigation
@@ -15,7 +17,7 @@ from auditatlas.figures.detectors import heatmap_cell
 from auditatlas.set_labels import set_labels
 from auditatlas.views import detectors_view as view
 from auditatlas.views.pages import DETECTOR_TABS, DETECTOR_VIEW_MODES, DETECTORS, RULES
-from components import auroc_grid, backbone_maps, cached, export_button, view_blocks, view_state
+from components import backbone_maps, cached, export_button, view_blocks, view_state
 from components.safe import md
 
 slice_ = st.session_state.get("slice", {})
@@ -93,7 +95,7 @@ def grid_tab() -> None:
     def pick_cell() -> None:
         # A click on a detector cell chooses its action and detector below (the bottom row:
         # all actions); callbacks run before the script, so the selectors show the choice.
-        cell = auroc_grid.selected_cell(grid_key)
+        cell = view_blocks.selected_cell(table.name)
         if cell is None:
             return
         row, col = cell
@@ -101,9 +103,9 @@ def grid_tab() -> None:
             st.session_state["detector"] = titles[col]
             st.session_state["action"] = num["action"].iloc[row]
 
-    grid_key = table.name
-    view_blocks.draw([view.grid_hint(facet, side_by_side)])
-    auroc_grid.grid_table(table.frame, table.styles, grid_key, on_select=pick_cell, detail=table.download)
+    # The hint above names the backbone; the table's caption is the export's.
+    view_blocks.draw([view.grid_hint(facet, side_by_side), replace(table, caption=None)],
+                     on_select={table.name: pick_cell})
     view_blocks.draw(view.grid_long(shown, corpus))
 
     st.subheader(view.ERRORS_HEADING)

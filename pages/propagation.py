@@ -2,7 +2,7 @@
 behind a cell, a chain browser, recall by chain role, failure modes, silent vs loud).
 
 The content is ``auditatlas.views.propagation_view``'s; this file holds the tabs, the pickers
-and the clickable heatmap."""
+and the clickable heatmap (one backbone's a coloured table, every backbone's a Plotly figure)."""
 from __future__ import annotations
 
 import streamlit as st
@@ -54,24 +54,36 @@ def reset_cell_page() -> None:
 def heatmap_section() -> None:
     cells = view.heatmap_cells(cached.query, slice_, state.sources)
     view_blocks.draw(view.heatmap_head())
-    drawn = heatmap_backbones(cells)
-    where = st if len(drawn) > 1 else st.columns([3, 2])[0]
-    where.plotly_chart(view.heatmap_figure(cells, drawn), key=CHART_KEY, on_select=select_cell_from_chart,
-                       selection_mode="points", config={"displayModeBar": False})
-    view_blocks.draw(view.heatmap_tail(cells))
+    shown, side_by_side = heatmap_backbone(cells)
+    if side_by_side:
+        st.plotly_chart(view.heatmap_figure(cells), key=CHART_KEY, on_select=select_cell_from_chart,
+                        selection_mode="points", config={"displayModeBar": False})
+    else:
+        table, grid = view.heatmap_table(cells, shown)
+
+        def select_cell_from_table() -> None:
+            # A click on a share chooses its cell, as a click on the heatmap does.
+            cell = view_blocks.selected_cell(table.name)
+            if cell is not None and cell[1] in grid.columns and 0 <= cell[0] < len(grid.rows):
+                for key, value in zip(CELL_KEYS, (shown, grid.rows[cell[0]], grid.columns[cell[1]])):
+                    st.session_state[key] = value
+                st.session_state["cell_page"] = 1
+
+        view_blocks.draw([table], on_select={table.name: select_cell_from_table})
+    view_blocks.draw(view.heatmap_tail(cells, side_by_side))
     cell_section(cells)
 
 
-def heatmap_backbones(cells) -> list[str]:
-    """The backbones whose maps are drawn: the chosen one (the link's cell's backbone when the
-    link names no map), or every one side by side."""
+def heatmap_backbone(cells) -> tuple[str, bool]:
+    """The backbone whose map is drawn (the link's cell's backbone when the link names no map),
+    and whether every backbone's is drawn side by side."""
     backbones = sorted(cells["backbone"].unique())
     cell = link.values["cell_backbone"]
     shown, side_by_side = backbone_maps.choose("Heatmap of backbone", backbones, "map_backbone",
                                                figure="MAADBench Figure 4",
                                                index=backbones.index(cell) if cell in backbones else 0)
     link.not_held("map_backbone", "backbone", shown)
-    return backbones if side_by_side else [shown]
+    return shown, side_by_side
 
 
 def cell_section(cells) -> None:

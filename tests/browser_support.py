@@ -193,7 +193,7 @@ def shots_dir(name: str = "") -> Path:
 
 
 # Page coordinates of one heatmap cell, read from the live plotly figure: the clickable marker
-# whose customdata is (backbone, source action, later action). Also bench/clicks.py's.
+# whose customdata is (backbone, source action, later action).
 CELL_XY = """([bb, src, later]) => {
   for (const gd of document.querySelectorAll('.js-plotly-plot')) {
     for (const t of gd._fullData || []) {

@@ -138,7 +138,7 @@ def test_exported_boards_and_explorer_open_offline(app_store, browser, tmp_path)
     from stores import copy_of
 
     copy = copy_of("app", tmp_path / "store")
-    tours.save(copy, tours.Tour("offline").add("/propagation", "The heatmap.").add("/boards?tab=LIVE", "LIVE.")
+    tours.save(copy, tours.Tour("offline").add("/propagation?side_by_side=1", "The heatmaps.").add("/boards?tab=LIVE", "LIVE.")
                .add("/explorer?" + urlencode({"run": run_id, "step": 1}), "One run."))
     files["tour"] = tmp_path / "tour.html"
     files["tour"].write_text(_export(copy, "/tour?name=offline"), encoding="utf-8")
@@ -170,9 +170,9 @@ def test_exported_boards_and_explorer_open_offline(app_store, browser, tmp_path)
 
 def _cell(text: str) -> str:
     """A table cell as shown or as its CSV reads back, compared as a number where it is one
-    (the CSV of an integer column with a blank reads back as 206.0; the table shows 206), a
-    blank as empty."""
-    text = text.strip().replace(",", "")
+    (the CSV of an integer column with a blank reads back as 206.0; the table shows 206; a share
+    shown as 84.6% is its CSV's 84.6), a blank as empty."""
+    text = text.strip().replace(",", "").removesuffix("%")
     if text in ("", "nan", "—"):  # a blank: the table shows a dash, the CSV leaves the cell empty
         return ""
     try:

@@ -54,13 +54,19 @@ def test_heatmap_tab_renders(app_store, monkeypatch):
         assert "single decisive step per run cannot form a chain" in text
 
 
-def _map_titles(at) -> list[str]:
-    """The backbones the heatmap figure draws (its subplot titles), from the chart as sent."""
+def _maps(at) -> list[str]:
+    """The backbones whose maps are drawn: every one's subplot title in the heatmap figure as sent,
+    or the one named in the caption of the map's coloured table."""
     import json
 
     charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
-    heatmap = next(c for c in charts if any(t.get("type") == "scatter" and t.get("customdata") for t in c["data"]))
-    return [a["text"] for a in heatmap["layout"]["annotations"]]
+    heatmap = [c for c in charts if any(t.get("type") == "scatter" and t.get("customdata") for t in c["data"])]
+    tables = [df for df in at.dataframe if "failed source action" in df.value.columns]
+    assert len(heatmap) + len(tables) == 1, (len(heatmap), len(tables))  # the figure or the table, never both
+    if heatmap:
+        return [a["text"] for a in heatmap[0]["layout"]["annotations"]]
+    said = [c.value.replace("\\", "") for c in at.caption if "the share of each row's failed steps" in c.value]
+    return [said[0].split("**")[1]]
 
 
 def test_one_backbones_heatmap_by_default_every_one_on_demand(app_store, monkeypatch):
@@ -68,20 +74,26 @@ def test_one_backbones_heatmap_by_default_every_one_on_demand(app_store, monkeyp
     options = at.selectbox(key="map_backbone").options
     assert len(options) > 1 and options == sorted(options)
     assert at.selectbox(key="map_backbone").value == options[0]
-    assert _map_titles(at) == [options[0]]
+    assert _maps(at) == [options[0]] and not at.get("plotly_chart")  # one backbone's map: its table, no chart
     # A link's own words (1) and Streamlit's toggle's (true) both draw every backbone.
     for spelled in ("1", "true"):
         at = _open(app_store, monkeypatch, side_by_side=spelled)
         assert at.toggle(key="side_by_side").value is True
         assert at.selectbox(key="map_backbone").disabled
-        assert _map_titles(at) == options
+        assert _maps(at) == options
 
 
 def test_a_link_chooses_the_map_or_follows_its_cell(app_store, monkeypatch):
     at = _open(app_store, monkeypatch, map_backbone="GPT-5.4")
-    assert _map_titles(at) == ["GPT-5.4"]
+    assert _maps(at) == ["GPT-5.4"]
     at = _open(app_store, monkeypatch, cell_backbone="GPT-4.1", src_action="SOLVE_CLUE", later_action="APPLY_DELTA")
-    assert at.selectbox(key="map_backbone").value == "GPT-4.1" and _map_titles(at) == ["GPT-4.1"]
+    assert at.selectbox(key="map_backbone").value == "GPT-4.1" and _maps(at) == ["GPT-4.1"]
+    # The cell the link opens reads in the table as the sentence above its chains says.
+    sentence = next(m.value for m in at.markdown if "are followed by a failed APPLY" in m.value)
+    share = sentence.split("(")[1].split("%")[0]  # '... steps (84.6%) are followed ...'
+    table = next(df.value for df in at.dataframe if "failed source action" in df.value.columns)
+    row = table[table["failed source action"] == "SC · SOLVE_CLUE"].iloc[0]
+    assert row["AD"] == f"{share}%"
     at = _open(app_store, monkeypatch, map_backbone="No such backbone")
     assert any("backbone 'No such backbone'" in w.value.replace("\\", "") for w in at.warning)
 

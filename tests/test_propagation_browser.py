@@ -1,5 +1,5 @@
-"""Real headless Chromium on the Propagation page: clicking a heatmap cell lists the chains
-behind it (and the link follows), then each other tab renders in the same visit; nothing leaves
+"""Real headless Chromium on the Propagation page: choosing a cell of one backbone's map (a
+coloured table) or of every backbone's heatmaps lists the chains behind it (and the link follows), then each other tab renders in the same visit; nothing leaves
 localhost. A shared link to a cell is AppTest's (tests/test_propagation_app.py): the list it
 opens is the one drawn here after the click."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from browser_support import CELL_XY, keep_shot, new_page, shots_dir, wait_idle
+from browser_support import CELL_XY, choose_cell, keep_shot, new_page, shots_dir, wait_idle
 
 pytestmark = pytest.mark.browser
 VIEWPORT = {"width": 1500, "height": 2400}
@@ -20,26 +20,30 @@ def test_clicking_a_cell_lists_its_chains_and_the_tabs_render(app_server, browse
     page = new_page(browser, outside, **VIEWPORT)
     page.goto(app_server + "/propagation?map_backbone=GPT-4.1")  # the map of the cell clicked below
     wait_idle(page, "Propagation heatmap per backbone")
-    page.locator(".js-plotly-plot").first.wait_for(timeout=120_000)
-    page.wait_for_function("""() => { const el = document.querySelector('.js-plotly-plot');
-                                      return el && !el.closest('[inert]'); }""", timeout=180_000, polling=500)
-    # Plotly may draw the figure again after the page's text settles: wait for the cell itself.
-    cell = ["GPT-4.1", "SOLVE_CLUE", "APPLY_DELTA"]
-    try:
-        page.wait_for_function(f"() => ({CELL_XY})({cell!r}) !== null", timeout=60_000, polling=250)
-    except Exception:  # noqa: BLE001 - the assertion below says what is missing
-        pass
-    xy = page.evaluate(CELL_XY, cell)
-    assert xy, "no clickable GPT-4.1 SOLVE_CLUE -> APPLY_DELTA cell in the heatmap"
-    page.mouse.move(*xy)
-    page.mouse.click(*xy)
-    # The click sets the three cell selectors, which are bound to the URL.
-    page.wait_for_function("() => location.search.includes('later_action=APPLY_DELTA')", timeout=60_000, polling=250)
+    # One backbone's map is a coloured table; a cell chosen in it sets the three cell selectors,
+    # which are bound to the URL.
+    grid = page.locator("[class*='st-key-table-propagation-map-']").first
+    grid.wait_for(timeout=120_000)
+    assert page.locator(".js-plotly-plot").count() == 0  # no chart drawn for one backbone
+    choose_cell(page, grid, "AD", "SC · SOLVE_CLUE", "() => location.search.includes('later_action=APPLY_DELTA')")
     query = parse_qs(urlparse(page.evaluate("location.href")).query)
     assert query["cell_backbone"] == ["GPT-4.1"] and query["src_action"] == ["SOLVE_CLUE"]
     wait_idle(page, "are followed by a failed APPLY_DELTA step")
     page.get_by_text("each links to the trace explorer at the source step", exact=False).first.wait_for()
     keep_shot(page, shots_dir() / "propagation-cell.png", full_page=True)
+    # Every backbone's maps side by side are a Plotly figure whose cells open the same way.
+    page.get_by_text("Every backbone side by side", exact=True).click()
+    page.wait_for_function("() => location.search.includes('side_by_side=')", timeout=60_000, polling=250)
+    cell = ["GPT-5.4", "SOLVE_CLUE", "UNIT_TOOL_CALL"]
+    page.wait_for_function(f"() => ({CELL_XY})({cell!r}) !== null", timeout=120_000, polling=250)
+    page.wait_for_timeout(500)  # Plotly may draw the figure again after the page's text settles
+    xy = page.evaluate(CELL_XY, cell)
+    assert xy, "no clickable GPT-5.4 SOLVE_CLUE -> UNIT_TOOL_CALL cell in the heatmaps"
+    page.mouse.move(*xy)
+    page.mouse.click(*xy)
+    page.wait_for_function("() => location.search.includes('later_action=UNIT_TOOL_CALL')", timeout=60_000, polling=250)
+    assert parse_qs(urlparse(page.evaluate("location.href")).query)["cell_backbone"] == ["GPT-5.4"]
+    wait_idle(page, "are followed by a failed UNIT_TOOL_CALL step")
     _each_tab_renders(page)
     assert not outside, f"requests left localhost: {outside}"
 

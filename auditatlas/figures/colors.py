@@ -13,6 +13,11 @@ Stops = tuple[tuple[float, tuple[int, int, int]], ...]
 RED_YELLOW_GREEN: Stops = ((0.0, (178, 24, 43)), (0.25, (239, 138, 98)), (0.5, (247, 247, 212)),
                            (0.75, (166, 217, 106)), (1.0, (26, 152, 80)))
 REDS: Stops = ((0.0, (255, 245, 240)), (0.35, (252, 146, 114)), (0.7, (222, 45, 38)), (1.0, (103, 0, 13)))
+# Plotly's OrRd, low cream to high dark red (the propagation heatmaps' scale).
+ORANGE_REDS: Stops = ((0.0, (255, 247, 236)), (0.25, (253, 212, 158)), (0.5, (252, 141, 89)), (0.75, (215, 48, 31)),
+                      (1.0, (127, 0, 0)))
+# A cell that cannot hold a value (a pair that never occurs), as the heatmaps draw it.
+GREY = "background-color: rgb(212, 212, 212)"
 # A pale cell is its colour seen through this much white (the heatmaps' veil).
 VEIL_ALPHA = 0.62
 # Text on a background darker than this (perceived brightness, 0-255) is drawn white.

@@ -9,6 +9,7 @@ square marker per clickable cell on top: clicking a cell selects that marker, an
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -17,8 +18,11 @@ from plotly.subplots import make_subplots
 
 from auditatlas.analyses import anomaly_propagation as propagation
 
+from . import colors
+
 # Rows of few failed source steps are drawn pale, as the AUROC grid's cells of few steps.
 from .detectors import SMALL_N, VEIL
+from .rates import unique_title
 from .text import plotly as esc
 
 MAPS_PER_ROW = 3
@@ -116,6 +120,61 @@ def _one_map(fig: go.Figure, grid: pd.DataFrame, acts: list[str], labels: list[s
     fig.update_xaxes(categoryorder="array", categoryarray=labels, row=row, col=col)
     if col == 1:
         fig.update_yaxes(title=dict(text="failed source action", font=dict(size=11)), row=row, col=col)
+
+
+SOURCE_COLUMN, COUNT_COLUMN = "failed source action", "n"
+
+
+@dataclass(frozen=True)
+class CellTable:
+    """One backbone's heatmap as a table a person reads as one: ``text`` (a row per failed source
+    action, its failed steps, then a column per later action by its short name) and each cell's CSS;
+    ``numbers`` the same table with each share in % to one decimal (its CSV); ``rows`` the source
+    action of each row, ``columns`` the later action under each column title."""
+
+    text: pd.DataFrame
+    styles: pd.DataFrame
+    numbers: pd.DataFrame
+    rows: list[str]
+    columns: dict[str, str]
+
+
+def heatmap_table(cells: pd.DataFrame, backbone: str) -> CellTable:
+    """``backbone``'s propagation heatmap (MAADBench Figure 4) as a coloured table: each cell the
+    share of the row's failed steps followed by a failed step of the column's action ('84.6%'),
+    on the heatmaps' scale; '–' where the row's action never failed; grey and blank where the
+    pair never occurs in the store; pale where the row has fewer than ``SMALL_N`` failed steps.
+    Columns are titled by the actions' short names (unique even when the data's names collide)."""
+    grid = cells[cells["backbone"] == backbone]
+    acts = propagation.action_order(cells["src_action"])
+    by_pair = {(r.src_action, r.later_action): r for r in grid.itertuples(index=False)}
+    failed = {a: 0 for a in acts}
+    for r in grid.itertuples(index=False):
+        failed[r.src_action] = int(r.failed)
+    # Rows as the AUROC grid names actions ('SC · SOLVE_CLUE'): they say what the columns' short names are.
+    rows = [a if propagation.action_label(a) == a else f"{propagation.action_label(a)} · {a}" for a in acts]
+    text = pd.DataFrame({SOURCE_COLUMN: rows, COUNT_COLUMN: [f"{failed[a]:,}" for a in acts]})
+    styles = pd.DataFrame({SOURCE_COLUMN: [""] * len(acts), COUNT_COLUMN: [""] * len(acts)})
+    numbers = pd.DataFrame({SOURCE_COLUMN: rows, COUNT_COLUMN: [failed[a] for a in acts]})
+    columns: dict[str, str] = {}
+    for later in acts:
+        title = unique_title(str(propagation.action_label(later)), set(text.columns))
+        shown, css, pct = [], [], []
+        for src in acts:
+            r = by_pair.get((src, later))
+            if r is None or not r.possible:
+                shown.append("")
+                css.append("" if r is None else colors.GREY)
+            elif r.failed == 0:
+                shown.append("–")
+                css.append("")
+            else:
+                shown.append(f"{100 * r.rate:.1f}%")
+                css.append(colors.background(r.rate, colors.ORANGE_REDS, pale=failed[src] < SMALL_N))
+            pct.append(round(100 * r.rate, 1) if r is not None and r.possible and r.failed > 0 else None)
+        text[title], styles[title], numbers[title] = shown, css, pd.Series(pct, dtype="float64")
+        columns[title] = later
+    return CellTable(text, styles, numbers, acts, columns)
 
 
 def selected_cell(event) -> tuple[str, str, str] | None:

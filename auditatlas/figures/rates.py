@@ -74,7 +74,7 @@ def rate_grid(
             else:
                 cells.append(f"{rate:.1f} · n={int(n):,}")
                 css.append(colors.background((rate - low) / (high - low), stops))
-        title = _unused(str(col), set(text.columns))
+        title = unique_title(str(col), set(text.columns))
         text[title], styles[title] = cells, css
     return text, styles
 
@@ -92,7 +92,7 @@ def _pivoted(frame: pd.DataFrame, rows: str, cols: str, value: str, count: str, 
     return pivot, counts.reindex(index=pivot.index, columns=pivot.columns)
 
 
-def _unused(title: str, taken: set[str]) -> str:
+def unique_title(title: str, taken: set[str]) -> str:
     """``title``, or with ' (2)', ' (3)'... where a column already has it (names come from the data:
     a backbone may be called as the row column is)."""
     candidate, k = title, 1

@@ -81,16 +81,29 @@ def heatmap_head() -> list[b.Block]:
             b.hint("Click a cell to list its chains.")]
 
 
-def heatmap_figure(cells: pd.DataFrame, drawn: list[str]):
-    """The maps of the ``drawn`` backbones (one by default: five at once cost the browser about
-    0.3 s more on every open)."""
-    return figs.heatmaps(cells[cells["backbone"].isin(drawn)])
+def heatmap_figure(cells: pd.DataFrame):
+    """Every backbone's map side by side, on request (one backbone's is its table)."""
+    return figs.heatmaps(cells)
 
 
-def heatmap_tail(cells: pd.DataFrame) -> list[b.Block]:
-    """The actions' short names, and every cell with its counts."""
+def heatmap_table(cells: pd.DataFrame, backbone: str) -> tuple[b.Table, figs.CellTable]:
+    """One backbone's map as a coloured table, the page's first answer: a Plotly heatmap of the
+    same cells was most of what an open of the page cost the browser (bench/README.md). With the
+    actions under its rows and columns, for the cell a click chooses."""
+    grid = figs.heatmap_table(cells, backbone)
+    return b.Table(grid.text, f"propagation-map-{backbone}",
+                   caption=b.Text("**{}**: the share of each row's failed steps followed, later in the same scope, by a "
+                                  "failed step of the column's action.", (backbone,)),
+                   styles=grid.styles, download=grid.numbers,
+                   columns=tuple(b.Column(title, help=f"later failed action {action}")
+                                 for title, action in grid.columns.items() if title != action)), grid
+
+
+def heatmap_tail(cells: pd.DataFrame, side_by_side: bool) -> list[b.Block]:
+    """The actions' short names under the maps (the table's rows name them), and every cell with
+    its counts."""
     legend = ", ".join(f"{P.action_label(a)} = {a}" for a in P.action_order(cells["src_action"])
-                       if P.action_label(a) != a)
+                       if P.action_label(a) != a) if side_by_side else ""
     return [*([b.Text.plain(legend, "note")] if legend else []),
             b.Fold("Every cell with its counts", (
                 b.Table(cells.assign(rate_pct=(100 * cells["rate"]).round(1)).drop(columns="rate"),
@@ -267,9 +280,9 @@ def page(query: Query, link, root: Path, remember: Remember | None = None) -> li
         default = cell_backbone if cell_backbone in backbones else backbones[0]
         shown = _chosen(out, values["map_backbone"], backbones, "backbone", default, f"showing '{default}' instead")
         out += heatmap_head()
-        out.append(b.Figure(heatmap_figure(cells, backbones if values["side_by_side"] else [shown]),
-                            key="propagation-heatmap"))
-        out += heatmap_tail(cells)
+        out.append(b.Figure(heatmap_figure(cells), key="propagation-heatmap") if values["side_by_side"]
+                   else heatmap_table(cells, shown)[0])
+        out += heatmap_tail(cells, values["side_by_side"])
         out.append(b.Heading(CELL_HEADING))
         acts = P.action_order(cells["src_action"])
         backbone = _chosen(out, cell_backbone, backbones, "backbone", None, "no cell is chosen")
