@@ -29,7 +29,7 @@ TABS = view.tabs()
 tabs = st.tabs([pillar for pillar, _ in TABS], key="tab", bind="query-params")
 
 
-def board_section(name: str, per_seed: bool) -> None:
+def board_section(name: str, per_seed: bool, curves: bool) -> None:
     corpora = available.get(name, [])
     preamble, drawable = view.board_preamble(name, slice_, corpora)
     view_blocks.draw(preamble)
@@ -38,7 +38,7 @@ def board_section(name: str, per_seed: bool) -> None:
     corpus = st.selectbox("Corpus", corpora, key=board_corpus_key(name), bind="query-params")
     link.not_held(board_corpus_key(name), f"the {name} board's corpus", corpus)
     with st.spinner(f"Scoring {name} on {md(corpus)}…"):
-        body = view.board_body(name, corpus, slice_, cached.board, per_seed)
+        body = view.board_body(name, corpus, slice_, cached.board, per_seed, curves)
     view_blocks.draw(body)
 
 
@@ -47,11 +47,15 @@ for (pillar, names), tab in zip(TABS, tabs):
         continue
     with tab:
         view_blocks.draw(view.pillar_note(pillar))
-        # One toggle for the page (only the open tab draws it), bound to the URL (?per_seed=true).
-        per_seed = st.toggle("Every seed on its own row", key="per_seed", bind="query-params",
-                             help="A re-scored detector is one row, its mean ± sd over seeds; turn on to see each seed.")
+        # Toggles for the page (only the open tab draws them), bound to the URL (?per_seed=true).
+        left, right = st.columns([1, 1]) if pillar == "LIVE" else (st.container(), None)
+        per_seed = left.toggle("Every seed on its own row", key="per_seed", bind="query-params",
+                               help="A re-scored detector is one row, its mean ± sd over seeds; turn on to see each seed.")
+        curves = right is not None and right.toggle(
+            "ROC-AUC curves by prefix", key="curves", bind="query-params",
+            help="Draw each entrant's ROC-AUC over the run's prefixes under its board (the table holds the same numbers).")
         for name in names:
             view_blocks.draw([view.board_heading(name)])
-            board_section(name, per_seed)
+            board_section(name, per_seed, curves)
 
 view_blocks.draw(view.missing(cached.query))

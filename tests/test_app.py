@@ -46,6 +46,22 @@ def test_every_page_runs(app, page):
     assert not app.exception, app.exception
 
 
+def test_the_live_curves_are_drawn_on_request(app):
+    """LIVE opens on its boards' tables; its ROC-AUC curves are drawn when asked for, by the
+    toggle or a link's curves=1."""
+    import json
+
+    app.switch_page("pages/boards.py")
+    app.query_params["tab"] = "LIVE"
+    app.run()
+    assert not app.exception, app.exception
+    assert not app.get("plotly_chart") and "Turn on *ROC-AUC curves by prefix*" in _texts(app)
+    app.toggle(key="curves").set_value(True).run()
+    charts = [json.loads(c.proto.spec) for c in app.get("plotly_chart")]
+    assert charts and all(t["type"] == "scatter" for c in charts for t in c["data"])
+    assert "early-warning bar" in json.dumps(charts[0]["layout"])  # a link's curves=1: tests/test_browser.py
+
+
 def test_a_board_line_without_a_published_value_reads_a_dash(app):
     """POST localization sets the paper's values beside its released judges; a re-scored line has
     none, and its cell reads "—" (never "None")."""

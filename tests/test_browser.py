@@ -42,7 +42,7 @@ def test_live_trajectories_for_taubench_from_a_link(app_server, browser):
         pytest.skip("needs ../shared/data/tau-bench")
     outside: list[str] = []
     page = new_page(browser, outside)
-    page.goto(app_server + "/boards?tab=LIVE&board_live_corpus=taubench")
+    page.goto(app_server + "/boards?tab=LIVE&board_live_corpus=taubench&curves=1")
     wait_idle(page, "rests on", busy_text=BUSY)
     page.get_by_text("on taubench", exact=False).first.wait_for()
     page.locator("[data-testid='stPlotlyChart']").first.wait_for(timeout=120_000)  # the trajectories

@@ -130,7 +130,7 @@ def test_exported_boards_and_explorer_open_offline(app_store, browser, tmp_path)
     require_chromium()
     run_id = _a_run(app_store)
     files = {"boards": tmp_path / "boards.html", "explorer": tmp_path / "explorer.html"}
-    files["boards"].write_text(_export(app_store, "/boards?tab=LIVE"), encoding="utf-8")
+    files["boards"].write_text(_export(app_store, "/boards?tab=LIVE&curves=1"), encoding="utf-8")
     files["explorer"].write_text(_export(app_store, "/explorer?" + urlencode(
         {"run": run_id, "step": 1})), encoding="utf-8")
     # A tour of two stops (on a copy: saving it writes the store), in the same browser visit.
@@ -138,7 +138,7 @@ def test_exported_boards_and_explorer_open_offline(app_store, browser, tmp_path)
     from stores import copy_of
 
     copy = copy_of("app", tmp_path / "store")
-    tours.save(copy, tours.Tour("offline").add("/propagation?side_by_side=1", "The heatmaps.").add("/boards?tab=LIVE", "LIVE.")
+    tours.save(copy, tours.Tour("offline").add("/propagation?side_by_side=1", "The heatmaps.").add("/boards?tab=LIVE&curves=1", "LIVE.")
                .add("/explorer?" + urlencode({"run": run_id, "step": 1}), "One run."))
     files["tour"] = tmp_path / "tour.html"
     files["tour"].write_text(_export(copy, "/tour?name=offline"), encoding="utf-8")

@@ -179,8 +179,10 @@ def test_every_page_keeps_payloads_as_text(payload_store, browser):
                     page.mouse.move(box["x"] + x, box["y"] + box["height"] / 3)
                     page.wait_for_timeout(60)
             else:
-                # Every backbone's heatmap (one by default), so the payload backbone's labels are drawn.
-                page.goto(server + path + ("?side_by_side=1" if path in ("/propagation", "/detectors") else ""))
+                # Every backbone's heatmap (one by default) and the LIVE curves (on request), so the
+                # payload's names are drawn in the charts too.
+                page.goto(server + path + {"/propagation": "?side_by_side=1", "/detectors": "?side_by_side=1",
+                                           "/boards": "?curves=1"}.get(path, ""))
                 wait_idle(page, "Slice")
                 if path == "/boards":  # every tab: the POST boards name the payload prediction set
                     for tab in ("LIVE", "POST"):

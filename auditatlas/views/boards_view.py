@@ -96,8 +96,10 @@ def board_preamble(name: str, slice_: Mapping[str, Any], corpora: list[str]) -> 
 
 
 def board_body(name: str, corpus: str, slice_: Mapping[str, Any], board_fn: BoardFn,
-               per_seed: bool) -> list[b.Block]:
-    """The board scored on ``corpus``: its lines, notes, tables and, on LIVE, its chart."""
+               per_seed: bool, curves: bool = False) -> list[b.Block]:
+    """The board scored on ``corpus``: its lines, notes, tables and, on LIVE with ``curves``, its
+    chart (on request: the table holds the same numbers, and a page's first Plotly chart costs
+    its open in the browser more than the rest of the tab; bench/README.md)."""
     try:
         result, cells = board_fn(name, corpus, slice_)
     except AtlasError as exc:
@@ -105,7 +107,9 @@ def board_body(name: str, corpus: str, slice_: Mapping[str, Any], board_fn: Boar
     out = result_blocks(result, cells, f"{name}-{corpus}", per_seed)
     if registry()[name].task.pillar == "LIVE":
         # ROC-AUC trajectories over prefixes, with the 0.70 early-warning bar.
-        out.append(b.Figure(live_figure(result), key=f"live-{result.corpus}"))
+        out.append(b.Figure(live_figure(result), key=f"live-{result.corpus}") if curves else
+                   b.hint("Turn on *ROC-AUC curves by prefix* above to draw each entrant's curve against the 0.70 "
+                          "early-warning bar."))
     return out
 
 
@@ -234,7 +238,7 @@ def page(query: Query, link, root: Path, remember: Remember | None = None) -> li
     def board_fn(name: str, corpus: str, slice_: Mapping[str, Any]):
         return kept_board(name, query, corpus, dict(slice_), remember)
 
-    pillar, per_seed = link.values["tab"], link.values["per_seed"]
+    pillar, per_seed, curves = link.values["tab"], link.values["per_seed"], link.values["curves"]
     out = [*intro(), b.Heading(f"{pillar} boards"), *pillar_note(pillar)]
     for name in dict(tabs()).get(pillar, []):
         out.append(board_heading(name))
@@ -248,5 +252,5 @@ def page(query: Query, link, root: Path, remember: Remember | None = None) -> li
         if asked and asked != corpus:
             out.append(b.Text.plain(not_held(f"the {name} board's corpus", asked, f"showing '{corpus}' instead"),
                                     "warning"))
-        out += board_body(name, corpus, link.slice, board_fn, per_seed)
+        out += board_body(name, corpus, link.slice, board_fn, per_seed, curves)
     return out + missing(query)

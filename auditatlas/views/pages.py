@@ -44,6 +44,9 @@ def _boards() -> PageState:
                 Field("per_seed", "bool", default=False,
                       help="1: every seed of a re-scored detector on its own row (default: one row per detector, "
                            "mean ± sd over its seeds)"),
+                Field("curves", "bool", default=False,
+                      help="1: the LIVE boards' ROC-AUC curves by prefix drawn under their tables (default: the "
+                           "tables alone)"),
                 *(Field(board_corpus_key(name), "str", help=f"the corpus the {name} board is scored on "
                                                              "(default: the first it applies to)")
                   for name in boards)),
