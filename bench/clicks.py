@@ -53,11 +53,19 @@ def _button(name: str) -> Callable:
     return lambda page: page.get_by_role("button", name=name).first.click()  # its shortcut key is in its name
 
 
-def _grid_cell(table: str, column: str, row: str) -> Callable:
-    """Choose the cell under ``column`` in ``row`` of the coloured table keyed ``table`` with the
-    keyboard (from the cell chosen before, one key when they are neighbours), as a reader would."""
+def _grid_cell(table: str, column: str, row: str, key: str) -> Callable:
+    """The cell under ``column`` in ``row`` of the coloured table keyed ``table``, chosen as a
+    reader would with the keyboard: one ``key`` from the cell chosen before (the click's timed
+    part: the chosen cell focused, the key pressed), or, with none chosen yet (the warm-up
+    click), found and reached as the browser tests reach a cell."""
     def click(page) -> None:
-        choose_cell(page, page.locator(f"[class*='st-key-table-{table}']").first, column, row, "() => true")
+        grid = page.locator(f"[class*='st-key-table-{table}']").first
+        chosen = grid.locator('td[id^="glide-cell-"][aria-selected=true]')
+        if chosen.count():
+            chosen.first.focus()
+            page.keyboard.press(key)
+        else:
+            choose_cell(page, grid, column, row, "() => true")
     return click
 
 
@@ -83,8 +91,10 @@ def clicks(verdicts: bool = False) -> list[Click]:
         Click("a /boards tab", "/boards", _tab("POST"), "POST: ", _tab("PRE"), "PRE: "),
         # Two neighbouring cells of one backbone's map in turn, one arrow key apart.
         Click("a /propagation heatmap cell", "/propagation?map_backbone=GPT-4.1",
-              _grid_cell("propagation-map-", "AD", "SC · SOLVE_CLUE"), "are followed by a failed APPLY_DELTA step",
-              _grid_cell("propagation-map-", "TC", "SC · SOLVE_CLUE"), "are followed by a failed UNIT_TOOL_CALL step"),
+              _grid_cell("propagation-map-", "AD", "SC · SOLVE_CLUE", "ArrowRight"),
+              "are followed by a failed APPLY_DELTA step",
+              _grid_cell("propagation-map-", "TC", "SC · SOLVE_CLUE", "ArrowLeft"),
+              "are followed by a failed UNIT_TOOL_CALL step"),
         Click("the next /review step", "/review?queue=random&seed=0&reviewer=bench", _button("Skip"), "Step 2 of",
               _button("Previous"), "Step 1 of"),
         Click("a backbone switch (/detectors)", "/detectors?grid_backbone=GPT-4.1",
