@@ -95,6 +95,8 @@ def heatmap_table(cells: pd.DataFrame, backbone: str) -> tuple[b.Table, figs.Cel
                    caption=b.Text("**{}**: the share of each row's failed steps followed, later in the same scope, by a "
                                   "failed step of the column's action.", (backbone,)),
                    styles=grid.styles, download=grid.numbers,
+                   # A short title differs from its action only for MAADBench's own actions (our
+                   # names, not the store's), so the help names no text read from a file.
                    columns=tuple(b.Column(title, help=f"later failed action {action}")
                                  for title, action in grid.columns.items() if title != action)), grid
 
