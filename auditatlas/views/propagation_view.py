@@ -74,7 +74,7 @@ def heatmap_head() -> list[b.Block]:
     return [b.Heading(HEATMAP_HEADING),
             b.Fold("How a cell is read", (
                 b.note("Cell = share of failed steps of the row's action followed, later in the same scope, by at "
-                       "least one failed step of the column's action. n under a row = its failed source steps. "
+                       "least one failed step of the column's action. n: the row's failed source steps. "
                        "\"–\": the action never failed for that backbone. Grey: no scope in the store has the "
                        "column's action after the row's, so the pair cannot occur. Pale cells: fewer than {} failed "
                        "source steps in the row, a share that one step more or less moves a lot.", figs.SMALL_N),)),
