@@ -25,7 +25,9 @@ def test_clicking_a_cell_lists_its_chains_and_the_tabs_render(app_server, browse
     grid = page.locator("[class*='st-key-table-propagation-map-']").first
     grid.wait_for(timeout=120_000)
     assert page.locator(".js-plotly-plot").count() == 0  # no chart drawn for one backbone
-    choose_cell(page, grid, "AD", "SC · SOLVE_CLUE", "() => location.search.includes('later_action=APPLY_DELTA')")
+    # Every cell the keys pass on the way opens too: reached once the link names both actions.
+    choose_cell(page, grid, "AD", "SC · SOLVE_CLUE", "() => location.search.includes('later_action=APPLY_DELTA') "
+                                                     "&& location.search.includes('src_action=SOLVE_CLUE')")
     query = parse_qs(urlparse(page.evaluate("location.href")).query)
     assert query["cell_backbone"] == ["GPT-4.1"] and query["src_action"] == ["SOLVE_CLUE"]
     wait_idle(page, "are followed by a failed APPLY_DELTA step")
