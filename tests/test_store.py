@@ -63,6 +63,9 @@ def test_sources_are_independent(tmp_path):
     "mutate, invariant",
     [
         (lambda t: t["steps"].pop(1), "dense"),
+        # As many steps as the run says, but one index twice and one missing; all shifted by one.
+        (lambda t: t["steps"][2].update(step_idx=1), "a step_idx appears once in its run"),
+        (lambda t: [s.update(step_idx=s["step_idx"] + 1) for s in t["steps"]], "dense"),
         (lambda t: t["edges"].append({"run_id": "alpha:r1", "corpus": "alpha", "src_idx": 2, "dst_idx": 1}), "backwards"),
         (lambda t: t["steps"].append({"run_id": "alpha:zz", "corpus": "alpha", "step_idx": 0}), "belongs to a run"),
         (lambda t: t["steps"][0].update(label=2), "labels"),
@@ -224,15 +227,17 @@ def test_a_large_sources_checks_run_one_at_a_time_within_the_memory_limit(tmp_pa
 
 
 def test_checks_that_cannot_run_stop_the_write_in_one_sentence(tmp_path, monkeypatch):
-    """A check DuckDB cannot run (here out of a 4 MB limit) is one sentence naming the source, and
-    the store is left as it was: not a traceback from inside the writer."""
+    """A check DuckDB cannot run (here out of a 1 MB limit) is one sentence naming the source and,
+    on a source checked one check at a time, the check; the store is left as it was: not a
+    traceback from inside the writer."""
     from auditatlas import validate
 
     store.write_source(tmp_path, "alpha", _run("alpha", 3))
     before = (tmp_path / "MANIFEST.json").read_bytes()
     monkeypatch.setattr(validate, "KEPT_MAX_BYTES", -1)
     monkeypatch.setattr(validate, "MEMORY_LIMIT", "1MB")
-    with pytest.raises(StoreError, match=r"^source 'beta' could not be checked \(.*Out of Memory.*\); nothing was written\.$"):
+    with pytest.raises(StoreError, match=r"^source 'beta' could not be checked \(the check 'run ids are unique': "
+                                         r".*Out of Memory.*\); nothing was written\.$"):
         store.write_source(tmp_path, "beta", _run("beta", 3))
     assert (tmp_path / "MANIFEST.json").read_bytes() == before
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(store.TMP_PREFIX)]
