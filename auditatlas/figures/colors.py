@@ -16,7 +16,8 @@ REDS: Stops = ((0.0, (255, 245, 240)), (0.35, (252, 146, 114)), (0.7, (222, 45, 
 # Plotly's OrRd, low cream to high dark red (the propagation heatmaps' scale).
 ORANGE_REDS: Stops = ((0.0, (255, 247, 236)), (0.25, (253, 212, 158)), (0.5, (252, 141, 89)), (0.75, (215, 48, 31)),
                       (1.0, (127, 0, 0)))
-# A cell that cannot hold a value (a pair that never occurs), as the heatmaps draw it.
+# A cell that cannot hold a value (a pair that never occurs): the heatmaps' colour and its CSS.
+GREY_HEX = "#d4d4d4"
 GREY = "background-color: rgb(212, 212, 212)"
 # A pale cell is its colour seen through this much white (the heatmaps' veil).
 VEIL_ALPHA = 0.62

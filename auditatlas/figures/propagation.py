@@ -26,7 +26,7 @@ from .rates import unique_title
 from .text import plotly as esc
 
 MAPS_PER_ROW = 3
-GREY = "#d4d4d4"
+GREY = colors.GREY_HEX
 CELL_PX = 38
 
 
@@ -162,6 +162,7 @@ def heatmap_table(cells: pd.DataFrame, backbone: str) -> CellTable:
         shown, css, pct = [], [], []
         for src in acts:
             r = by_pair.get((src, later))
+            share = None  # the cell's % where it has one
             if r is None or not r.possible:
                 shown.append("")
                 css.append("" if r is None else colors.GREY)
@@ -169,9 +170,10 @@ def heatmap_table(cells: pd.DataFrame, backbone: str) -> CellTable:
                 shown.append("–")
                 css.append("")
             else:
-                shown.append(f"{100 * r.rate:.1f}%")
+                share = round(100 * r.rate, 1)
+                shown.append(f"{share:.1f}%")
                 css.append(colors.background(r.rate, colors.ORANGE_REDS, pale=failed[src] < SMALL_N))
-            pct.append(round(100 * r.rate, 1) if r is not None and r.possible and r.failed > 0 else None)
+            pct.append(share)
         text[title], styles[title], numbers[title] = shown, css, pd.Series(pct, dtype="float64")
         columns[title] = later
     return CellTable(text, styles, numbers, acts, columns)
