@@ -154,18 +154,22 @@ def missing_blocks() -> list[dict[str, str]]:
     return published_missing(query)
 
 
-@st.cache_data(show_spinner=False, max_entries=8)
-def _store_problems(root: str, stamp: int) -> list[str]:
+# Per process, not per script run: the server's start checks the store it opens
+# (``components.serve``), so the first visitor does not read every part's footer (0.3-0.45 s of
+# a first page at a million rooms).
+@lru_cache(maxsize=8)
+def _store_problems(root: str, stamp: int) -> tuple[str, ...]:
     from auditatlas.store import health
 
     problems = health(Path(root), deep=True)
     if problems:
-        return problems
+        return tuple(problems)
     try:  # the views themselves (a part readable by footer may still fail to scan)
         queries.run("corpora", root=root)
     except Exception as exc:  # noqa: BLE001 - shown as one sentence
-        return [f"the store at {root} cannot be read ({first_line(exc)}); re-ingest the affected source or rebuild the store."]
-    return []
+        return (f"the store at {root} cannot be read ({first_line(exc)}); re-ingest the affected source or rebuild "
+                "the store.",)
+    return ()
 
 
 def store_problems() -> list[str]:
@@ -176,7 +180,7 @@ def store_problems() -> list[str]:
     """
     from auditatlas.store import health
 
-    return health(store_root()) or _store_problems(str(store_root()), store_stamp())
+    return health(store_root()) or list(_store_problems(str(store_root()), store_stamp()))
 
 
 def search_index():

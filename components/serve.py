@@ -37,7 +37,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 _log = logging.getLogger("auditatlas.serve")
 
-# What every page imports or draws with; then the app's own modules (components/*).
+# What every page imports or draws with; then the pages' views and the app's own modules
+# (auditatlas/views/*, components/*).
 LIBRARIES = ("streamlit.web.cli", "pandas", "pyarrow", "pyarrow.parquet", "duckdb", "numpy", "plotly.graph_objects",
              "plotly.express", "pandas.io.formats.style", "queries", "queries.views", "queries.derived",
              "auditatlas.views.pages", "auditatlas.analyses.board_kept")
@@ -55,9 +56,11 @@ def import_pages_modules() -> None:
     try:
         for name in LIBRARIES:
             importlib.import_module(name)
-        for path in sorted((REPO / "components").glob("*.py")):
-            if path.stem not in ("__init__", "serve"):
-                importlib.import_module(f"components.{path.stem}")
+        # The pages' views too (each page imports its own on first run: the Explorer's 0.2-0.5 s).
+        for package in ("auditatlas.views", "components"):
+            for path in sorted((REPO / package.replace(".", "/")).glob("*.py")):
+                if not path.stem.startswith("__") and path.stem != "serve":
+                    importlib.import_module(f"{package}.{path.stem}")
     except Exception as exc:  # noqa: BLE001 - the server must start whatever the warm-up meets
         _log.warning("warm-up import stopped early (%s); the first visitor does the rest", exc)
     finally:
@@ -101,13 +104,16 @@ def _first_element_check(timeout_s: float = 60) -> None:
 
 
 def _open_store() -> None:
-    """Bind the store's current version (its views, DuckDB's catalog) and read its sidebar
-    choices once, so the first page's queries find the connection open and the files cached."""
+    """Check the store as every page does first (each part's footer read, once per store
+    version and process), bind its current version (its views, DuckDB's catalog) and read its
+    sidebar choices once, so the first page's queries find the connection open and the files
+    cached."""
     import queries
-    from auditatlas.store import is_empty, store_dir
+    from auditatlas.store import is_empty
+    from components import cached
 
-    root = Path(store_dir()).resolve()  # as the pages name it (components.cached.store_root)
-    if root.is_dir() and not is_empty(root):
+    root = cached.store_root()
+    if root.is_dir() and not is_empty(root) and not cached.store_problems():
         queries.run("slice_options", root=root)
 
 

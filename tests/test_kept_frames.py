@@ -136,7 +136,7 @@ def test_a_kept_query_is_named_alike_from_the_page_and_the_write_and_only_under_
     assert kept.query_name("grid_means", {**write, "slice": {"backbone": ["X"]}}) is None  # the whole store only
     assert kept.query_name("grid_means", {**write, "set_ids": ["b"]}) != kept.query_name("grid_means", write)
     assert kept.query_name("grid_means", {**write, "slice": {"labels": "reviewed"}}) is None  # reads the verdicts
-    assert kept.query_name("grid_cells", write) is None  # not one of KEPT_QUERIES
+    assert kept.query_name("grid_errors", write) is None  # not one of KEPT_QUERIES
 
 
 def _kept_then_recorded(store, keep, names, monkeypatch) -> tuple:
@@ -163,19 +163,22 @@ def test_the_write_keeps_the_detectors_grid_and_the_page_reads_it(tmp_path, monk
     from stores import copy_of
 
     store = copy_of("detectors", tmp_path / "store")
-    folder, asked = _kept_then_recorded(store, detector_comparison.keep_default_grid, ["grid_means"], monkeypatch)
+    folder, asked = _kept_then_recorded(store, detector_comparison.keep_default_grid, ["grid_means", "grid_cells"],
+                                        monkeypatch)
     text = page_texts(open_page(store, monkeypatch, "pages/detectors.py"))
-    assert "grid_cells" in asked and "grid_means" not in asked, asked  # read from the kept file
+    # The cells and means read from the kept files; the default cell's errors are asked for.
+    assert "grid_errors" in asked and not {"grid_cells", "grid_means"} & set(asked), asked
     assert "Per-action ROC-AUC" in text
     # A slice is computed, and not kept.
     page_texts(open_page(store, monkeypatch, "pages/detectors.py", outcome="failure"))
-    assert "grid_means" in asked and len(list(folder.glob("query_grid_means_*.parquet"))) == 1
+    assert {"grid_means", "grid_cells"} <= set(asked)
+    assert len(list(folder.glob("query_grid_means_*.parquet"))) == len(list(folder.glob("query_grid_cells_*.parquet"))) == 1
 
 
 def test_the_write_keeps_the_rescored_sets_and_the_page_reads_them(tmp_path, monkeypatch):
     """The Re-score page's sets with their test ROC-AUCs (recomputed from the predictions: 5 s
-    at a million rooms) are kept per store version as the page asks for them; the page then
-    reads them and recomputes none."""
+    at a million rooms) and its steps per label (1.6 s there) are kept per store version as the
+    page asks for them; the page then reads them and recomputes neither."""
     from app_support import open_page, page_texts
     from auditatlas.detectors import engine
     from auditatlas.views import rescore_view
@@ -183,9 +186,11 @@ def test_the_write_keeps_the_rescored_sets_and_the_page_reads_them(tmp_path, mon
 
     store = copy_of("rescore-app", tmp_path / "store")
     engine.score(store, ["random"], {"corpus": ["maadbench-sim"]}, 1)
-    _, asked = _kept_then_recorded(store, rescore_view.keep_default_sets, ["rescore_sets"], monkeypatch)
+    _, asked = _kept_then_recorded(store, rescore_view.keep_default_sets, ["rescore_sets", "step_label_counts"],
+                                   monkeypatch)
     text = page_texts(open_page(store, monkeypatch, "pages/rescore.py"))
-    assert "step_label_counts" in asked and "rescore_sets" not in asked, asked  # read from the kept file
+    # Read from the kept files; the page's judges are asked for.
+    assert "judge_sets" in asked and not {"step_label_counts", "rescore_sets"} & set(asked), asked
     assert "1 re-scored set(s) on the slice's corpora" in text
 
 
