@@ -41,7 +41,9 @@ _log = logging.getLogger("auditatlas.serve")
 # (auditatlas/views/*, components/*).
 LIBRARIES = ("streamlit.web.cli", "pandas", "pyarrow", "pyarrow.parquet", "duckdb", "numpy", "plotly.graph_objects",
              "plotly.express", "pandas.io.formats.style", "queries", "queries.views", "queries.derived",
-             "auditatlas.views.pages", "auditatlas.analyses.board_kept")
+             "auditatlas.views.pages", "auditatlas.analyses.board_kept",
+             # A run's graph (the Explorer and its links): 0.3-0.6 s of its first open.
+             "networkx", "pyvis.network")
 
 
 def import_pages_modules() -> None:
