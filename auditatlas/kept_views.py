@@ -1,9 +1,10 @@
 """What a write keeps for its store version before it returns, so that no reader's first open
 pays for it: every board's default view, the whole store's supervised half of label doubt and
 the doubt order it leads, the step vectors with the whole store's failure clusters, the
-Detectors grid's default view, the Re-score page's sets and the Overview's counts. The CLI after a write and the app's first launch both call
-:func:`keep_for_version`; ``AUDITATLAS_KEEP_BOARDS=0`` leaves all of it
-to the first open (``board_kept.keeps_after_write``).
+Detectors grid's default view, the Re-score page's sets, the Overview's counts and the
+Explorer's actions. The CLI after a write and the app's first launch both call
+:func:`keep_for_version`; ``AUDITATLAS_KEEP_BOARDS=0`` leaves all of it to the first open
+(``board_kept.keeps_after_write``).
 
 The query function and the two ``remember`` functions are handed in (``queries.kept``'s
 ``remembering_runner`` and ``remember`` functions, bound to the store): the core never imports
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .analyses import Query, board_kept, detector_comparison, label_doubt, review_queue
-from .views import overview_view, rescore_view
+from .views import explorer_view, overview_view, rescore_view
 
 # what failed, the exception, what happens instead
 Failed = Callable[[str, Exception, str], None]
@@ -30,7 +31,7 @@ def parts() -> list[str]:
     Detectors grid."""
     return [BOARD + name for name in board_kept.registry()] + [
         "label doubt", "the doubt order", "step vectors and failure clusters", "the Detectors grid",
-        "the re-scored sets", "the Overview"]
+        "the re-scored sets", "the Overview", "the Explorer's actions"]
 
 
 def keep_for_version(root: str | Path, query: Query, remember: board_kept.Remember,
@@ -69,6 +70,8 @@ def keep_for_version(root: str | Path, query: Query, remember: board_kept.Rememb
          lambda: rescore_view.keep_default_sets(query), "the Re-score page computes them on first open"),
         ("the Overview", "the Overview's counts and rates could not be computed now",
          lambda: overview_view.keep_default(query), "the Overview computes them on first open"),
+        ("the Explorer's actions", "the Explorer's list of actions could not be computed now",
+         lambda: explorer_view.keep_default(query), "the Explorer computes it on first open"),
     ]
     for name, what, keep, instead in kept:
         if only is not None and name != only:

@@ -123,7 +123,7 @@ new_runs_notice({"slice": slice_, **count_params}, total, listed_stamp)
 
 # --- Text search -----------------------------------------------------------------------------
 with st.expander("Search the slice's step text", expanded=bool(state.q)):
-    actions_in_slice = cached.query("explorer_actions", {"slice": slice_})["action"].tolist()
+    actions_in_slice = view.actions_in_slice(cached.query, slice_)
     view_blocks.draw(view.unknown_actions([a for a in state.actions if a not in actions_in_slice]))
     st.session_state["search_q"] = state.q
     st.session_state["search_actions"] = [a for a in state.actions if a in actions_in_slice]

@@ -231,9 +231,10 @@ def _remembered(root: str | Path, read_kept: Callable[[str], Any], compute: Call
 # /rescore at a million rooms with three sets); the Overview's counts and rates (0.9 s of its
 # 1.6 s script at a million rooms: the counts per corpus scan every prediction); the steps per
 # label that open /rescore (1.6 s at a million rooms) and the grid's cells per set that open
-# /detectors (0.3 s there).
+# /detectors (0.3 s there); the actions of every step that the Explorer's search offers (0.2 s).
 KEPT_QUERIES: frozenset[str] = frozenset({"grid_means", "rescore_sets", "corpus_counts", "slice_summary",
-                                          "action_rates", "silent_failures", "step_label_counts", "grid_cells"})
+                                          "action_rates", "silent_failures", "step_label_counts", "grid_cells",
+                                          "explorer_actions"})
 
 
 def query_name(name: str, params: Any) -> str | None:

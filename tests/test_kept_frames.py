@@ -210,3 +210,21 @@ def test_the_write_keeps_the_overviews_counts_and_the_page_reads_them(tmp_path, 
     assert not set(names) & set(asked), asked
     page_texts(open_page(store, monkeypatch, "pages/overview.py", backbone="GPT-4.1"))
     assert {"slice_summary", "action_rates", "silent_failures"} <= set(asked)
+
+
+def test_the_write_keeps_the_explorers_actions_and_the_page_reads_them(tmp_path, monkeypatch):
+    """The actions the Explorer's text search offers (a scan of every step) are kept per store
+    version; the page then reads them, and a slice still asks."""
+    from app_support import open_page
+    from auditatlas.views import explorer_view
+    from stores import copy_of
+
+    store = copy_of("rescore-app", tmp_path / "store")
+    _, asked = _kept_then_recorded(store, explorer_view.keep_default, ["explorer_actions"], monkeypatch)
+    at = open_page(store, monkeypatch, "pages/explorer.py", q="clue", action=["SOLVE_CLUE", "NO_SUCH_ACTION"])
+    assert "explorer_runs" in asked and "explorer_actions" not in asked, asked
+    # The kept list is the scan's: only the action no step takes is said to be left out.
+    warned = " ".join(w.value for w in at.warning).replace("\\", "")  # as Markdown shows it
+    assert "'NO_SUCH_ACTION'" in warned and "SOLVE_CLUE" not in warned, warned
+    open_page(store, monkeypatch, "pages/explorer.py", backbone="GPT-4.1")
+    assert "explorer_actions" in asked
